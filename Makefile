@@ -1,0 +1,35 @@
+# Two commands: `make run` serves the app (web + Celery worker), `make test` runs the whole suite.
+# Both create .venv and install the pinned dependencies themselves.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test lint bench clean
+
+$(VENV)/.runtime: requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt $(VENV)/.runtime
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+run: $(VENV)/.runtime
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py ensure_demo_user
+	$(PY) scripts/serve.py
+
+test: $(VENV)/.dev
+	$(PY) scripts/run_tests.py
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy .
+
+bench: $(VENV)/.dev
+	$(PY) bench/turn_latency.py
+	$(PY) bench/extraction.py
+
+clean:
+	rm -rf $(VENV) var

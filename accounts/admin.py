@@ -1,0 +1,22 @@
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+
+from accounts.models import ApiToken, User
+
+
+@admin.register(User)
+class UserAdmin(BaseUserAdmin):
+    list_display = ("username", "email", "memory_enabled", "is_staff", "date_joined")
+    list_filter = ("memory_enabled", *BaseUserAdmin.list_filter)
+    fieldsets = (*BaseUserAdmin.fieldsets, ("Memory", {"fields": ("memory_enabled",)}))
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "user", "name", "created_at", "last_used_at")
+    search_fields = ("user__username", "name", "prefix")
+    readonly_fields = ("prefix", "digest", "created_at", "last_used_at")
+    list_select_related = ("user",)
+
+    def has_add_permission(self, request: object) -> bool:  # tokens are created with create_api_token
+        return False

@@ -1,0 +1,47 @@
+from django.contrib import admin
+
+from chat.models import AgentState, Conversation, Message
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    fields = ("created_at", "role", "status", "memory_status", "content")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: object, obj: object = None) -> bool:
+        return False
+
+
+class AgentStateInline(admin.StackedInline):
+    model = AgentState
+    fields = ("version", "updated_at", "context")
+    readonly_fields = fields
+    can_delete = False
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ("display_title", "owner", "temporary", "created_at", "updated_at")
+    list_filter = ("temporary", "created_at")
+    search_fields = ("title", "owner__username", "id")
+    list_select_related = ("owner",)
+    readonly_fields = ("id", "owner", "created_at", "updated_at", "lock_token", "lock_expires_at")
+    inlines = [AgentStateInline, MessageInline]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ("id", "user", "role", "status", "memory_status", "created_at")
+    list_filter = ("role", "status", "memory_status")
+    search_fields = ("content", "user__username")
+    list_select_related = ("user",)
+    readonly_fields = ("conversation", "user", "role", "content", "status", "error", "memory_status", "created_at", "updated_at")
+
+
+@admin.register(AgentState)
+class AgentStateAdmin(admin.ModelAdmin):
+    list_display = ("conversation", "version", "updated_at")
+    readonly_fields = ("conversation", "context", "version", "updated_at")

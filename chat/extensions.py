@@ -1,0 +1,79 @@
+"""Extension points chat owns and other apps plug into (the memory app registers in its AppConfig).
+
+- context providers: add a block to the model input of each turn; never stored in the agent state.
+- tools: functions the chat model may call during a turn (bounded in steps).
+- `turn_finished`: sent after the turn's transaction commits, never on rollback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from django.dispatch import Signal
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from chat.models import Conversation, Message
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """Who and what a turn is about. Built by the server; the model never supplies any of it."""
+
+    user: User
+    conversation: Conversation
+    user_message: Message
+
+
+ContextProvider = Callable[[TurnContext], "str | None"]
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
+        """Runs synchronously (in a worker thread); returns the text the model sees as the result."""
+        ...
+
+
+_context_providers: dict[str, ContextProvider] = {}
+_tools: dict[str, Tool] = {}
+
+# Sent with: user_id, conversation_id, user_message_id, assistant_message_id, status.
+turn_finished = Signal()
+
+
+def register_context_provider(name: str, provider: ContextProvider) -> None:
+    _context_providers[name] = provider
+
+
+def unregister_context_provider(name: str) -> None:
+    _context_providers.pop(name, None)
+
+
+def context_providers() -> list[ContextProvider]:
+    return list(_context_providers.values())
+
+
+def register_tool(tool: Tool) -> None:
+    _tools[tool.name] = tool
+
+
+def unregister_tool(name: str) -> None:
+    _tools.pop(name, None)
+
+
+def get_tool(name: str) -> Tool | None:
+    return _tools.get(name)
+
+
+def tool_schemas() -> list[dict[str, Any]]:
+    """The registered tools in the Chat Completions `tools` format."""
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in _tools.values()
+    ]

@@ -1,0 +1,84 @@
+"""The offline demo model: deterministic, no network, streams word by word, and says what it is.
+
+It lets the whole product be demonstrated without a provider. It is not a language model: its
+replies are built from simple rules over the request it receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
+
+# Hooks other apps register to let the demo model take part in their features (see memory.demo).
+# A tool trigger returns the name of a tool to call for the latest user text, or None.
+ToolTrigger = Callable[[str, set[str]], "str | None"]
+JsonResponder = Callable[[Messages], "str | None"]
+tool_triggers: list[ToolTrigger] = []
+json_responders: list[JsonResponder] = []
+
+WORD_DELAY_SECONDS = 0.02
+
+
+def _last(messages: Messages, role: str) -> dict[str, Any] | None:
+    return next((m for m in reversed(messages) if m.get("role") == role), None)
+
+
+def _background_lines(messages: Messages) -> list[str]:
+    """Bullet lines from system blocks after the first (context providers, e.g. memories)."""
+    lines: list[str] = []
+    for m in [m for m in messages if m.get("role") == "system"][1:]:
+        lines += [ln[2:].strip() for ln in str(m.get("content", "")).splitlines() if ln.startswith("- ")]
+    return lines
+
+
+class DemoChatModel(ChatModel):
+    label = "Offline demo model"
+    is_demo = True
+
+    def reply_for(self, messages: Messages) -> str:
+        user = _last(messages, "user")
+        said = " ".join(str(user.get("content", "")).split()) if user else ""
+        if len(said) > 160:
+            said = said[:157] + "…"
+        parts = [f"(Offline demo model — no AI provider is configured.) You said: “{said}”."]
+        tool_results = [m for m in messages[messages.index(user) if user else 0 :] if m.get("role") == "tool"]
+        for result in tool_results:
+            parts.append(str(result.get("content", "")))
+        background = _background_lines(messages)
+        if background:
+            parts.append("What I remember about you: " + "; ".join(background) + ".")
+        parts.append("Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model.")
+        return " ".join(parts)
+
+    def _tool_to_call(self, messages: Messages, tools: list[dict[str, Any]] | None) -> str | None:
+        last = messages[-1] if messages else {}
+        if not tools or last.get("role") != "user":  # at most one tool round per user message
+            return None
+        names = {t["function"]["name"] for t in tools}
+        for trigger in tool_triggers:
+            name = trigger(str(last.get("content", "")), names)
+            if name in names:
+                return name
+        return None
+
+    async def stream(self, *, messages: Messages, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
+        tool = self._tool_to_call(messages, tools)
+        if tool is not None:
+            yield ToolCalls([ToolCall(id=f"call_demo_{len(messages)}", name=tool, arguments="{}")])
+            return
+        words = re.findall(r"\S+\s*", self.reply_for(messages))
+        for word in words:
+            await asyncio.sleep(WORD_DELAY_SECONDS)
+            yield TextDelta(word)
+
+    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+        for responder in json_responders:
+            answer = responder(messages)
+            if answer is not None:
+                return answer
+        return json.dumps({"operations": []})

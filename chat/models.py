@@ -1,0 +1,97 @@
+"""Chat data: a conversation, its agent state (for the model) and its display messages (for people).
+
+The two are kept apart on purpose: the state can be compacted or rewritten for the model without
+touching what the user sees, and memory extraction reads the user's original words from `Message`.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=200, blank=True)
+    # Temporary: nothing is learned from it and no memory is used in it.
+    temporary = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # The per-conversation turn lock; it expires so that a crashed turn cannot block forever.
+    lock_token = models.UUIDField(null=True, blank=True, editable=False)
+    lock_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="conv_owner_updated")]
+
+    def __str__(self) -> str:
+        return self.title or "New conversation"
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "New conversation"
+
+
+class AgentState(models.Model):
+    """What the agent runtime needs to continue: the model message list, in Chat Completions format."""
+
+    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, related_name="agent_state")
+    context = models.JSONField(default=list, blank=True)
+    # Optimistic concurrency: a save must name the version it read.
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"State of {self.conversation_id} (v{self.version}, {len(self.context)} messages)"
+
+
+class Message(models.Model):
+    """The display log: what the page shows, the user's original words and the assistant's answers."""
+
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+
+    class Status(models.TextChoices):
+        COMPLETE = "complete", "Complete"
+        STREAMING = "streaming", "Streaming"
+        ERROR = "error", "Error"
+        INTERRUPTED = "interrupted", "Interrupted"
+
+    class MemoryStatus(models.TextChoices):
+        PENDING = "pending", "Pending"
+        PROCESSED = "processed", "Processed"
+        SKIPPED = "skipped", "Skipped"
+        NOT_APPLICABLE = "", "Not applicable"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    # Denormalised owner so a user's pending messages can be found across conversations.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
+    error = models.CharField(max_length=500, blank=True)
+    # Only user messages take part in memory extraction; assistant messages stay "".
+    memory_status = models.CharField(max_length=16, choices=MemoryStatus.choices, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["conversation", "created_at", "id"], name="msg_conv_order"),
+            models.Index(fields=["user", "created_at", "id"], name="msg_user_order"),
+            models.Index(
+                fields=["user", "id"],
+                name="msg_user_pending",
+                condition=Q(role="user", memory_status="pending"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"

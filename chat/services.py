@@ -1,0 +1,179 @@
+"""Writes: conversations, and the two transactions that bracket every chat turn."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import User
+from chat import extensions
+from chat.models import AgentState, Conversation, Message
+
+TITLE_MAX = 60
+
+
+class TurnRejected(Exception):
+    """A turn that cannot start. Nothing has been written. `status` is the HTTP status to answer."""
+
+    status = 400
+    code = "invalid"
+
+
+class InvalidMessage(TurnRejected):
+    code = "invalid_message"
+
+
+class ConversationBusy(TurnRejected):
+    status = 409
+    code = "busy"
+
+    def __init__(self) -> None:
+        super().__init__("Another reply is still being written in this conversation. Wait for it or stop it.")
+
+
+class RunSlotsFull(TurnRejected):
+    status = 429
+    code = "too_many_runs"
+
+    def __init__(self, slots: int) -> None:
+        super().__init__(f"You already have {slots} replies being written. Wait for one to finish.")
+
+
+def _now() -> Any:
+    """The current time; a seam for tests."""
+    return timezone.now()
+
+
+def message_content_clean(content: object) -> str:
+    """Validate a user message; raises InvalidMessage with a sentence saying what is wrong."""
+    if not isinstance(content, str):
+        raise InvalidMessage("Message content must be a string.")
+    if not content.strip():
+        raise InvalidMessage("Message content is empty.")
+    limit = settings.CHAT_MAX_MESSAGE_CHARS
+    if len(content) > limit:
+        raise InvalidMessage(f"Message is too long: {len(content):,} characters; the limit is {limit:,}.")
+    return content
+
+
+def title_from(content: str) -> str:
+    text = " ".join(content.split())
+    if len(text) <= TITLE_MAX:
+        return text
+    cut = text[:TITLE_MAX].rsplit(" ", 1)[0] or text[:TITLE_MAX]
+    return cut + "…"
+
+
+@transaction.atomic
+def conversation_create(*, user: User, title: str = "", temporary: bool = False) -> Conversation:
+    conversation = Conversation.objects.create(owner=user, title=title.strip()[:200], temporary=temporary)
+    AgentState.objects.create(conversation=conversation)
+    return conversation
+
+
+@transaction.atomic
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    conversation.title = title.strip()[:200]
+    conversation.save(update_fields=["title", "updated_at"])
+    return conversation
+
+
+@transaction.atomic
+def conversation_delete(*, conversation: Conversation) -> None:
+    conversation.delete()
+
+
+@dataclass
+class StartedTurn:
+    user: User
+    conversation: Conversation
+    user_message: Message
+    assistant_message: Message
+    lock_token: uuid.UUID
+    context: list[dict[str, Any]]
+    state_version: int
+
+
+@transaction.atomic
+def turn_start(*, user: User, conversation: Conversation, content: str) -> StartedTurn:
+    """Take the conversation lock and a run slot, then save the user's message.
+
+    Both happen in one transaction: a refused turn writes nothing, an accepted one has its user
+    message saved before the model is called, so it is never lost.
+    """
+    content = message_content_clean(content)
+    now = _now()
+    # Serialise the slot count per user (a no-op on SQLite, whose writers are serialised anyway).
+    User.objects.select_for_update().filter(pk=user.pk).exists()
+    running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
+    if running >= settings.CHAT_USER_RUN_SLOTS:
+        raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
+    token = uuid.uuid4()
+    free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
+    expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
+    if not Conversation.objects.filter(free, pk=conversation.pk).update(lock_token=token, lock_expires_at=expires):
+        raise ConversationBusy()
+
+    learns = user.memory_enabled and not conversation.temporary
+    user_message = Message.objects.create(
+        conversation=conversation,
+        user=user,
+        role=Message.Role.USER,
+        content=content,
+        memory_status=Message.MemoryStatus.PENDING if learns else Message.MemoryStatus.SKIPPED,
+    )
+    assistant_message = Message.objects.create(
+        conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING
+    )
+    fields = {"updated_at": now}
+    if not conversation.title:
+        fields["title"] = title_from(content)
+    Conversation.objects.filter(pk=conversation.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(conversation, name, value)
+    state, _ = AgentState.objects.get_or_create(conversation=conversation)
+    return StartedTurn(user, conversation, user_message, assistant_message, token, list(state.context), state.version)
+
+
+@transaction.atomic
+def turn_finish(
+    *, turn: StartedTurn, status: str, content: str, error: str = "", new_items: list[dict[str, Any]]
+) -> Message:
+    """Save the assistant message and the new agent state, release the lock, then (after commit)
+    fire the post-turn hook. `new_items` are the model messages this turn adds after the user's."""
+    message = turn.assistant_message
+    message.content = content
+    message.status = status
+    message.error = error[:500]
+    message.save(update_fields=["content", "status", "error", "updated_at"])
+
+    context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *new_items]
+    saved = AgentState.objects.filter(conversation=turn.conversation, version=turn.state_version).update(
+        context=context, version=turn.state_version + 1, updated_at=_now()
+    )
+    if not saved:
+        # Only possible when our lock expired and another turn ran meanwhile: keep the display
+        # message, leave that turn's state alone.
+        message.status = Message.Status.ERROR
+        message.error = "The conversation changed while this reply was written; it was not added to the context."
+        message.save(update_fields=["status", "error", "updated_at"])
+    Conversation.objects.filter(pk=turn.conversation.pk, lock_token=turn.lock_token).update(
+        lock_token=None, lock_expires_at=None
+    )
+
+    payload = {
+        "user_id": turn.user.pk,
+        "conversation_id": turn.conversation.pk,
+        "user_message_id": turn.user_message.pk,
+        "assistant_message_id": message.pk,
+        "status": message.status,
+    }
+    transaction.on_commit(lambda: extensions.turn_finished.send(sender=Message, **payload))
+    return message

@@ -1,0 +1,22 @@
+"""Celery application; configuration lives in Django settings under the CELERY_ prefix."""
+
+import os
+from pathlib import Path
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("memora")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def ensure_broker_dirs() -> None:
+    """The filesystem transport needs its folders to exist before a producer or worker connects."""
+    from django.conf import settings
+
+    options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {})
+    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+        if key in options:
+            Path(str(options[key])).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,72 @@
+"""Shared test set-up: service-dependent markers, the fake model, users and API clients."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+BROWSER = os.environ.get("MEMORA_BROWSER_TESTS", "") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from django.conf import settings
+    from django.db import connection
+
+    reasons = {
+        "postgres": None if connection.vendor == "postgresql" else "runs in the PostgreSQL pass (DATABASE_URL)",
+        "redis": None if settings.REDIS_URL else "runs in the Redis pass (REDIS_URL)",
+        "browser": None if BROWSER else "needs Chromium (MEMORA_BROWSER_TESTS=1)",
+    }
+    for item in items:
+        for marker, reason in reasons.items():
+            if reason and item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _offline_model(settings: Any) -> None:
+    """No test may reach a real provider: the demo model unless a test picks another fake."""
+    settings.OPENAI_API_KEY = ""
+    settings.OPENAI_BASE_URL = ""
+    settings.LLM_BACKEND = "demo"
+
+
+@pytest.fixture
+def fake_model(settings: Any) -> Iterator[Any]:
+    from tests.fakes import FakeModelController, ScriptedChatModel
+
+    ScriptedChatModel.reset()
+    settings.LLM_BACKEND = "tests.fakes.ScriptedChatModel"
+    yield FakeModelController()
+    ScriptedChatModel.reset()
+
+
+@pytest.fixture
+def user(db: None) -> Any:
+    from tests.factories import UserFactory
+
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def other_user(db: None) -> Any:
+    from tests.factories import UserFactory
+
+    return UserFactory(username="mallory")
+
+
+@pytest.fixture
+def api_token(user: Any) -> str:
+    from accounts.services import api_token_create
+
+    return api_token_create(user=user)[1]
+
+
+@pytest.fixture
+def api_client(client: Any, api_token: str) -> Any:
+    """A Django test client that sends the user's bearer token."""
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    return client

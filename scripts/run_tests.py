@@ -1,0 +1,67 @@
+"""`make test`: the whole suite on the embedded defaults (SQLite, in-memory channel layer,
+filesystem broker), then again on PostgreSQL + Redis when they are reachable.
+
+With CI=true, PostgreSQL, Redis and Chromium are required: their absence fails the run instead of
+skipping tests. Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+PG_URL = os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def reachable(url: str) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 0), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def pytest(env_extra: dict[str, str], args: list[str]) -> int:
+    env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "REDIS_URL", "LLM_BACKEND"}}
+    env["MEMORA_VAR_DIR"] = tempfile.mkdtemp(prefix="memora-test-")
+    env.update(env_extra)
+    return subprocess.call([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env)
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    have_pg, have_redis = reachable(PG_URL), reachable(REDIS_URL)
+    have_chromium = Path(CHROMIUM).exists() or shutil.which("chromium") is not None
+    missing = [name for name, ok in (("PostgreSQL", have_pg), ("Redis", have_redis), ("Chromium", have_chromium)) if not ok]
+    if missing and CI:
+        print(f"CI=true but not available: {', '.join(missing)}. These tests are required in CI.", file=sys.stderr)
+        return 1
+    for name in missing:
+        print(f"note: {name} not available here; the tests that need it are skipped (they are required in CI).")
+    browser = {"MEMORA_BROWSER_TESTS": "1" if have_chromium else "0", "CHROMIUM_PATH": CHROMIUM}
+
+    print("== Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)", flush=True)
+    code = pytest(browser, args)
+    if code not in (0, 5) or (code == 5 and not args):
+        return code or 1
+    if have_pg and have_redis:
+        print("== Suite on PostgreSQL and Redis (browser tests ran above)", flush=True)
+        second = pytest({"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}, args)
+        if second not in (0, 5):
+            return second
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

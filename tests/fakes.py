@@ -1,0 +1,96 @@
+"""An in-process fake model for tests: scripted replies, recorded requests. Never touches a network.
+
+Use the `fake_model` fixture: it points LLM_BACKEND here and resets the script for each test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from chat.llm.base import ChatModel, LLMError, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
+
+
+@dataclass
+class Step:
+    """One scripted model step: text chunks, optional tool calls, optional failure after the text."""
+
+    chunks: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    error: LLMError | None = None
+    delay: float = 0.0  # seconds before each chunk
+    gate: asyncio.Event | None = None  # when set, the step waits for it before its first chunk
+
+
+class ScriptedChatModel(ChatModel):
+    label = "Scripted test model"
+    steps: ClassVar[list[Step]] = []
+    requests: ClassVar[list[dict[str, Any]]] = []
+    judge_answers: ClassVar[list[str | Exception | Callable[[Messages], str]]] = []
+    judge_requests: ClassVar[list[dict[str, Any]]] = []
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.steps, cls.requests, cls.judge_answers, cls.judge_requests = [], [], [], []
+
+    async def stream(self, *, messages: Messages, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
+        type(self).requests.append({"messages": json.loads(json.dumps(messages)), "tools": tools})
+        step = type(self).steps.pop(0) if type(self).steps else Step(chunks=["ok"])
+        if step.gate is not None:
+            await step.gate.wait()
+        for text in step.chunks:
+            if step.delay:
+                await asyncio.sleep(step.delay)
+            yield TextDelta(text)
+        if step.error is not None:
+            raise step.error
+        if step.tool_calls:
+            yield ToolCalls(list(step.tool_calls))
+
+    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+        type(self).judge_requests.append(
+            {"messages": json.loads(json.dumps(messages)), "model": model, "temperature": temperature, "timeout": timeout}
+        )
+        if not type(self).judge_answers:
+            return json.dumps({"operations": []})
+        answer = type(self).judge_answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        if callable(answer):
+            return answer(messages)
+        return answer
+
+
+class FakeModelController:
+    """What tests use to script the fake model."""
+
+    model = ScriptedChatModel
+
+    def reply(self, *chunks: str, delay: float = 0.0) -> Step:
+        step = Step(chunks=list(chunks) or ["ok"], delay=delay)
+        ScriptedChatModel.steps.append(step)
+        return step
+
+    def call_tool(self, name: str, arguments: str = "{}", *, call_id: str = "call_1", text: str = "") -> Step:
+        step = Step(chunks=[text] if text else [], tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)])
+        ScriptedChatModel.steps.append(step)
+        return step
+
+    def fail(self, *chunks: str, kind: str = "timeout", message: str = "The model provider timed out.") -> Step:
+        step = Step(chunks=list(chunks), error=LLMError(message, kind=kind))
+        ScriptedChatModel.steps.append(step)
+        return step
+
+    def judge(self, answer: str | dict[str, Any] | Exception | Callable[[Messages], str]) -> None:
+        ScriptedChatModel.judge_answers.append(json.dumps(answer) if isinstance(answer, dict) else answer)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return ScriptedChatModel.requests
+
+    @property
+    def judge_requests(self) -> list[dict[str, Any]]:
+        return ScriptedChatModel.judge_requests
