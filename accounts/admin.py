@@ -8,7 +8,7 @@ from accounts.models import ApiToken, User
 class UserAdmin(BaseUserAdmin):
     list_display = ("username", "email", "memory_enabled", "is_staff", "date_joined")
     list_filter = ("memory_enabled", *BaseUserAdmin.list_filter)
-    fieldsets = (*BaseUserAdmin.fieldsets, ("Memory", {"fields": ("memory_enabled",)}))
+    fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("Memory", {"fields": ("memory_enabled",)}))
 
 
 @admin.register(ApiToken)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -9,6 +10,7 @@ from django.utils import timezone
 from accounts.models import ApiToken, User
 
 TOKEN_PREFIX = "mem_"
+LAST_USED_PRECISION = timedelta(minutes=1)
 
 
 def _digest(token: str) -> str:
@@ -30,7 +32,10 @@ def api_token_authenticate(*, token: str) -> User | None:
     row = ApiToken.objects.select_related("user").filter(digest=_digest(token)).first()
     if row is None or not row.user.is_active:
         return None
-    ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    now = timezone.now()
+    # Recorded at most once a minute: a busy client must not turn every read into a write.
+    if row.last_used_at is None or now - row.last_used_at > LAST_USED_PRECISION:
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
     return row.user
 
 

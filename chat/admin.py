@@ -21,6 +21,9 @@ class AgentStateInline(admin.StackedInline):
     readonly_fields = fields
     can_delete = False
 
+    def has_add_permission(self, request: object, obj: object = None) -> bool:
+        return False
+
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
@@ -38,10 +41,19 @@ class MessageAdmin(admin.ModelAdmin):
     list_filter = ("role", "status", "memory_status")
     search_fields = ("content", "user__username")
     list_select_related = ("user",)
-    readonly_fields = ("conversation", "user", "role", "content", "status", "error", "memory_status", "created_at", "updated_at")
+    readonly_fields = (
+        "conversation", "user", "role", "content", "status", "error", "memory_status", "created_at", "updated_at"
+    )
+
+    def has_add_permission(self, request: object) -> bool:  # messages are written by chat turns only
+        return False
 
 
 @admin.register(AgentState)
 class AgentStateAdmin(admin.ModelAdmin):
     list_display = ("conversation", "version", "updated_at")
     readonly_fields = ("conversation", "context", "version", "updated_at")
+    list_select_related = ("conversation",)
+
+    def has_add_permission(self, request: object) -> bool:  # one state per conversation, made with it
+        return False

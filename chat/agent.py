@@ -4,6 +4,11 @@
     async for event in turn.events(): ...                                # "start", "delta", "tool", "done" | "error"
 
 Used by the JSON API (plain and server-sent events) and by the WebSocket consumer.
+
+However a turn ends it is saved exactly once and the conversation is unlocked: "complete"; "error" with
+the partial text (provider failure); "interrupted" with the partial text when the task iterating
+`events()` is cancelled or the generator is closed (a stop button, a dropped connection). The saved
+context always stays valid for the provider: every tool call in it has a result.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -23,7 +29,7 @@ from django.conf import settings
 from accounts.models import User
 from chat import extensions, services
 from chat.extensions import TurnContext
-from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, get_chat_model
+from chat.llm import ChatModel, LLMError, ToolCall, ToolCalls, get_chat_model
 from chat.models import Conversation, Message
 
 logger = logging.getLogger(__name__)
@@ -78,6 +84,18 @@ def _run_tool(ctx: TurnContext, call: ToolCall) -> str:
         return f"Error: the tool {call.name} failed; nothing was done."
 
 
+def _answered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`items` where every tool call has a result: providers reject a context with an unanswered call,
+    which a turn stopped in the middle of its tools would otherwise leave behind."""
+    answered = {item.get("tool_call_id") for item in items if item.get("role") == "tool"}
+    result = list(items)
+    for item in items:
+        for call in item.get("tool_calls") or []:
+            if call["id"] not in answered:
+                result.append({"role": "tool", "tool_call_id": call["id"], "content": "Error: the tool was not run."})
+    return result
+
+
 # Tools may block for long (a judge call); keep them off the shared ORM thread.
 _run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
 
@@ -89,24 +107,31 @@ class Turn:
     _text: list[str] = field(default_factory=list)
     _items: list[dict[str, Any]] = field(default_factory=list)
     _step_text: list[str] = field(default_factory=list)
+    _finished: Message | None = None
 
     @classmethod
     async def begin(cls, *, user: User, conversation: Conversation, content: str) -> Turn:
         """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
-        started = await database_sync_to_async(services.turn_start)(user=user, conversation=conversation, content=content)
-        return cls(started=started, model=get_chat_model())
+        model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
+        start = database_sync_to_async(services.turn_start)
+        started = await start(user=user, conversation=conversation, content=content)
+        return cls(started=started, model=model)
 
     @property
     def ctx(self) -> TurnContext:
-        return TurnContext(user=self.started.user, conversation=self.started.conversation, user_message=self.started.user_message)
+        s = self.started
+        return TurnContext(user=s.user, conversation=s.conversation, user_message=s.user_message)
 
-    async def events(self) -> AsyncIterator[TurnEvent]:
+    async def events(self) -> AsyncGenerator[TurnEvent, None]:
         s = self.started
         try:
             yield TurnEvent("start", user_message=s.user_message, assistant_message=s.assistant_message)
             messages = await database_sync_to_async(build_model_input)(self.ctx, s.context)
-            async for event in self._steps(messages):
-                yield event
+            # aclosing, here and around the model stream: a stopped turn closes the provider's stream at
+            # once instead of leaving it to the garbage collector.
+            async with aclosing(self._steps(messages)) as steps:
+                async for event in steps:
+                    yield event
         except LLMError as exc:
             message = await self._finish(Message.Status.ERROR, str(exc))
             yield TurnEvent("error", text=str(exc), user_message=s.user_message, assistant_message=message)
@@ -123,47 +148,53 @@ class Turn:
         message = await self._finish(Message.Status.COMPLETE, "")
         yield TurnEvent("done", user_message=s.user_message, assistant_message=message)
 
-    async def _steps(self, messages: list[dict[str, Any]]) -> AsyncIterator[TurnEvent]:
+    async def _steps(self, messages: list[dict[str, Any]]) -> AsyncGenerator[TurnEvent, None]:
         max_steps = settings.CHAT_MAX_TOOL_STEPS
         for step in range(max_steps + 1):
             # The last step offers no tools, so the loop always ends with an answer.
             tools = extensions.tool_schemas() if step < max_steps else []
             calls: list[ToolCall] = []
             self._step_text = []
-            async for chunk in self.model.stream(messages=[*messages, *self._items], tools=tools or None):
-                if isinstance(chunk, TextDelta):
-                    if not chunk.text:
-                        continue
-                    if not self._step_text and self._text:
-                        chunk = TextDelta("\n\n" + chunk.text)  # separate text written around a tool call
-                    self._step_text.append(chunk.text)
-                    self._text.append(chunk.text)
-                    yield TurnEvent("delta", text=chunk.text)
-                else:
-                    calls = chunk.calls
+            stream = self.model.stream(messages=[*messages, *self._items], tools=tools or None)
+            async with aclosing(stream):  # type: ignore[type-var]
+                async for chunk in stream:
+                    if isinstance(chunk, ToolCalls):
+                        calls = chunk.calls
+                    elif chunk.text:
+                        text = "\n\n" + chunk.text if self._text and not self._step_text else chunk.text
+                        self._step_text.append(text)  # separated above from text written before a tool call
+                        self._text.append(text)
+                        yield TurnEvent("delta", text=text)
             step_text = "".join(self._step_text).strip() or None
             self._step_text = []
+            if step == max_steps:
+                calls = []  # no tools were offered: a stray call is not run, the text is the answer
             if not calls:
                 self._items.append({"role": "assistant", "content": step_text or ""})
                 return
-            self._items.append({"role": "assistant", "content": step_text, "tool_calls": [c.as_message_part() for c in calls]})
+            parts = [c.as_message_part() for c in calls]
+            self._items.append({"role": "assistant", "content": step_text, "tool_calls": parts})
             for call in calls:
                 yield TurnEvent("tool", tool=call.name)
                 result = await _run_tool_async(self.ctx, call)
                 self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
 
     async def _finish(self, status: str, error: str) -> Message:
-        items = list(self._items)
+        if self._finished is not None:  # a turn is saved once, whichever way it ends
+            return self._finished
+        items = _answered(self._items)
         partial = "".join(self._step_text).strip()
         if status != Message.Status.COMPLETE and partial:
             items.append({"role": "assistant", "content": partial})  # keep the state consistent
-        return await database_sync_to_async(services.turn_finish)(
+        self._finished = await database_sync_to_async(services.turn_finish)(
             turn=self.started, status=status, content="".join(self._text).strip(), error=error, new_items=items
         )
+        return self._finished
 
     async def run_to_end(self) -> TurnEvent:
         """Run the whole turn; returns the final "done" or "error" event."""
         last = TurnEvent("error")
-        async for event in self.events():
-            last = event
+        async with aclosing(self.events()) as events:
+            async for event in events:
+                last = event
         return last

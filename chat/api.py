@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 from uuid import UUID
 
@@ -10,6 +11,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 from ninja.responses import Status
 
+from accounts.models import User
 from chat import selectors, services
 from chat.agent import Turn, TurnEvent
 from chat.models import Conversation, Message
@@ -27,37 +29,43 @@ from chat.schemas import (
 router = Router(tags=["conversations"])
 
 
+def _user(request: HttpRequest) -> User:
+    """The authenticated user (bearer token or session); the API's auth has run before any handler."""
+    return request.auth  # type: ignore[attr-defined,no-any-return]
+
+
 @router.get("", response=list[ConversationOut])
 def conversation_list(request: HttpRequest) -> Any:
-    return selectors.conversation_list(user=request.user)  # type: ignore[arg-type]
+    return selectors.conversation_list(user=_user(request))
 
 
 @router.post("", response={201: ConversationOut})
 def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
-    return Status(201, services.conversation_create(user=request.user, title=payload.title, temporary=payload.temporary))  # type: ignore[arg-type]
+    conversation = services.conversation_create(user=_user(request), title=payload.title, temporary=payload.temporary)
+    return Status(201, conversation)
 
 
 @router.get("/{conversation_id}", response=ConversationOut)
 def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
-    return selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)  # type: ignore[arg-type]
+    return selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
 
 
 @router.patch("/{conversation_id}", response=ConversationOut)
 def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
-    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)  # type: ignore[arg-type]
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     return services.conversation_rename(conversation=conversation, title=payload.title)
 
 
 @router.delete("/{conversation_id}", response={204: None})
 def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
-    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)  # type: ignore[arg-type]
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)
     return Status(204, None)
 
 
 @router.get("/{conversation_id}/messages", response=list[MessageOut])
 def message_list(request: HttpRequest, conversation_id: UUID) -> Any:
-    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)  # type: ignore[arg-type]
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     return selectors.message_list(conversation=conversation)
 
 
@@ -70,17 +78,24 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 
 
 async def _sse_stream(turn: Turn) -> AsyncIterator[bytes]:
-    async for event in turn.events():
-        if event.type == "start":
-            yield _sse("start", {"user_message": _message(event.user_message), "assistant_message": _message(event.assistant_message)})
-        elif event.type == "delta":
-            yield _sse("delta", {"text": event.text})
-        elif event.type == "tool":
-            yield _sse("tool", {"name": event.tool})
-        elif event.type == "done":
-            yield _sse("done", {"assistant_message": _message(event.assistant_message)})
-        elif event.type == "error":
-            yield _sse("error", {"detail": event.text, "assistant_message": _message(event.assistant_message)})
+    # aclosing: when the client goes away the turn is closed at once (saved as interrupted, lock
+    # released) instead of whenever the abandoned generator happens to be collected.
+    async with aclosing(turn.events()) as events:
+        async for event in events:
+            yield _sse_for(event)
+
+
+def _sse_for(event: TurnEvent) -> bytes:
+    if event.type == "start":
+        user_message, assistant_message = _message(event.user_message), _message(event.assistant_message)
+        return _sse("start", {"user_message": user_message, "assistant_message": assistant_message})
+    if event.type == "delta":
+        return _sse("delta", {"text": event.text})
+    if event.type == "tool":
+        return _sse("tool", {"name": event.tool})
+    if event.type == "done":
+        return _sse("done", {"assistant_message": _message(event.assistant_message)})
+    return _sse("error", {"detail": event.text, "assistant_message": _message(event.assistant_message)})
 
 
 @router.post(
@@ -89,7 +104,7 @@ async def _sse_stream(turn: Turn) -> AsyncIterator[bytes]:
     summary="Send a message and run one turn (JSON, or server-sent events with Accept: text/event-stream)",
 )
 async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
-    user = request.auth  # type: ignore[attr-defined]
+    user = _user(request)
     conversation: Conversation = await sync_to_async(selectors.conversation_get_for_user)(
         user=user, conversation_id=conversation_id
     )

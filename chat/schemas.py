@@ -4,6 +4,7 @@ from datetime import datetime
 from uuid import UUID
 
 from ninja import Field, Schema
+from pydantic import field_validator
 
 
 class ConversationOut(Schema):
@@ -14,13 +15,28 @@ class ConversationOut(Schema):
     updated_at: datetime
 
 
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("Title contains a NUL character (\\u0000), which is not allowed.")
+    return value
+
+
 class ConversationIn(Schema):
     title: str = Field("", max_length=200)
     temporary: bool = False
 
+    _title_has_no_nul = field_validator("title")(_no_nul)
+
 
 class ConversationPatch(Schema):
     title: str = Field(..., min_length=1, max_length=200)
+
+    @field_validator("title")
+    @classmethod
+    def title_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Title is empty.")
+        return _no_nul(value.strip())
 
 
 class MessageOut(Schema):

@@ -60,7 +60,21 @@ def message_content_clean(content: object) -> str:
     limit = settings.CHAT_MAX_MESSAGE_CHARS
     if len(content) > limit:
         raise InvalidMessage(f"Message is too long: {len(content):,} characters; the limit is {limit:,}.")
+    if "\x00" in content:  # PostgreSQL cannot store it; refuse it here rather than fail mid-write
+        raise InvalidMessage("Message content contains a NUL character (\\u0000), which is not allowed.")
     return content
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with NUL characters removed from every string. Model output and tool results may contain
+    them, and PostgreSQL refuses NUL in text and JSON."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {k: without_nul(v) for k, v in value.items()}
+    return value
 
 
 def title_from(content: str) -> str:
@@ -110,16 +124,20 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     """
     content = message_content_clean(content)
     now = _now()
-    # Serialise the slot count per user (a no-op on SQLite, whose writers are serialised anyway).
-    User.objects.select_for_update().filter(pk=user.pk).exists()
-    running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
-    if running >= settings.CHAT_USER_RUN_SLOTS:
-        raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
+    # Serialise turn starts per user, so two of them cannot both take the last run slot
+    # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
+    # memory switch: the `user` object may be stale (a long-lived WebSocket's, say).
+    memory_enabled = list(User.objects.select_for_update().filter(pk=user.pk).values_list("memory_enabled", flat=True))
+    user.memory_enabled = bool(memory_enabled and memory_enabled[0])
     token = uuid.uuid4()
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
     if not Conversation.objects.filter(free, pk=conversation.pk).update(lock_token=token, lock_expires_at=expires):
         raise ConversationBusy()
+    # Raising below rolls the lock back with the rest of the transaction.
+    running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
+    if running >= settings.CHAT_USER_RUN_SLOTS:
+        raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
 
     learns = user.memory_enabled and not conversation.temporary
     user_message = Message.objects.create(
@@ -132,12 +150,12 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     assistant_message = Message.objects.create(
         conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING
     )
-    fields = {"updated_at": now}
-    if not conversation.title:
-        fields["title"] = title_from(content)
-    Conversation.objects.filter(pk=conversation.pk).update(**fields)
-    for name, value in fields.items():
-        setattr(conversation, name, value)
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
+    conversation.updated_at = now
+    # Titled from its first message unless it has a title already (checked in SQL: the object may be stale).
+    title = title_from(content)
+    if Conversation.objects.filter(pk=conversation.pk, title="").update(title=title):
+        conversation.title = title
     state, _ = AgentState.objects.get_or_create(conversation=conversation)
     return StartedTurn(user, conversation, user_message, assistant_message, token, list(state.context), state.version)
 
@@ -149,12 +167,15 @@ def turn_finish(
     """Save the assistant message and the new agent state, release the lock, then (after commit)
     fire the post-turn hook. `new_items` are the model messages this turn adds after the user's."""
     message = turn.assistant_message
-    message.content = content
+    message.content = without_nul(content)
     message.status = status
-    message.error = error[:500]
-    message.save(update_fields=["content", "status", "error", "updated_at"])
+    message.error = without_nul(error)[:500]
+    message.updated_at = _now()
+    fields = {f: getattr(message, f) for f in ("content", "status", "error", "updated_at")}
+    if not Message.objects.filter(pk=message.pk).update(**fields):
+        return message  # the conversation was deleted during the turn: nothing left to save or announce
 
-    context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *new_items]
+    context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
     saved = AgentState.objects.filter(conversation=turn.conversation, version=turn.state_version).update(
         context=context, version=turn.state_version + 1, updated_at=_now()
     )
@@ -163,7 +184,7 @@ def turn_finish(
         # message, leave that turn's state alone.
         message.status = Message.Status.ERROR
         message.error = "The conversation changed while this reply was written; it was not added to the context."
-        message.save(update_fields=["status", "error", "updated_at"])
+        Message.objects.filter(pk=message.pk).update(status=message.status, error=message.error)
     Conversation.objects.filter(pk=turn.conversation.pk, lock_token=turn.lock_token).update(
         lock_token=None, lock_expires_at=None
     )

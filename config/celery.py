@@ -1,7 +1,6 @@
 """Celery application; configuration lives in Django settings under the CELERY_ prefix."""
 
 import os
-from pathlib import Path
 
 from celery import Celery
 
@@ -12,11 +11,15 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+
 def ensure_broker_dirs() -> None:
-    """The filesystem transport needs its folders to exist before a producer or worker connects."""
+    """Create the filesystem transport's folders (settings does this at start-up; tests that point
+    the transport elsewhere call it again)."""
+    from pathlib import Path
+
     from django.conf import settings
 
     options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {})
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if key in options:
             Path(str(options[key])).mkdir(parents=True, exist_ok=True)

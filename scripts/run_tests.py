@@ -33,7 +33,11 @@ def reachable(url: str) -> bool:
 
 
 def pytest(env_extra: dict[str, str], args: list[str]) -> int:
-    env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "REDIS_URL", "LLM_BACKEND"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "REDIS_URL", "LLM_BACKEND"}
+    }
     env["MEMORA_VAR_DIR"] = tempfile.mkdtemp(prefix="memora-test-")
     env.update(env_extra)
     return subprocess.call([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env)
@@ -43,7 +47,9 @@ def main() -> int:
     args = sys.argv[1:]
     have_pg, have_redis = reachable(PG_URL), reachable(REDIS_URL)
     have_chromium = Path(CHROMIUM).exists() or shutil.which("chromium") is not None
-    missing = [name for name, ok in (("PostgreSQL", have_pg), ("Redis", have_redis), ("Chromium", have_chromium)) if not ok]
+    missing = [
+        name for name, ok in (("PostgreSQL", have_pg), ("Redis", have_redis), ("Chromium", have_chromium)) if not ok
+    ]
     if missing and CI:
         print(f"CI=true but not available: {', '.join(missing)}. These tests are required in CI.", file=sys.stderr)
         return 1

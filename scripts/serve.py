@@ -24,16 +24,40 @@ def main() -> int:
     django.setup()
     from django.conf import settings
 
-    from config.celery import ensure_broker_dirs
-
-    ensure_broker_dirs()
     port = os.environ.get("PORT", "8000")
     host = os.environ.get("HOST", "127.0.0.1")
-    worker = [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", os.environ.get("CELERY_CONCURRENCY", "2")]
-    web = [str(BIN / "uvicorn"), "config.asgi:application", "--host", host, "--port", port, "--ws", "websockets", "--log-level", "info"]
-    backend = "demo model (offline)" if settings.LLM_BACKEND == "demo" else f"{settings.CHAT_MODEL} at {settings.OPENAI_BASE_URL or 'api.openai.com'}"
-    print(f"Memora on http://{host}:{port}/  ·  database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
-          f"  ·  broker: {settings.CELERY_BROKER_URL.split('://')[0]}  ·  model: {backend}", flush=True)
+    worker = [
+        str(BIN / "celery"),
+        "-A",
+        "config",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--concurrency",
+        os.environ.get("CELERY_CONCURRENCY", "2"),
+    ]
+    web = [
+        str(BIN / "uvicorn"),
+        "config.asgi:application",
+        "--host",
+        host,
+        "--port",
+        port,
+        "--ws",
+        "websockets",
+        "--log-level",
+        "info",
+    ]
+    backend = (
+        "demo model (offline)"
+        if settings.LLM_BACKEND == "demo"
+        else f"{settings.CHAT_MODEL} at {settings.OPENAI_BASE_URL or 'api.openai.com'}"
+    )
+    print(
+        f"Memora on http://{host}:{port}/  ·  database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
+        f"  ·  broker: {settings.CELERY_BROKER_URL.split('://')[0]}  ·  model: {backend}",
+        flush=True,
+    )
     procs = [subprocess.Popen(worker, cwd=ROOT), subprocess.Popen(web, cwd=ROOT)]
 
     def stop(*_: object) -> None:

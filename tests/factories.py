@@ -9,20 +9,15 @@ from chat.models import AgentState, Conversation, Message
 class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = User
-        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", "correct-horse-battery")
-
-    @factory.post_generation
-    def _save(self, create: bool, extracted: object, **kwargs: object) -> None:
-        if create:
-            self.save()
+    password = factory.django.Password("correct-horse-battery")
 
 
 class ConversationFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Conversation
+        skip_postgeneration_save = True
 
     owner = factory.SubFactory(UserFactory)
     title = factory.Sequence(lambda n: f"Conversation {n}")
@@ -45,3 +40,12 @@ class MessageFactory(factory.django.DjangoModelFactory):
     role = Message.Role.USER
     content = factory.Sequence(lambda n: f"message {n}")
     memory_status = factory.LazyAttribute(lambda m: Message.MemoryStatus.PENDING if m.role == Message.Role.USER else "")
+
+
+class MemoryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "memory.Memory"
+
+    owner = factory.SubFactory(UserFactory)
+    content = factory.Sequence(lambda n: f"Remembered fact number {n}.")
+    origin = "extracted"

@@ -36,7 +36,9 @@ class ScriptedChatModel(ChatModel):
     def reset(cls) -> None:
         cls.steps, cls.requests, cls.judge_answers, cls.judge_requests = [], [], [], []
 
-    async def stream(self, *, messages: Messages, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
+    async def stream(
+        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None
+    ) -> AsyncIterator[StreamChunk]:
         type(self).requests.append({"messages": json.loads(json.dumps(messages)), "tools": tools})
         step = type(self).steps.pop(0) if type(self).steps else Step(chunks=["ok"])
         if step.gate is not None:
@@ -52,7 +54,12 @@ class ScriptedChatModel(ChatModel):
 
     def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
         type(self).judge_requests.append(
-            {"messages": json.loads(json.dumps(messages)), "model": model, "temperature": temperature, "timeout": timeout}
+            {
+                "messages": json.loads(json.dumps(messages)),
+                "model": model,
+                "temperature": temperature,
+                "timeout": timeout,
+            }
         )
         if not type(self).judge_answers:
             return json.dumps({"operations": []})

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -18,11 +18,18 @@ _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.
 
 
 def get_chat_model() -> ChatModel:
-    return _build(settings.LLM_BACKEND, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.CHAT_MODEL)
+    return _build(
+        settings.LLM_BACKEND,
+        settings.OPENAI_BASE_URL,
+        settings.OPENAI_API_KEY,
+        settings.CHAT_MODEL,
+        float(settings.LLM_TIMEOUT),
+        int(settings.LLM_MAX_RETRIES),
+    )
 
 
-@cache
-def _build(backend: str, base_url: str, api_key: str, chat_model: str) -> ChatModel:
+@lru_cache(maxsize=8)
+def _build(backend: str, base_url: str, api_key: str, chat_model: str, timeout: float, max_retries: int) -> ChatModel:
     # The arguments are the cache key: changing a setting (as tests do) builds a fresh client.
     cls = import_string(_BACKENDS.get(backend, backend))
     instance: ChatModel = cls()

@@ -66,7 +66,9 @@ class DemoChatModel(ChatModel):
                 return name
         return None
 
-    async def stream(self, *, messages: Messages, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
+    async def stream(
+        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None
+    ) -> AsyncIterator[StreamChunk]:
         tool = self._tool_to_call(messages, tools)
         if tool is not None:
             yield ToolCalls([ToolCall(id=f"call_demo_{len(messages)}", name=tool, arguments="{}")])

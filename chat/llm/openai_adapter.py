@@ -1,10 +1,12 @@
 """The OpenAI-compatible provider (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp …) over the `openai` package.
 
-This is the only module that imports `openai`. Every SDK failure becomes `LLMError`.
+This is the only module that imports `openai`. Every provider failure becomes `LLMError`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,12 +23,16 @@ def _as_llm_error(exc: Exception) -> LLMError:
         return LLMError("Could not reach the model provider.", kind="connection")
     if isinstance(exc, openai.APIStatusError):
         return LLMError(f"The model provider answered HTTP {exc.status_code}.", kind="status")
-    return LLMError(f"The model provider failed: {exc.__class__.__name__}.", kind="bad_response")
+    if isinstance(exc, openai.APIError):
+        return LLMError("The model provider reported an error.", kind="status")
+    # Anything else (a body that is not JSON, an unexpected shape) means the answer was garbage.
+    name = exc.__class__.__name__
+    return LLMError(f"The model provider sent an answer that could not be read ({name}).", kind="bad_response")
 
 
 class OpenAIChatModel(ChatModel):
     def __init__(self) -> None:
-        options: dict[str, Any] = {
+        self._options: dict[str, Any] = {
             # Local servers (Ollama, vLLM, llama.cpp) accept any key; the SDK insists on one.
             "api_key": settings.OPENAI_API_KEY or "not-needed",
             "base_url": settings.OPENAI_BASE_URL or None,
@@ -35,50 +41,74 @@ class OpenAIChatModel(ChatModel):
         }
         self.model = settings.CHAT_MODEL
         self.label = settings.CHAT_MODEL
-        self._async = openai.AsyncOpenAI(**options)
-        self._sync = openai.OpenAI(**options)
+        self._sync = openai.OpenAI(**self._options)
+        # An async client's connection pool belongs to the event loop that opened it; a process can run
+        # several loops (ASGI server, async_to_sync under WSGI, Celery), so there is one client per loop.
+        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    async def stream(self, *, messages: Messages, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
+    def _async_client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            client = self._async_clients[loop] = openai.AsyncOpenAI(**self._options)
+        return client
+
+    async def stream(
+        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None
+    ) -> AsyncIterator[StreamChunk]:
         request: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
         if tools:
             request["tools"] = tools
         # Tool calls arrive as fragments keyed by index; assemble them and emit them once at the end.
         pending: dict[int, dict[str, str]] = {}
         try:
-            stream = await self._async.chat.completions.create(**request)
-            async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta
-                if delta is None:
-                    continue
-                if delta.content:
-                    yield TextDelta(delta.content)
-                for part in delta.tool_calls or []:
-                    slot = pending.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                    if part.id:
-                        slot["id"] = part.id
-                    if part.function is not None:
-                        slot["name"] += part.function.name or ""
-                        slot["arguments"] += part.function.arguments or ""
-        except openai.OpenAIError as exc:
+            stream = await self._async_client().chat.completions.create(**request)
+            # `async with` closes the HTTP response even when our consumer stops early (a cancelled turn).
+            async with stream:
+                async for chunk in stream:
+                    for text in _collect(chunk, pending):
+                        yield TextDelta(text)
+        except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
             raise _as_llm_error(exc) from exc
         if pending:
-            calls = [ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}") for i, s in sorted(pending.items())]
+            calls = [
+                ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
+                for i, s in sorted(pending.items())
+            ]
             yield ToolCalls(calls)
 
     def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
         try:
-            response = self._sync.chat.completions.create(
+            response = self._sync.chat.completions.create(  # type: ignore[call-overload]
                 model=model,
-                messages=messages,  # type: ignore[arg-type]
+                messages=messages,
                 response_format={"type": "json_object"},
                 temperature=temperature,
                 timeout=timeout,
                 stream=False,
             )
-        except openai.OpenAIError as exc:
+            content = response.choices[0].message.content if response.choices else None
+        except Exception as exc:
             raise _as_llm_error(exc) from exc
-        if not response.choices or response.choices[0].message.content is None:
+        if content is None:
             raise LLMError("The model provider returned no content.", kind="bad_response")
-        return response.choices[0].message.content
+        return content
+
+
+def _collect(chunk: Any, pending: dict[int, dict[str, str]]) -> list[str]:
+    """The text in one stream chunk; tool-call fragments are merged into `pending` by index."""
+    if not chunk.choices:  # e.g. the final usage chunk
+        return []
+    delta = chunk.choices[0].delta
+    if delta is None:
+        return []
+    for part in delta.tool_calls or []:
+        slot = pending.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+        if part.id:
+            slot["id"] = part.id
+        if part.function is not None:
+            slot["name"] += part.function.name or ""
+            slot["arguments"] += part.function.arguments or ""
+    return [delta.content] if delta.content else []

@@ -1,0 +1,77 @@
+"""Small in-process fakes for chat tests: a recording tool and models that fail or stall on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from chat.extensions import TurnContext
+from chat.llm import ChatModel, Messages, StreamChunk, TextDelta
+
+
+@dataclass
+class EchoTool:
+    """A tool that records its calls; `block` makes it wait (in its worker thread) until released."""
+
+    name: str = "lookup"
+    description: str = "Look something up."
+    parameters: dict[str, Any] | None = None
+    result: str = "RESULT-42"
+    block: threading.Event | None = None
+
+    def __post_init__(self) -> None:
+        self.parameters = self.parameters or {"type": "object", "properties": {"q": {"type": "string"}}}
+        self.calls: list[dict[str, Any]] = []
+        self.started = threading.Event()
+
+    def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
+        self.calls.append(arguments)
+        self.started.set()
+        if self.block is not None:
+            self.block.wait(10)
+        return self.result
+
+
+class ExplodingModel(ChatModel):
+    label = "exploding"
+
+    async def stream(self, *, messages: Messages, tools: Any = None) -> AsyncIterator[StreamChunk]:
+        yield TextDelta("Start ")
+        raise ValueError("secret detail")
+
+    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+        return "{}"
+
+
+class StallingModel(ChatModel):
+    """Sends one chunk, then waits far longer than any test runs: cancelled in the middle of a stream."""
+
+    label = "stalling"
+
+    async def stream(self, *, messages: Messages, tools: Any = None) -> AsyncIterator[StreamChunk]:
+        yield TextDelta("Partial ")
+        await asyncio.sleep(60)
+        yield TextDelta("never sent")
+
+    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+        return "{}"
+
+
+class ClosableModel(ChatModel):
+    """Streams a few words and records whether its stream was closed, as a provider connection would be."""
+
+    label = "closable"
+    closed: list[bool] = []
+
+    async def stream(self, *, messages: Messages, tools: Any = None) -> AsyncIterator[StreamChunk]:
+        try:
+            for word in ("One ", "two ", "three"):
+                yield TextDelta(word)
+        finally:
+            type(self).closed.append(True)
+
+    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+        return "{}"

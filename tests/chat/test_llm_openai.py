@@ -1,0 +1,197 @@
+"""The OpenAI adapter against a local OpenAI-compatible server (tests/fake_openai.py): never the internet."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncGenerator
+from typing import Any, cast
+
+import pytest
+
+from chat.llm import LLMError, TextDelta, ToolCalls, get_chat_model
+from chat.llm.openai_adapter import OpenAIChatModel
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
+
+USER = [{"role": "user", "content": "Hello"}]
+LOOKUP = {
+    "type": "function",
+    "function": {"name": "lookup", "description": "Look something up.", "parameters": {"type": "object"}},
+}
+
+
+async def _collect(model: Any, **kwargs: Any) -> list[Any]:
+    return [chunk async for chunk in model.stream(**kwargs)]
+
+
+def test_backend_setting_selects_the_adapter(fake_openai: FakeOpenAIServer) -> None:
+    assert isinstance(get_chat_model(), OpenAIChatModel)
+
+
+async def test_streamed_text_arrives_as_deltas_in_order(fake_openai: FakeOpenAIServer, settings: Any) -> None:
+    fake_openai.queue(FakeResponse(chunks=["Hel", "lo ", "there"]))
+    chunks = await _collect(get_chat_model(), messages=USER)
+    assert chunks == [TextDelta("Hel"), TextDelta("lo "), TextDelta("there")]
+    request = fake_openai.requests[0]
+    assert request["model"] == settings.CHAT_MODEL
+    assert request["stream"] is True
+    assert request["messages"] == USER
+    assert "tools" not in request
+    assert fake_openai.request_headers[0]["authorization"] == "Bearer test-key"
+
+
+async def test_streamed_tool_calls_are_assembled_from_fragments(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(
+        FakeResponse(
+            "Let me check.",
+            tool_calls=[
+                {"id": "call_a", "name": "lookup", "arguments": '{"query": "small phones", "limit": 3}'},
+                {"id": "call_b", "name": "lookup", "arguments": '{"query": "big phones"}'},
+            ],
+        )
+    )
+    chunks = await _collect(get_chat_model(), messages=USER, tools=[LOOKUP])
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "Let me check."
+    assert isinstance(chunks[-1], ToolCalls)
+    assert [c for c in chunks if isinstance(c, ToolCalls)] == [chunks[-1]]
+    calls = chunks[-1].calls
+    assert [(c.id, c.name) for c in calls] == [("call_a", "lookup"), ("call_b", "lookup")]
+    assert json.loads(calls[0].arguments) == {"query": "small phones", "limit": 3}
+    assert json.loads(calls[1].arguments) == {"query": "big phones"}
+    assert fake_openai.requests[0]["tools"] == [LOOKUP]
+
+
+async def test_usage_only_chunks_are_skipped(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.responder = None
+    chunks = await _collect(get_chat_model(), messages=USER)
+    assert chunks == [TextDelta("ok")]
+
+
+@pytest.mark.parametrize("status", [400, 401, 429, 500, 503])
+async def test_provider_http_error_becomes_llm_error_status(fake_openai: FakeOpenAIServer, status: int) -> None:
+    fake_openai.queue(FakeResponse(status=status))
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=USER)
+    assert caught.value.kind == "status"
+    assert str(status) in str(caught.value)
+    assert len(fake_openai.requests) == 1  # LLM_MAX_RETRIES=0: no retry
+
+
+async def test_retries_follow_the_setting(fake_openai: FakeOpenAIServer, settings: Any) -> None:
+    settings.LLM_MAX_RETRIES = 1
+    fake_openai.queue(FakeResponse(status=500, error_body={"error": {"message": "x"}}), FakeResponse("recovered"))
+    # The SDK waits a short backoff before its retry; it ends in the scripted second reply.
+    chunks = await _collect(get_chat_model(), messages=USER)
+    assert chunks == [TextDelta("recovered")]
+    assert len(fake_openai.requests) == 2
+
+
+async def test_timeout_before_the_first_byte_becomes_llm_error_timeout(
+    fake_openai: FakeOpenAIServer, settings: Any
+) -> None:
+    settings.LLM_TIMEOUT = 0.3
+    fake_openai.queue(FakeResponse(hang=True))
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=USER)
+    assert caught.value.kind == "timeout"
+
+
+async def test_timeout_in_the_middle_of_a_stream_keeps_the_text_already_sent(
+    fake_openai: FakeOpenAIServer, settings: Any
+) -> None:
+    settings.LLM_TIMEOUT = 0.3
+    fake_openai.queue(FakeResponse(chunks=["Half ", "an answer"], hang=True))
+    received: list[str] = []
+    with pytest.raises(LLMError) as caught:
+        async for chunk in get_chat_model().stream(messages=USER):
+            assert isinstance(chunk, TextDelta)
+            received.append(chunk.text)
+    assert caught.value.kind == "timeout"
+    assert received == ["Half ", "an answer"]
+
+
+async def test_unreachable_provider_becomes_llm_error_connection(settings: Any) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings.LLM_BACKEND = "openai"
+    settings.OPENAI_BASE_URL = f"http://127.0.0.1:{port}/v1"
+    settings.LLM_MAX_RETRIES = 0
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=USER)
+    assert caught.value.kind == "connection"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_garbage_answer_becomes_llm_error(fake_openai: FakeOpenAIServer, stream: bool) -> None:
+    fake_openai.queue(FakeResponse(raw="data: {not json\n\n" if stream else "<html>oops</html>"))
+    model = get_chat_model()
+    with pytest.raises(LLMError) as caught:
+        if stream:
+            await _collect(model, messages=USER)
+        else:
+            await asyncio.to_thread(model.complete_json, messages=USER, model="judge", temperature=0.3, timeout=2)
+    assert caught.value.kind == "bad_response"
+
+
+async def test_an_error_event_inside_the_stream_becomes_llm_error(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse(raw='data: {"error": {"message": "Overloaded", "type": "server_error"}}\n\n'))
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=USER)
+    assert caught.value.kind == "status"
+
+
+async def test_closing_the_stream_early_releases_the_connection(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse(chunks=["one ", "two ", "three"], hang=True), FakeResponse("next"))
+    model = get_chat_model()
+    stream = cast(AsyncGenerator[Any, None], model.stream(messages=USER))
+    assert await anext(stream) == TextDelta("one ")
+    await stream.aclose()  # a cancelled turn
+    assert await _collect(model, messages=USER) == [TextDelta("next")]
+
+
+def test_one_model_serves_several_event_loops(fake_openai: FakeOpenAIServer) -> None:
+    # Under WSGI each async view runs in its own event loop; a cached client must not outlive its loop.
+    model = get_chat_model()
+    for expected in ("first", "second"):
+        fake_openai.queue(FakeResponse(expected))
+        assert asyncio.run(_collect(model, messages=USER)) == [TextDelta(expected)]
+
+
+def test_complete_json_sends_json_mode_temperature_model_and_timeout(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse('{"operations": [{"op": "clear"}]}'))
+    answer = get_chat_model().complete_json(messages=USER, model="judge-model", temperature=0.3, timeout=5)
+    assert answer == '{"operations": [{"op": "clear"}]}'
+    request = fake_openai.requests[0]
+    assert request["response_format"] == {"type": "json_object"}
+    assert request["temperature"] == 0.3
+    assert request["model"] == "judge-model"
+    assert request["messages"] == USER
+    assert not request.get("stream")
+
+
+def test_complete_json_error_and_timeout_become_llm_errors(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse(status=502), FakeResponse(hang=True))
+    model = get_chat_model()
+    with pytest.raises(LLMError) as failed:
+        model.complete_json(messages=USER, model="judge", temperature=0.3, timeout=5)
+    assert failed.value.kind == "status"
+    with pytest.raises(LLMError) as timed_out:  # the per-call timeout wins over LLM_TIMEOUT
+        model.complete_json(messages=USER, model="judge", temperature=0.3, timeout=0.3)
+    assert timed_out.value.kind == "timeout"
+
+
+def test_complete_json_without_content_is_a_bad_response(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse(tool_calls=[{"id": "c", "name": "x", "arguments": "{}"}]))
+    with pytest.raises(LLMError) as caught:
+        get_chat_model().complete_json(messages=USER, model="judge", temperature=0.3, timeout=5)
+    assert caught.value.kind == "bad_response"
+
+
+def test_changing_settings_builds_a_fresh_model(fake_openai: FakeOpenAIServer, settings: Any) -> None:
+    first = get_chat_model()
+    settings.LLM_TIMEOUT = 1.5
+    assert get_chat_model() is not first
+    settings.LLM_TIMEOUT = 2.0
+    assert get_chat_model() is first

@@ -1,0 +1,432 @@
+"""A local, OpenAI-compatible HTTP server for tests and benchmarks. Never touches the internet.
+
+It implements `POST /v1/chat/completions` in both shapes the `openai` package uses:
+
+- `"stream": true`: server-sent events, one `data: {chat.completion.chunk}` line per chunk, text split into
+  chunks, tool calls streamed as fragments (index, id and name first, then pieces of the arguments),
+  a final chunk with `finish_reason`, an optional usage chunk, then `data: [DONE]`;
+- otherwise one `chat.completion` JSON object (a `response_format` is honoured by returning the scripted
+  content as it is).
+
+Replies are scripted with `FakeResponse` and consumed in order from `queue(...)`; when the queue is empty
+`responder(body)` is asked, and by default the reply is "ok".
+
+    with FakeOpenAIServer() as server:
+        server.queue(FakeResponse("Hello there"), FakeResponse(status=500))
+        client = openai.OpenAI(base_url=server.base_url, api_key="test-key")
+
+For benchmarks it also runs on its own and answers every request with N word tokens:
+
+    python -m tests.fake_openai --port 18100 --tokens 200 --token-delay 0.005
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: upper bound for a `hang`, so a forgotten server never holds a test forever
+HANG_SECONDS = 60.0
+
+
+@dataclass
+class FakeResponse:
+    """One scripted reply.
+
+    - `text` is split into word-sized chunks unless `chunks` gives them explicitly;
+    - `tool_calls`: `{"id", "name", "arguments"}` dicts (or the OpenAI `{"id", "function": {...}}` shape);
+      in a stream each call's arguments arrive in several fragments;
+    - `status` other than 200 answers an OpenAI-style error body (`error_body` to choose it);
+    - `delay_before` seconds before the response starts, `chunk_delay` between stream chunks;
+    - `hang`: send what is scripted (nothing by default), then hold the connection without finishing,
+      so the client runs into its timeout;
+    - `raw`: answer this body as it is (with status 200) instead of a well-formed reply: garbage.
+    """
+
+    text: str = ""
+    chunks: list[str] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+    error_body: dict[str, Any] | None = None
+    delay_before: float = 0.0
+    chunk_delay: float = 0.0
+    hang: bool = False
+    raw: str | None = None
+
+    def text_chunks(self) -> list[str]:
+        if self.chunks is not None:
+            return list(self.chunks)
+        # Every character lands in exactly one chunk, so "".join(chunks) == text.
+        return re.findall(r"\S+\s*|\s+", self.text)
+
+    def full_text(self) -> str:
+        return "".join(self.text_chunks())
+
+    def normalised_tool_calls(self) -> list[dict[str, str]]:
+        calls = []
+        for i, call in enumerate(self.tool_calls or []):
+            function = call.get("function") or {}
+            calls.append(
+                {
+                    "id": str(call.get("id") or f"call_fake_{i}"),
+                    "name": str(call.get("name") or function.get("name") or ""),
+                    "arguments": str(call.get("arguments") or function.get("arguments") or "{}"),
+                }
+            )
+        return calls
+
+
+Responder = Callable[[dict[str, Any]], FakeResponse]
+
+
+@dataclass
+class _Stats:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+
+class FakeOpenAIServer:
+    """A threaded HTTP server speaking enough of the OpenAI Chat Completions API for the adapter."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.port = port
+        self.responder: Responder | None = None
+        self._queue: list[FakeResponse] = []
+        self._stats = _Stats()
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._ids = itertools.count(1)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---
+    def start(self) -> FakeOpenAIServer:
+        httpd = _Server((self.host, self.port), _Handler)
+        httpd.fake = self
+        self._httpd = httpd
+        self.port = httpd.server_address[1]
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes delays and hangs
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        with self._stats.lock:
+            connections = list(self._connections)
+        for conn in connections:  # idle keep-alive connections would otherwise linger
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd, self._thread = None, None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    # --- scripting and inspection ---
+    def queue(self, *responses: FakeResponse) -> None:
+        with self._stats.lock:
+            self._queue.extend(responses)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A snapshot of the JSON bodies received so far, oldest first."""
+        with self._stats.lock:
+            return list(self._stats.requests)
+
+    @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """The headers of each received request (lower-case names), parallel to `requests`."""
+        with self._stats.lock:
+            return list(self._stats.headers)
+
+    def reset(self) -> None:
+        """Forget received requests and scripted replies."""
+        with self._stats.lock:
+            self._queue.clear()
+            self._stats.requests.clear()
+            self._stats.headers.clear()
+
+    # --- used by the handler ---
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> FakeResponse:
+        with self._stats.lock:
+            self._stats.requests.append(body)
+            self._stats.headers.append(headers)
+            scripted = self._queue.pop(0) if self._queue else None
+        if scripted is not None:
+            return scripted
+        if self.responder is None:
+            return FakeResponse("ok")
+        try:
+            return self.responder(body) or FakeResponse("ok")
+        except Exception as exc:  # a broken responder shows up as a readable provider error, not a reset
+            return FakeResponse(status=500, error_body=_error_body(f"The test responder failed: {exc!r}", "fake"))
+
+    def _next_id(self) -> str:
+        return f"chatcmpl-fake-{next(self._ids)}"
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._stats.lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep, but wake up when the server stops. True when stopping."""
+        if seconds <= 0:
+            return self._stopping.is_set()
+        return self._stopping.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # bursts of concurrent streams must not be refused
+    allow_reuse_address = True
+    fake: FakeOpenAIServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client hanging up (timeout, cancelled stream) is routine here
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # idle keep-alive connections close on their own
+    disable_nagle_algorithm = True  # small SSE writes must not wait for ACKs (adds ~40 ms stalls)
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        self.server.fake._track(self.connection, add=False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    # --- routes ---
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            model = {"id": "fake-model", "object": "model", "owned_by": "fake"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_json(404, _error_body("Not found.", "invalid_request_error"))
+
+    def do_POST(self) -> None:
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, _error_body("Not found.", "invalid_request_error"))
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send_json(400, _error_body("The request body is not valid JSON.", "invalid_request_error"))
+            return
+        fake = self.server.fake
+        response = fake._record(body, {k.lower(): v for k, v in self.headers.items()})
+        try:
+            self._reply(fake, body, response)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            self.close_connection = True  # the client went away (cancelled stream, timeout)
+
+    # --- replies ---
+    def _reply(self, fake: FakeOpenAIServer, body: dict[str, Any], response: FakeResponse) -> None:
+        if fake._wait(response.delay_before):
+            return
+        if response.status != 200:
+            error = response.error_body or _error_body(f"Scripted failure (HTTP {response.status}).", "server_error")
+            self._send_json(response.status, error)
+            return
+        if response.raw is not None:
+            self._send_raw(response.raw, "text/event-stream" if body.get("stream") else "application/json")
+            return
+        if body.get("stream"):
+            self._stream(fake, body, response)
+            return
+        if response.hang:
+            self._hang(fake)
+            return
+        self._send_json(200, _completion(fake._next_id(), body, response))
+
+    def _stream(self, fake: FakeOpenAIServer, body: dict[str, Any], response: FakeResponse) -> None:
+        chunks = list(_stream_chunks(fake._next_id(), body, response))
+        if response.hang and not response.text_chunks() and not response.tool_calls:
+            self._hang(fake)  # nothing scripted: stall before the response starts
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        # With `hang`, everything but the final chunk is sent, then the stream stalls.
+        body_chunks = chunks[:-1] if response.hang else chunks
+        for i, chunk in enumerate(body_chunks):
+            if i and response.chunk_delay and fake._wait(response.chunk_delay):
+                return
+            self._write_chunk(f"data: {json.dumps(chunk)}\n\n")
+        if response.hang:
+            self._hang(fake)
+            return
+        self._write_chunk("data: [DONE]\n\n")
+        self._write_chunk("")  # the terminating zero-length chunk
+
+    def _hang(self, fake: FakeOpenAIServer) -> None:
+        fake._wait(HANG_SECONDS)
+        self.close_connection = True
+
+    def _write_chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        self._send_raw(json.dumps(payload), "application/json", status)
+
+    def _send_raw(self, text: str, content_type: str, status: int = 200) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+def _error_body(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _chunk(chunk_id: str, body: dict[str, Any], delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": chunk_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "system_fingerprint": "fp_fake",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+
+
+def _split_arguments(arguments: str) -> list[str]:
+    """Cut a tool call's JSON arguments into a few fragments, as real providers do."""
+    if len(arguments) <= 1:
+        return [arguments]
+    step = max(1, len(arguments) // 3)
+    return [arguments[i : i + step] for i in range(0, len(arguments), step)]
+
+
+def _stream_chunks(chunk_id: str, body: dict[str, Any], response: FakeResponse) -> Iterator[dict[str, Any]]:
+    yield _chunk(chunk_id, body, {"role": "assistant", "content": "", "refusal": None})
+    for text in response.text_chunks():
+        yield _chunk(chunk_id, body, {"content": text})
+    calls = response.normalised_tool_calls()
+    for index, call in enumerate(calls):
+        function = {"name": call["name"], "arguments": ""}
+        head = {"index": index, "id": call["id"], "type": "function", "function": function}
+        yield _chunk(chunk_id, body, {"tool_calls": [head]})
+        for piece in _split_arguments(call["arguments"]):
+            yield _chunk(chunk_id, body, {"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    final = _chunk(chunk_id, body, {}, finish="tool_calls" if calls else "stop")
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield final
+        final = {**_chunk(chunk_id, body, {}), "choices": [], "usage": _usage(body, response)}
+    yield final
+
+
+def _usage(body: dict[str, Any], response: FakeResponse) -> dict[str, int]:
+    prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+    completion = len(response.text_chunks())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _completion(completion_id: str, body: dict[str, Any], response: FakeResponse) -> dict[str, Any]:
+    calls = response.normalised_tool_calls()
+    content = response.full_text() if response.text or response.chunks or not calls else None
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls
+        ]
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
+        "usage": _usage(body, response),
+    }
+
+
+def _benchmark_responder(tokens: int, token_delay: float, first_token_delay: float) -> Responder:
+    chunks = [f"word{i} " for i in range(tokens)]
+
+    def respond(body: dict[str, Any]) -> FakeResponse:
+        return FakeResponse(chunks=chunks, chunk_delay=token_delay, delay_before=first_token_delay)
+
+    return respond
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="A local OpenAI-compatible server answering N word tokens.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tokens", type=int, default=200, help="word tokens per reply")
+    parser.add_argument("--token-delay", type=float, default=0.005, help="seconds between stream chunks")
+    parser.add_argument("--first-token-delay", type=float, default=0.0, help="seconds before the first chunk")
+    parser.add_argument("--max-seconds", type=float, default=0.0, help="stop after this long (0: until interrupted)")
+    args = parser.parse_args(argv)
+
+    server = FakeOpenAIServer(args.host, args.port)
+    server.responder = _benchmark_responder(args.tokens, args.token_delay, args.first_token_delay)
+    server.start()
+    print(f"fake OpenAI server on {server.base_url}", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        done.wait(args.max_seconds or None)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
