@@ -5,5 +5,11 @@ from chat import views
 app_name = "chat"
 urlpatterns = [
     path("", views.index, name="index"),
+    path("c/new/", views.conversation_new, name="conversation_new"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation"),
+    path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
+    path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
+    path("c/<uuid:conversation_id>/messages/<int:message_id>/", views.message_detail, name="message"),
+    # Replaced by the memory page when that app provides one.
+    path("settings/memory/", views.memory_settings_placeholder, name="memory_settings"),
 ]

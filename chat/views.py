@@ -1,29 +1,136 @@
+"""Chat pages. Thin: fetch through a user-scoped selector, call one service, render.
+
+Each UI element has one partial (chat/_message.html, chat/_conversation_item.html, ...), used by the
+full page, the HTMX responses below and the WebSocket pushes in chat/consumers.py alike.
+"""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from chat import selectors
+from accounts.models import User
+from chat import selectors, services
+from chat.forms import ConversationCreateForm, ConversationRenameForm
+from chat.models import Conversation, Message
+
+DRAFT_SESSION_KEY = "chat-first-message:{}"
+
+
+def _user(request: HttpRequest) -> User:
+    return request.user  # type: ignore[return-value]
+
+
+def with_retry_text(messages: Iterable[Message]) -> list[Message]:
+    """Attach to each failed reply the text of the user message it answered, for its Retry button."""
+    items: list[Message] = []
+    last_user_text = ""
+    for message in messages:
+        if message.role == Message.Role.USER:
+            last_user_text = message.content
+        elif message.status == Message.Status.ERROR:
+            message.retry_text = last_user_text  # type: ignore[attr-defined]
+        items.append(message)
+    return items
+
+
+def message_html(message: Message, *, retry_text: str = "", live: bool = False, oob: bool = False) -> str:
+    """The one message partial. `live`: pushed over the WebSocket (no polling while it streams)."""
+    if retry_text:
+        message.retry_text = retry_text  # type: ignore[attr-defined]
+    return render_to_string("chat/_message.html", {"message": message, "live": live, "oob": oob})
+
+
+def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
+    return {"conversations": selectors.conversation_list(user=_user(request)), "current": conversation}
 
 
 @login_required
+@require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    conversations = selectors.conversation_list(user=request.user)  # type: ignore[arg-type]
-    return render(request, "chat/index.html", {"conversations": conversations})
+    return render(request, "chat/index.html", {**_chat_context(request, None), "form": ConversationCreateForm()})
 
 
 @login_required
+@require_POST
+def conversation_new(request: HttpRequest) -> HttpResponse:
+    form = ConversationCreateForm(request.POST)
+    if not form.is_valid():
+        return render(request, "chat/index.html", {**_chat_context(request, None), "form": form}, status=400)
+    conversation = services.conversation_create(user=_user(request), temporary=form.cleaned_data["temporary"])
+    if form.cleaned_data["message"].strip():
+        # The page sends it over the WebSocket as soon as it connects, so it streams like any other.
+        request.session[DRAFT_SESSION_KEY.format(conversation.pk)] = form.cleaned_data["message"]
+    return redirect("chat:conversation", conversation_id=conversation.pk)
+
+
+@login_required
+@require_GET
 def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
-    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)  # type: ignore[arg-type]
-    return render(
-        request,
-        "chat/conversation.html",
-        {
-            "conversation": conversation,
-            "conversations": selectors.conversation_list(user=request.user),  # type: ignore[arg-type]
-            "chat_messages": selectors.message_list(conversation=conversation),
-        },
-    )
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
+    context = {
+        **_chat_context(request, conversation),
+        "conversation": conversation,
+        "chat_messages": with_retry_text(selectors.message_list(conversation=conversation)),
+        "draft": draft,
+    }
+    return render(request, "chat/conversation.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    if request.method == "GET" and request.GET.get("cancel") and request.htmx:  # type: ignore[attr-defined]
+        return render(request, "chat/_title.html", {"conversation": conversation})
+    form = ConversationRenameForm(request.POST or None, initial={"title": conversation.title})
+    if request.method == "POST" and form.is_valid():
+        conversation = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
+        if not request.htmx:  # type: ignore[attr-defined]
+            return redirect("chat:conversation", conversation_id=conversation.pk)
+        return render(request, "chat/_title_renamed.html", {"conversation": conversation, "current": conversation})
+    template = "chat/_rename_form.html" if request.htmx else "chat/rename.html"  # type: ignore[attr-defined]
+    context = {**_chat_context(request, conversation), "conversation": conversation, "form": form}
+    return render(request, template, context, status=400 if form.is_bound else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    if request.method == "GET":  # the confirmation page, for browsers without JavaScript
+        context = {**_chat_context(request, conversation), "conversation": conversation}
+        return render(request, "chat/delete.html", context)
+    services.conversation_delete(conversation=conversation)
+    if request.htmx:  # type: ignore[attr-defined]
+        return HttpResponseClientRedirect("/")
+    return redirect("chat:index")
+
+
+@login_required
+@require_GET
+def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
+    """One message, re-fetched by a page that was loaded while its reply was still being written."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    messages = selectors.message_list(conversation=conversation)
+    message = get_object_or_404(messages, pk=message_id)
+    retry_text = ""
+    if message.status == Message.Status.ERROR:
+        previous = messages.filter(role=Message.Role.USER, pk__lt=message.pk).last()
+        retry_text = previous.content if previous else ""
+    return HttpResponse(message_html(message, retry_text=retry_text))
+
+
+@login_required
+@require_GET
+def memory_settings_placeholder(request: HttpRequest) -> HttpResponse:
+    return render(request, "chat/memory_placeholder.html", _chat_context(request, None))

@@ -2,4 +2,6 @@
 
 from typing import Any
 
-websocket_urlpatterns: list[Any] = []
+from chat.routing import websocket_urlpatterns as chat_websocket_urlpatterns
+
+websocket_urlpatterns: list[Any] = [*chat_websocket_urlpatterns]

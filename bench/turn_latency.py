@@ -1,0 +1,482 @@
+"""Turn latency and streaming throughput of the chat, against a local fake OpenAI-compatible provider.
+
+    .venv/bin/python bench/turn_latency.py [--turns 30] [--streams 50] [--tokens 200] [--token-delay 0.02]
+
+Starts the fake provider (tests.fake_openai) and the app under uvicorn on a scratch SQLite database
+(LLM_BACKEND=openai pointed at the fake), then measures:
+
+1. Added latency, one turn at a time: time to the first token and to the end of the reply through
+   the WebSocket (what the browser uses) and through the API (server-sent events), minus the same
+   times when calling the fake provider directly with the `openai` package. Median and p95.
+2. Concurrency: N conversations of N different users stream a reply at once (WebSocket and API):
+   errors, and each stream's token rate (tokens after the first / time from first to last token)
+   compared with the provider's own rate measured the same way with N direct streams.
+
+Everything it starts is stopped at the end, and the whole run is bounded in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+PORTS = range(18340, 18399)
+DEADLINE_SECONDS = 600
+
+# The provider script: a fake OpenAI server whose reply length and pace are read from the user's
+# message ("bench tokens=20 delay=0.005"), so one server serves both parts of the benchmark.
+PROVIDER = textwrap.dedent(
+    """
+    import re, sys, threading, signal
+    from tests import fake_openai
+    from tests.fake_openai import FakeOpenAIServer, FakeResponse
+    # Send each chunk at once: with Nagle's algorithm a chunk can wait ~40 ms for the client's ACK.
+    fake_openai._Handler.disable_nagle_algorithm = True
+    def respond(body):
+        text = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+        tokens = int(re.search(r"tokens=(\\d+)", text).group(1))
+        delay = float(re.search(r"delay=([\\d.]+)", text).group(1))
+        return FakeResponse(chunks=[f"word{i} " for i in range(tokens)], chunk_delay=delay)
+    server = FakeOpenAIServer("127.0.0.1", int(sys.argv[1]))
+    server.responder = respond
+    server.start()
+    print("ready", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    done.wait(float(sys.argv[2]))
+    server.stop()
+    """
+)
+
+
+# --- processes -------------------------------------------------------------------------------------
+
+
+def free_port(exclude: set[int] = frozenset()) -> int:  # type: ignore[assignment]
+    for port in PORTS:
+        if port in exclude:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} did not open")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# --- set-up through the ORM (same database file as the server) -------------------------------------
+
+
+@dataclass
+class Account:
+    session: str
+    token: str
+    conversation: str
+
+
+def make_accounts(count: int, prefix: str) -> list[Account]:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.test import Client
+
+    from accounts.models import User
+    from accounts.services import api_token_create
+    from chat.services import conversation_create
+
+    accounts = []
+    for i in range(count):
+        user = User.objects.create_user(username=f"{prefix}{i}", password="bench-password-123")
+        client = Client()
+        client.force_login(user)
+        _, token = api_token_create(user=user)
+        conversation = conversation_create(user=user, title=f"Bench {i}")
+        accounts.append(Account(client.cookies[settings.SESSION_COOKIE_NAME].value, token, str(conversation.pk)))
+    return accounts
+
+
+# --- one streamed turn, three ways ------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    first: float = 0.0  # seconds to the first token
+    total: float = 0.0  # seconds to the end of the reply (for the app: the saved message received)
+    tokens: int = 0
+    error: str = ""
+    rate: float = 0.0  # tokens/s from the first to the last token
+
+    def finish(self, t0: float, t_first: float, t_last_token: float, t_end: float) -> Timing:
+        self.first, self.total = t_first - t0, t_end - t0
+        if self.tokens > 1 and t_last_token > t_first:
+            self.rate = (self.tokens - 1) / (t_last_token - t_first)
+        return self
+
+
+WORD = re.compile(r"word\d+")
+DELTA = re.compile(r'hx-swap-oob="beforeend:#message-\d+-text">(.*?)</span>', re.S)  # see chat.consumers
+
+
+def direct_client(provider_url: str, connections: int) -> Any:
+    """The baseline: the same `openai` package the app uses, with a warm connection pool like the app's."""
+    import httpx2 as httpx
+    import openai
+
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=120)
+    return openai.AsyncOpenAI(base_url=provider_url, api_key="bench", max_retries=0, http_client=http)
+
+
+async def turn_direct(client: Any, prompt: str) -> Timing:
+    timing, t_first, t_last = Timing(), 0.0, 0.0
+    t0 = time.perf_counter()
+    try:
+        stream = await client.chat.completions.create(
+            model="bench", messages=[{"role": "user", "content": prompt}], stream=True
+        )
+        async with stream:
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    timing.tokens += 1
+                    t_last = time.perf_counter()
+                    t_first = t_first or t_last
+        return timing.finish(t0, t_first, t_last, time.perf_counter())
+    except Exception as exc:
+        timing.error = repr(exc)
+        return timing
+
+
+def ws_url(base: str, account: Account) -> str:
+    return base.replace("http://", "ws://") + f"/ws/c/{account.conversation}/"
+
+
+def ws_headers(base: str, account: Account) -> dict[str, str]:
+    return {"Origin": base, "Cookie": f"sessionid={account.session}"}
+
+
+async def new_conversation(client: Any, account: Account) -> str:
+    response = await client.post("/api/conversations", json={}, headers={"Authorization": f"Bearer {account.token}"})
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
+async def turn_websocket(base: str, account: Account, prompt: str, socket_: Any = None) -> Timing:
+    from websockets.asyncio.client import connect
+
+    timing, t_first, t_last = Timing(), 0.0, 0.0
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            ws = socket_ or await stack.enter_async_context(
+                connect(ws_url(base, account), additional_headers=ws_headers(base, account))
+            )
+            t0 = time.perf_counter()
+            await ws.send(json.dumps({"action": "send", "content": prompt}))
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), timeout=60)
+                delta = DELTA.search(frame)
+                if delta:
+                    timing.tokens += len(WORD.findall(delta.group(1)))
+                    t_last = time.perf_counter()
+                    t_first = t_first or t_last
+                if 'role="alert"' in frame or 'data-state="rejected"' in frame:
+                    timing.error = re.sub(r"<[^>]+>", " ", frame).strip()[:120]
+                    return timing
+                if 'data-state="idle"' in frame:
+                    if 'data-status="complete"' not in frame:
+                        timing.error = "reply not complete"
+                    return timing.finish(t0, t_first, t_last, time.perf_counter())
+    except Exception as exc:
+        timing.error = repr(exc)
+        return timing
+
+
+async def turn_api(client: Any, account: Account, prompt: str) -> Timing:
+    timing, t_first, t_last = Timing(), 0.0, 0.0
+    url = f"/api/conversations/{account.conversation}/messages"
+    headers = {"Authorization": f"Bearer {account.token}", "Accept": "text/event-stream"}
+    t0 = time.perf_counter()
+    try:
+        async with client.stream("POST", url, json={"content": prompt}, headers=headers) as response:
+            if response.status_code != 200:
+                timing.error = f"HTTP {response.status_code}"
+                return timing
+            event = ""
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event == "delta":
+                    timing.tokens += len(WORD.findall(line))
+                    t_last = time.perf_counter()
+                    t_first = t_first or t_last
+                elif line.startswith("data: ") and event == "error":
+                    timing.error = line[6:120]
+            return timing.finish(t0, t_first, t_last, time.perf_counter())
+    except Exception as exc:
+        timing.error = repr(exc)
+        return timing
+
+
+# --- reporting ------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.1f} ms"
+
+
+@dataclass
+class Results:
+    rows: dict[str, list[Timing]] = field(default_factory=dict)
+
+
+def report_latency(direct: list[Timing], path: str, timings: list[Timing]) -> dict[str, float]:
+    errors = [t for t in timings if t.error]
+    ok = [t for t in timings if not t.error]
+    # Pair each turn with the direct turn run just before it, so drift affects both alike.
+    added_first = [t.first - d.first for t, d in zip(timings, direct, strict=True) if not t.error]
+    added_total = [t.total - d.total for t, d in zip(timings, direct, strict=True) if not t.error]
+    figures = {
+        "first_median": statistics.median(added_first) if ok else float("nan"),
+        "first_p95": percentile(added_first, 0.95),
+        "total_median": statistics.median(added_total) if ok else float("nan"),
+        "total_p95": percentile(added_total, 0.95),
+    }
+    print(
+        f"  {path:<10} added to first token: median {ms(figures['first_median'])}, p95 {ms(figures['first_p95'])}"
+        f"   added to completion: median {ms(figures['total_median'])}, p95 {ms(figures['total_p95'])}"
+        f"   errors: {len(errors)}"
+    )
+    for t in errors[:3]:
+        print(f"    error: {t.error}")
+    return figures
+
+
+def report_concurrency(
+    label: str, timings: list[Timing], provider_rate: float, expected_tokens: int
+) -> dict[str, float]:
+    errors = [t for t in timings if t.error or t.tokens != expected_tokens]
+    rates = [t.rate for t in timings if not t.error and t.rate]
+    median_rate = statistics.median(rates) if rates else 0.0
+    figures = {
+        "errors": len(errors),
+        "rate_median": median_rate,
+        "rate_min": min(rates) if rates else 0.0,
+        "ratio": median_rate / provider_rate if provider_rate else 0.0,
+        "first_median": statistics.median([t.first for t in timings if not t.error] or [float("nan")]),
+        "first_p95": percentile([t.first for t in timings if not t.error], 0.95),
+    }
+    print(
+        f"  {label:<10} errors {figures['errors']:>2}/{len(timings)}"
+        f"   per-stream rate: median {median_rate:6.1f} tok/s,"
+        f" min {figures['rate_min']:6.1f} tok/s = {figures['ratio'] * 100:5.1f}% of the provider's"
+        f"   first token: median {ms(figures['first_median'])}, p95 {ms(figures['first_p95'])}"
+    )
+    for t in errors[:3]:
+        print(f"    error: {t.error or f'{t.tokens} tokens'}")
+    return figures
+
+
+# --- the benchmark -------------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: list[Account]) -> bool:
+    import httpx2 as httpx
+    from websockets.asyncio.client import connect
+
+    latency_prompt = f"bench tokens={args.latency_tokens} delay={args.latency_delay}"
+    load_prompt = f"bench tokens={args.tokens} delay={args.token_delay}"
+    ws_account, api_account, *load_accounts = accounts
+
+    print(
+        f"\n1. One turn at a time ({args.turns} turns per path, each the first of a new conversation; "
+        f"{args.latency_tokens}-token replies, {args.latency_delay * 1000:.0f} ms between tokens)"
+    )
+    limits = httpx.Limits(max_connections=args.streams + 10, max_keepalive_connections=args.streams + 10)
+    provider = direct_client(provider_url, args.streams + 10)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client, provider:
+
+        async def ws_turn(account: Account, prompt: str) -> Timing:
+            # The socket is opened before the clock starts, as the page opens it when it loads.
+            conversation = await new_conversation(client, account)
+            fresh = Account(account.session, account.token, conversation)
+            async with connect(ws_url(base, fresh), additional_headers=ws_headers(base, fresh)) as ws:
+                return await turn_websocket(base, fresh, prompt, ws)
+
+        async def api_turn(account: Account, prompt: str) -> Timing:
+            conversation = await new_conversation(client, account)
+            return await turn_api(client, Account(account.session, account.token, conversation), prompt)
+
+        for _ in range(3):  # warm up: imports, connection pools, template caches
+            await turn_direct(provider, latency_prompt)
+            await ws_turn(ws_account, latency_prompt)
+            await api_turn(api_account, latency_prompt)
+        direct_ws, direct_api, ws_timings, api_timings = [], [], [], []
+        for _ in range(args.turns):
+            direct_ws.append(await turn_direct(provider, latency_prompt))
+            ws_timings.append(await ws_turn(ws_account, latency_prompt))
+            direct_api.append(await turn_direct(provider, latency_prompt))
+            api_timings.append(await api_turn(api_account, latency_prompt))
+        direct_first = statistics.median([t.first for t in direct_ws + direct_api])
+        direct_total = statistics.median([t.total for t in direct_ws + direct_api])
+        print(f"  direct     first token: median {ms(direct_first)}   completion: median {ms(direct_total)}")
+        ws_fig = report_latency(direct_ws, "WebSocket", ws_timings)
+        api_fig = report_latency(direct_api, "API (SSE)", api_timings)
+
+        # The same, deep into one conversation: the model input grows with the context.
+        long_direct, long_ws = [], []
+        async with connect(ws_url(base, ws_account), additional_headers=ws_headers(base, ws_account)) as ws:
+            for i in range(args.long_turns):
+                direct_timing = await turn_direct(provider, latency_prompt)
+                ws_timing = await turn_websocket(base, ws_account, latency_prompt, ws)
+                if i >= args.long_turns - 10:
+                    long_direct.append(direct_timing)
+                    long_ws.append(ws_timing)
+        report_latency(
+            long_direct, f"WebSocket, turns {args.long_turns - 9}-{args.long_turns} of one conversation", long_ws
+        )
+
+        n = args.streams
+        print(
+            f"\n2. {n} conversations of {n} users streaming at once ({args.tokens}-token replies, "
+            f"{args.token_delay * 1000:.0f} ms between tokens = {1 / args.token_delay:.0f} tok/s from the provider)"
+        )
+        direct_load = list(await asyncio.gather(*[turn_direct(provider, load_prompt) for _ in range(n)]))
+        provider_rate = statistics.median([t.rate for t in direct_load if t.rate] or [0.0])
+        report_concurrency("direct", direct_load, provider_rate, args.tokens)
+        # All streams start at once, as if every user pressed Enter together.
+        ws_load = list(await asyncio.gather(*[turn_websocket(base, a, load_prompt) for a in load_accounts[:n]]))
+        ws_conc = report_concurrency("WebSocket", ws_load, provider_rate, args.tokens)
+        api_load = list(await asyncio.gather(*[turn_api(client, a, load_prompt) for a in load_accounts[:n]]))
+        api_conc = report_concurrency("API (SSE)", api_load, provider_rate, args.tokens)
+
+    checks = [
+        ("median added latency to first token ≤ 15 ms (WebSocket)", ws_fig["first_median"] <= 0.015),
+        ("p95 added latency to first token ≤ 50 ms (WebSocket)", ws_fig["first_p95"] <= 0.050),
+        ("median added latency to first token ≤ 15 ms (API)", api_fig["first_median"] <= 0.015),
+        ("p95 added latency to first token ≤ 50 ms (API)", api_fig["first_p95"] <= 0.050),
+        (f"{n} concurrent streams, zero errors (WebSocket)", ws_conc["errors"] == 0),
+        (f"{n} concurrent streams ≥ 90% of the provider's token rate (WebSocket)", ws_conc["ratio"] >= 0.9),
+        (f"{n} concurrent streams, zero errors (API)", api_conc["errors"] == 0),
+        (f"{n} concurrent streams ≥ 90% of the provider's token rate (API)", api_conc["ratio"] >= 0.9),
+    ]
+    print("\nTargets")
+    for name, ok in checks:
+        print(f"  [{'ok' if ok else 'MISSED'}] {name}")
+    return all(ok for _, ok in checks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--turns", type=int, default=30, help="turns per path in the latency part")
+    parser.add_argument("--latency-tokens", type=int, default=20)
+    parser.add_argument("--latency-delay", type=float, default=0.005)
+    parser.add_argument("--long-turns", type=int, default=30, help="turns in one conversation, to show context growth")
+    parser.add_argument("--streams", type=int, default=50)
+    parser.add_argument("--tokens", type=int, default=200)
+    parser.add_argument("--token-delay", type=float, default=0.02)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="memora-bench-"))
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY"}}
+    provider_port = free_port()
+    app_port = free_port({provider_port})
+    provider_url = f"http://127.0.0.1:{provider_port}/v1"
+    env.update(
+        MEMORA_VAR_DIR=str(scratch), DJANGO_SETTINGS_MODULE="config.settings", DJANGO_DEBUG="0",
+        LLM_BACKEND="openai", OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="bench", CHAT_MODEL="bench",
+        LLM_MAX_RETRIES="0", LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT),
+    )  # fmt: skip
+    os.environ.update(env)
+    for key in ("DATABASE_URL", "REDIS_URL"):
+        os.environ.pop(key, None)
+    sys.path.insert(0, str(ROOT))
+
+    processes: list[subprocess.Popen[bytes]] = []
+    log = (scratch / "server.log").open("wb")
+    try:
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+        provider = subprocess.Popen(
+            [PYTHON, "-c", PROVIDER, str(provider_port), str(DEADLINE_SECONDS)], cwd=ROOT, env=env
+        )
+        processes.append(provider)
+        app = subprocess.Popen(
+            [PYTHON, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(app_port),
+             "--ws", "websockets-sansio", "--log-level", "warning", "--no-access-log"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        processes.append(app)
+        accounts = make_accounts(2 + args.streams, prefix="bench")
+        wait_for_port(provider_port, provider)
+        wait_for_port(app_port, app)
+        print(
+            f"Memora under uvicorn (SQLite, in-memory channel layer) · fake provider at {provider_url} · "
+            f"{os.cpu_count()} CPUs · Python {sys.version.split()[0]}"
+        )
+        ok = asyncio.run(
+            asyncio.wait_for(run(args, f"http://127.0.0.1:{app_port}", provider_url, accounts), DEADLINE_SECONDS)
+        )
+        return 0 if ok else 1
+    finally:
+        for process in reversed(processes):
+            stop(process)
+        log.close()
+        if args.keep:
+            print(f"scratch directory kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+// Settings → Memory, and the "Memory updated" notices of the chat page. htmx does the requests;
+// this file adds keyboard and focus handling, a character counter, and de-duplicates notices.
+(function () {
+  "use strict";
+  if (window.memoraMemoryLoaded) return; // the chat page may include the poller more than once
+  window.memoraMemoryLoaded = true;
+
+  var STATUS_SECONDS = 6;
+
+  // --- Notices: a run may arrive both pushed and polled; show each run once per page ---
+  var seenRuns = {};
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var fragment = e.detail.fragment;
+    if (!fragment || !fragment.querySelectorAll) return;
+    fragment.querySelectorAll("[data-memory-run]").forEach(function (notice) {
+      var run = notice.getAttribute("data-memory-run");
+      if (seenRuns[run]) notice.remove();
+      seenRuns[run] = true;
+    });
+  });
+
+  var page = document.querySelector(".memory-page");
+  if (!page) return;
+
+  // --- Validation answers (422) and refusals (409) carry a fragment to show ---
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var status = e.detail.xhr.status;
+    if ((status === 422 || status === 409) && page.contains(e.detail.elt)) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
+
+  // --- Focus follows the action: into a new form, back to the row, or to the list ---
+  var lastRowIndex = -1;
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var row = e.detail.elt.closest && e.detail.elt.closest(".memory-row");
+    var list = row && row.parentElement;
+    lastRowIndex = row ? Array.prototype.indexOf.call(list.children, row) : -1;
+  });
+  function focusSoon(el) {
+    if (!el) return;
+    el.focus();
+    if (el.tagName === "TEXTAREA") { var n = el.value.length; el.setSelectionRange(n, n); }
+  }
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var target = e.detail.elt;
+    var auto = page.querySelector("[data-autofocus]:not([data-focused])");
+    if (auto) { auto.setAttribute("data-focused", ""); focusSoon(auto); return; }
+    var refocus = page.querySelector(".memory-row[data-refocus]");
+    if (refocus) { refocus.removeAttribute("data-refocus"); focusSoon(refocus.querySelector("[data-row-focus]")); return; }
+    if (document.activeElement && document.activeElement !== document.body && document.contains(document.activeElement)) return;
+    // The focused element went away (a row was deleted or a section re-rendered).
+    if (target && target.querySelector) {
+      var inTarget = target.matches(".memory-row") ? target : null;
+      if (inTarget) { focusSoon(inTarget.querySelector("[data-row-focus]")); return; }
+    }
+    var rows = document.querySelectorAll("#memory-list > .memory-row");
+    var next = rows[Math.min(Math.max(lastRowIndex, 0), rows.length - 1)];
+    focusSoon(next ? next.querySelector("[data-row-focus]") : document.getElementById("memory-active-title"));
+  });
+
+  // --- Escape cancels an edit or a confirmation ---
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape" || !e.target.closest) return;
+    var box = e.target.closest(".memory-row, #memory-forget");
+    var cancel = box && box.querySelector("[data-cancel]");
+    if (cancel) { e.preventDefault(); e.stopPropagation(); cancel.click(); }
+  }, true);
+
+  // --- Ctrl/Cmd+Enter saves; a live character count ---
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && e.target.tagName === "TEXTAREA" && e.target.form && page.contains(e.target)) {
+      e.preventDefault();
+      e.target.form.requestSubmit();
+    }
+  });
+  function count(textarea) {
+    var out = page.querySelector('[data-counter-for="' + textarea.id + '"]');
+    if (!out) return;
+    var limit = parseInt(textarea.getAttribute("data-limit"), 10);
+    var length = textarea.value.trim().replace(/\s+/g, " ").length;
+    out.textContent = length ? length.toLocaleString() + " / " + limit.toLocaleString() : "";
+    out.classList.toggle("is-over", length > limit);
+  }
+  document.addEventListener("input", function (e) { if (e.target.hasAttribute && e.target.hasAttribute("data-limit")) count(e.target); });
+  function countAll() { page.querySelectorAll("textarea[data-limit]").forEach(count); }
+  document.addEventListener("htmx:afterSettle", countAll);
+  countAll();
+
+  // A step opened without JavaScript's help (e.g. after a full-page form post) gets focus too.
+  var initial = page.querySelector("[data-autofocus]");
+  if (initial) { initial.setAttribute("data-focused", ""); focusSoon(initial); }
+
+  // --- The status line fades after a while ---
+  var statusTimer = null;
+  function scheduleStatusClear() {
+    var status = document.getElementById("memory-status");
+    if (!status || !status.textContent.trim()) return;
+    clearTimeout(statusTimer);
+    statusTimer = setTimeout(function () {
+      var s = document.getElementById("memory-status");
+      if (s) { s.textContent = ""; s.classList.remove("is-error"); }
+    }, STATUS_SECONDS * 1000);
+  }
+  document.addEventListener("htmx:afterSettle", scheduleStatusClear);
+  scheduleStatusClear();
+})();

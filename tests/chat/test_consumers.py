@@ -1,0 +1,345 @@
+"""The chat WebSocket, through the real ASGI app (origin check > session auth > routes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing.websocket import WebsocketCommunicator  # (the package __init__ needs daphne)
+from django.conf import settings as django_settings
+from django.test import Client
+
+from chat import consumers
+from chat.llm import ChatModel, StreamChunk, TextDelta
+from chat.models import Conversation, Message
+from config.asgi import application
+from tests.factories import ConversationFactory, UserFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = b"http://localhost"
+
+
+class HoldingModel(ChatModel):
+    """Streams one chunk, then holds until cancelled: a reply caught mid-stream, deterministically."""
+
+    label = "Holding test model"
+
+    async def stream(self, *, messages: Any, tools: Any = None) -> AsyncIterator[StreamChunk]:
+        yield TextDelta("Partial answer")
+        await asyncio.sleep(3600)
+
+    def complete_json(self, **kwargs: Any) -> str:
+        return '{"operations": []}'
+
+
+@pytest.fixture
+def holding_model(settings: Any) -> None:
+    settings.LLM_BACKEND = "tests.chat.test_consumers.HoldingModel"
+
+
+def _session_cookie(user: Any) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies[django_settings.SESSION_COOKIE_NAME].value
+
+
+async def open_socket(user: Any, conversation: Conversation, *, origin: bytes = ORIGIN) -> WebsocketCommunicator:
+    headers = [(b"origin", origin), (b"host", b"localhost")]
+    if user is not None:
+        cookie = await database_sync_to_async(_session_cookie)(user)
+        headers.append((b"cookie", f"{django_settings.SESSION_COOKIE_NAME}={cookie}".encode()))
+    return WebsocketCommunicator(application, f"/ws/c/{conversation.pk}/", headers=headers)
+
+
+async def connected(user: Any, conversation: Conversation) -> WebsocketCommunicator:
+    socket = await open_socket(user, conversation)
+    ok, code = await socket.connect()
+    assert ok, code
+    return socket
+
+
+async def receive_until(socket: WebsocketCommunicator, done: Callable[[str], bool]) -> list[str]:
+    frames: list[str] = []
+    while True:
+        frames.append(await socket.receive_from(timeout=5))
+        if done(frames[-1]):
+            return frames
+
+
+def idle(frame: str) -> bool:
+    return 'data-state="idle"' in frame
+
+
+async def send(socket: WebsocketCommunicator, content: str) -> None:
+    # What htmx's ws extension sends: the form's values plus the request headers.
+    await socket.send_to(
+        text_data=json.dumps({"action": "send", "content": content, "HEADERS": {"HX-Request": "true"}})
+    )
+
+
+def delta_text(frames: list[str]) -> str:
+    return "".join(m for f in frames for m in re.findall(r'beforeend:#message-\d+-text">(.*?)</span>', f, re.S))
+
+
+@pytest.fixture
+def alice(db: None) -> Any:
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def conversation(alice: Any) -> Conversation:
+    return cast(Conversation, ConversationFactory(owner=alice, title=""))
+
+
+async def test_anonymous_socket_is_refused(conversation: Conversation) -> None:
+    socket = await open_socket(None, conversation)
+    ok, code = await socket.connect()
+    assert not ok
+    assert code == consumers.CLOSE_UNAUTHENTICATED
+
+
+async def test_another_users_conversation_is_refused_like_a_missing_one(conversation: Conversation) -> None:
+    mallory = await database_sync_to_async(UserFactory)(username="mallory")
+    socket = await open_socket(mallory, conversation)
+    ok, code = await socket.connect()
+    assert not ok
+    assert code == consumers.CLOSE_NOT_FOUND
+
+
+async def test_a_page_from_another_origin_is_refused(alice: Any, conversation: Conversation) -> None:
+    socket = await open_socket(alice, conversation, origin=b"https://evil.example")
+    ok, _ = await socket.connect()
+    assert not ok
+
+
+async def test_a_turn_shows_the_user_message_then_streams_deltas_then_the_saved_reply(
+    alice: Any, conversation: Conversation, fake_model: Any
+) -> None:
+    fake_model.reply("Hello", ", ", "**world**")
+    socket = await connected(alice, conversation)
+    await send(socket, "Hi <b>there</b>")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+
+    user_message, reply = [m async for m in Message.objects.filter(conversation=conversation).order_by("id")]
+    assert f'id="message-{user_message.pk}"' in frames[0]
+    assert "Hi &lt;b&gt;there&lt;/b&gt;" in frames[0]  # user text is escaped
+    assert 'data-state="streaming"' in frames[0]
+    assert delta_text(frames[1:-1]) == "Hello, **world**"
+    assert f'id="message-{reply.pk}"' in frames[-1]
+    assert "<strong>world</strong>" in frames[-1]  # the final reply is rendered Markdown
+    assert reply.status == Message.Status.COMPLETE
+    assert reply.content == "Hello, **world**"
+
+
+async def test_deltas_are_batched(alice: Any, conversation: Conversation, fake_model: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(consumers, "FLUSH_SECONDS", 3600)
+    fake_model.reply(*[f"w{i} " for i in range(20)])
+    socket = await connected(alice, conversation)
+    await send(socket, "Count")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+
+    deltas = [f for f in frames if '-text">' in f]
+    assert len(deltas) == 2  # the first piece at once, the rest in one batch
+    assert delta_text(deltas) == "".join(f"w{i} " for i in range(20))
+
+
+async def test_stop_saves_the_partial_reply_as_interrupted(
+    alice: Any, conversation: Conversation, holding_model: None
+) -> None:
+    socket = await connected(alice, conversation)
+    await send(socket, "Tell me a long story")
+    await receive_until(socket, lambda f: "Partial answer" in f)
+    await socket.send_json_to({"action": "stop"})
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+
+    reply = await Message.objects.aget(conversation=conversation, role=Message.Role.ASSISTANT)
+    assert reply.status == Message.Status.INTERRUPTED
+    assert reply.content == "Partial answer"
+    assert "is-interrupted" in frames[-1]
+    assert "Stopped" in frames[-1]
+
+
+async def test_a_dropped_connection_saves_the_partial_reply(
+    alice: Any, conversation: Conversation, holding_model: None
+) -> None:
+    socket = await connected(alice, conversation)
+    await send(socket, "Hello")
+    await receive_until(socket, lambda f: "Partial answer" in f)
+    await socket.disconnect()
+
+    reply = await Message.objects.aget(conversation=conversation, role=Message.Role.ASSISTANT)
+    assert reply.status == Message.Status.INTERRUPTED
+    assert reply.content == "Partial answer"
+
+
+async def test_a_second_send_while_a_reply_streams_is_refused_as_busy(
+    alice: Any, conversation: Conversation, holding_model: None
+) -> None:
+    socket = await connected(alice, conversation)
+    await send(socket, "First")
+    await receive_until(socket, lambda f: "Partial answer" in f)
+    await send(socket, "Second")
+    busy = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+
+    assert "Another reply is still being written" in busy
+    assert 'role="alert"' in busy
+    assert await Message.objects.filter(conversation=conversation, role=Message.Role.USER).acount() == 1
+
+
+async def test_a_send_from_another_tab_while_a_reply_streams_is_refused_as_busy(
+    alice: Any, conversation: Conversation, holding_model: None
+) -> None:
+    first = await connected(alice, conversation)
+    await send(first, "First")
+    await receive_until(first, lambda f: "Partial answer" in f)
+    second = await connected(alice, conversation)
+    await send(second, "Second")
+    busy = await second.receive_from(timeout=5)
+    await second.disconnect()
+    await first.disconnect()
+
+    assert "Another reply is still being written" in busy
+    assert 'data-state="rejected"' in busy  # the page gives the text back
+    assert await Message.objects.filter(conversation=conversation, role=Message.Role.USER).acount() == 1
+
+
+async def test_an_empty_message_is_refused_and_nothing_is_saved(alice: Any, conversation: Conversation) -> None:
+    socket = await connected(alice, conversation)
+    await send(socket, "   ")
+    frame = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+
+    assert "Message content is empty." in frame
+    assert not await Message.objects.filter(conversation=conversation).aexists()
+
+
+async def test_a_provider_error_is_shown_in_place_with_a_retry(
+    alice: Any, conversation: Conversation, fake_model: Any
+) -> None:
+    fake_model.fail("Half a ", message="The model provider timed out.")
+    socket = await connected(alice, conversation)
+    await send(socket, "Are you there?")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+
+    reply = await Message.objects.aget(conversation=conversation, role=Message.Role.ASSISTANT)
+    assert reply.status == Message.Status.ERROR
+    assert f'id="message-{reply.pk}"' in frames[-1]
+    assert "is-error" in frames[-1]
+    assert "The model provider timed out." in frames[-1]
+    assert 'name="content" value="Are you there?"' in frames[-1]  # Retry sends the same text again
+    assert ">Retry<" in frames[-1]
+
+
+async def test_retry_after_an_error_runs_a_new_turn(alice: Any, conversation: Conversation, fake_model: Any) -> None:
+    fake_model.fail(message="The model provider timed out.")
+    fake_model.reply("Back again")
+    socket = await connected(alice, conversation)
+    await send(socket, "Are you there?")
+    await receive_until(socket, idle)
+    await send(socket, "Are you there?")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+
+    assert "Back again" in frames[-1]
+    statuses = [
+        m.status async for m in Message.objects.filter(conversation=conversation, role="assistant").order_by("id")
+    ]
+    assert statuses == [Message.Status.ERROR, Message.Status.COMPLETE]
+
+
+async def test_a_notice_sent_to_the_users_group_reaches_the_page(alice: Any, conversation: Conversation) -> None:
+    socket = await connected(alice, conversation)
+    await get_channel_layer().group_send(
+        consumers.user_group(alice.pk), {"type": "memory.notice", "html": '<div class="notice">Memory updated</div>'}
+    )
+    frame = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+
+    assert 'id="notices" hx-swap-oob="beforeend"' in frame
+    assert "Memory updated" in frame
+
+
+@pytest.mark.redis
+class TestOverRedisChannelLayer:
+    async def test_layer_is_redis(self) -> None:
+        assert type(get_channel_layer()).__name__ == "RedisChannelLayer"
+
+    async def test_streamed_turn(self, alice: Any, conversation: Conversation, fake_model: Any) -> None:
+        fake_model.reply("Over ", "Redis")
+        socket = await connected(alice, conversation)
+        await send(socket, "Hi")
+        frames = await receive_until(socket, idle)
+        await socket.disconnect()
+        assert delta_text(frames) == "Over Redis"
+        assert (await Message.objects.aget(conversation=conversation, role="assistant")).content == "Over Redis"
+
+    async def test_stop(self, alice: Any, conversation: Conversation, holding_model: None) -> None:
+        socket = await connected(alice, conversation)
+        await send(socket, "Hi")
+        await receive_until(socket, lambda f: "Partial answer" in f)
+        await socket.send_json_to({"action": "stop"})
+        await receive_until(socket, idle)
+        await socket.disconnect()
+        reply = await Message.objects.aget(conversation=conversation, role="assistant")
+        assert reply.status == Message.Status.INTERRUPTED
+
+    async def test_busy_and_provider_error(self, alice: Any, conversation: Conversation, fake_model: Any) -> None:
+        fake_model.fail(message="The model provider timed out.")
+        socket = await connected(alice, conversation)
+        await send(socket, "Hi")
+        frames = await receive_until(socket, idle)
+        await socket.disconnect()
+        assert "The model provider timed out." in frames[-1]
+
+    async def test_user_group_notice(self, alice: Any, conversation: Conversation) -> None:
+        socket = await connected(alice, conversation)
+        await get_channel_layer().group_send(
+            consumers.user_group(alice.pk), {"type": "memory.notice", "html": "<p>Hi</p>"}
+        )
+        frame = await socket.receive_from(timeout=5)
+        await socket.disconnect()
+        assert "<p>Hi</p>" in frame
+
+    async def test_foreign_conversation_refused(self, conversation: Conversation) -> None:
+        mallory = await database_sync_to_async(UserFactory)(username="mallory")
+        socket = await open_socket(mallory, conversation)
+        ok, code = await socket.connect()
+        assert (ok, code) == (False, consumers.CLOSE_NOT_FOUND)
+
+
+async def test_a_tool_call_shows_what_the_reply_is_doing(
+    alice: Any, conversation: Conversation, fake_model: Any
+) -> None:
+    fake_model.call_tool("no_such_tool")
+    fake_model.reply("Done.")
+    socket = await connected(alice, conversation)
+    await send(socket, "Do something")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+
+    assert any("-activity" in f and "Working…" in f for f in frames)
+    assert "Done." in frames[-1]
+
+
+async def test_garbage_is_answered_without_dropping_the_connection(alice: Any, conversation: Conversation) -> None:
+    socket = await connected(alice, conversation)
+    await socket.send_to(text_data="not json")
+    frame = await socket.receive_from(timeout=5)
+    await socket.send_json_to({"action": "dance"})
+    second = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+
+    assert "Unknown request." in frame
+    assert "Unknown request." in second

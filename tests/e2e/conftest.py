@@ -1,0 +1,137 @@
+"""A real server for browser tests: uvicorn (ASGI, WebSockets) on a scratch SQLite database, talking
+to a local fake OpenAI-compatible provider that runs in this process. Chromium is Debian's."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]  # fmt: skip
+PORTS = range(int(os.environ.get("E2E_PORT_FIRST", "18310")), int(os.environ.get("E2E_PORT_LAST", "18399")))
+SERVER_START_SECONDS = 30
+
+
+def free_port() -> int:
+    for port in PORTS:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port for the test server")
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited:\n{log.read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the server did not start:\n{log.read_text()}")
+
+
+def reply_for(body: dict[str, Any]) -> FakeResponse:
+    """Scripted provider: "long" asks for a slow 200-word reply (to watch it stream, and stop it)."""
+    user_text = next((str(m.get("content", "")) for m in reversed(body["messages"]) if m["role"] == "user"), "")
+    for trigger, response in SCRIPT.items():
+        if trigger in user_text.lower():
+            return response
+    if "long" in user_text.lower():
+        return FakeResponse(chunks=[f"word{i} " for i in range(200)], chunk_delay=0.03)
+    return FakeResponse("Happy to help. What would you like to know?")
+
+
+SCRIPT = {
+    "small phones": FakeResponse(
+        "Small phones are getting rarer, but there are still good ones. A few to look at:\n\n"
+        "1. **iPhone 13 mini** — 5.4″ screen, easy to use one-handed, great camera for its size.\n"
+        "2. **Google Pixel 8** — 6.2″, compact for an Android flagship, clean software.\n"
+        "3. **Samsung Galaxy S24** — 6.2″, light, bright screen, long updates.\n\n"
+        "If one-handed use matters most, the **13 mini** is the smallest of the three. "
+        "Want me to compare battery life?"
+    ),
+    "battery": FakeResponse(
+        "Roughly, in mixed use:\n\n| Phone | Screen | Battery |\n|---|---|---|\n"
+        "| iPhone 13 mini | 5.4″ | 2,438 mAh |\n| Pixel 8 | 6.2″ | 4,575 mAh |\n| Galaxy S24 | 6.2″ | 4,000 mAh |\n\n"
+        "The mini trades battery for size: expect a day of light use. "
+        "See the [comparison notes](https://example.com/phones) for details."
+    ),
+}
+
+
+@pytest.fixture(scope="session")
+def provider() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer().start()
+    server.responder = reply_for
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def live_server_url(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpenAIServer) -> Iterator[str]:
+    var_dir = tmp_path_factory.mktemp("memora-e2e")
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env.update(
+        MEMORA_VAR_DIR=str(var_dir), LLM_BACKEND="openai", OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="test-key",
+        CHAT_MODEL="local-model", LLM_MAX_RETRIES="0", DJANGO_DEBUG="1", LOG_LEVEL="WARNING",
+    )  # fmt: skip
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    port = free_port()
+    log = var_dir / "server.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+             "--ws", "websockets-sansio", "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for_port(port, server, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, errors

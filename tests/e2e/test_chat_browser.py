@@ -1,0 +1,127 @@
+"""The chat in Chromium: sign up, start a conversation, watch the reply stream, stop one, reload."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+PASSWORD = "correct-horse-battery-staple"
+
+
+def sign_up(page: Any, base: str, username: str) -> None:
+    page.goto(f"{base}/accounts/signup/")
+    page.fill("#id_username", username)
+    page.fill("#id_password1", PASSWORD)
+    page.fill("#id_password2", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(f"{base}/")
+
+
+def reply(page: Any, n: int) -> Any:
+    return page.locator(".message-assistant").nth(n)
+
+
+def test_stream_stop_and_reload(page: Any, live_server_url: str) -> None:
+    base = live_server_url
+    sign_up(page, base, "alice")
+    expect(page.get_by_text("what shall we talk about?")).to_be_visible()
+
+    # Start a conversation from the start page; the first message is sent as soon as the page connects.
+    page.fill("#start-input", "Write me something long, please")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-user .message-text").first).to_have_text("Write me something long, please")
+    streaming = reply(page, 0).locator(".streaming-text")
+    expect(streaming).to_contain_text("word3")  # text arrives while the reply is still being written
+    expect(reply(page, 0)).to_have_attribute("data-status", "streaming")
+    expect(page.locator("#stop-btn")).to_be_visible()
+    expect(page.locator("#composer .send-btn")).to_be_disabled()
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
+    expect(reply(page, 0)).to_contain_text("word199")
+    expect(page.locator("#composer .send-btn")).to_be_enabled()
+    expect(page.locator(".chat-header .title")).to_have_text("Write me something long, please")
+
+    # A second reply, stopped part-way. Shift+Enter makes a new line; Enter sends.
+    page.fill("#composer-input", "Another long one")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("please")
+    expect(page.locator("#composer-input")).to_have_value("Another long one\nplease")
+    page.keyboard.press("Enter")
+    expect(page.locator("#composer-input")).to_have_value("")
+    expect(reply(page, 1).locator(".streaming-text")).to_contain_text("word5")
+    page.click("#stop-btn")
+    expect(reply(page, 1)).to_have_attribute("data-status", "interrupted")
+    expect(reply(page, 1)).to_contain_text("Stopped")
+    stopped_text = reply(page, 1).locator(".message-text").inner_text()
+    assert stopped_text.startswith("word0 word1 word2 word3 word4 word5")
+    assert "word199" not in stopped_text
+
+    # A reload shows exactly what was streamed.
+    page.reload()
+    expect(page.locator(".message")).to_have_count(4)
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete")
+    expect(reply(page, 0)).to_contain_text("word199")
+    expect(reply(page, 1)).to_have_attribute("data-status", "interrupted")
+    assert reply(page, 1).locator(".message-text").inner_text() == stopped_text
+    expect(page.locator(".message-user").nth(1)).to_contain_text("Another long one")
+
+
+def test_rename_delete_and_phone_sidebar(page: Any, live_server_url: str) -> None:
+    base = live_server_url
+    sign_up(page, base, "bob")
+    page.click("text=New conversation")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    page.click(".title-row summary")
+    page.click("text=Rename")
+    page.fill("#rename-title", "Trip ideas")
+    page.keyboard.press("Enter")
+    expect(page.locator(".chat-header .title")).to_have_text("Trip ideas")
+    expect(page.locator("#conversation-list")).to_contain_text("Trip ideas")
+
+    page.set_viewport_size({"width": 375, "height": 740})
+    expect(page.locator("#sidebar")).not_to_be_visible()
+    page.click(".sidebar-open")
+    expect(page.locator("#sidebar")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#sidebar")).not_to_be_visible()
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click(".title-row summary")
+    page.click(".menu-items >> text=Delete")
+    expect(page).to_have_url(f"{base}/")
+    expect(page.locator("#conversation-list")).not_to_contain_text("Trip ideas")
+
+
+def test_markdown_reply_and_screenshots(page: Any, live_server_url: str) -> None:
+    base = live_server_url
+    sign_up(page, base, "carol")
+    for text in ("Plan a weekend in Lisbon", "Explain Python decorators"):
+        page.goto(f"{base}/")
+        page.fill("#start-input", text)
+        page.keyboard.press("Enter")
+        expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    page.goto(f"{base}/")
+    page.fill("#start-input", "I've always liked small phones, they're easy to use one-handed. Any suggestions?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    expect(reply(page, 0).locator("ol li")).to_have_count(3)
+    page.fill("#composer-input", "How is their battery life?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(2)
+    link = reply(page, 1).locator("a")
+    expect(link).to_have_attribute("target", "_blank")
+    expect(link).to_have_attribute("rel", "nofollow noopener")
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.mouse.move(0, 0)
+    page.screenshot(path=str(SCREENSHOTS / "chat-desktop.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.evaluate("document.getElementById('scroller').scrollTop = 0")
+    page.screenshot(path=str(SCREENSHOTS / "chat-phone.png"))
