@@ -24,6 +24,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker, reason in reasons.items():
             if reason and item.get_closest_marker(marker):
                 item.add_marker(pytest.mark.skip(reason=reason))
+    # Browser tests last: Playwright's sync API keeps an event loop running in the main thread for
+    # as long as its session-scoped browser lives, which async tests after it cannot share.
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
 @pytest.fixture(autouse=True)

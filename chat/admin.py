@@ -42,7 +42,15 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ("content", "user__username")
     list_select_related = ("user",)
     readonly_fields = (
-        "conversation", "user", "role", "content", "status", "error", "memory_status", "created_at", "updated_at"
+        "conversation",
+        "user",
+        "role",
+        "content",
+        "status",
+        "error",
+        "memory_status",
+        "created_at",
+        "updated_at",
     )
 
     def has_add_permission(self, request: object) -> bool:  # messages are written by chat turns only

@@ -122,5 +122,3 @@ async def message_send(request: HttpRequest, conversation_id: UUID, payload: Mes
     if final.type == "error":
         return Status(502, {"detail": final.text, **body})
     return Status(200, body)
-
-

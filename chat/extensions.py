@@ -3,6 +3,7 @@
 - context providers: add a block to the model input of each turn; never stored in the agent state.
 - tools: functions the chat model may call during a turn (bounded in steps).
 - `turn_finished`: sent after the turn's transaction commits, never on rollback.
+- page fragments: extra HTML on the conversation page (e.g. a poller for notices).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.dispatch import Signal
 
 if TYPE_CHECKING:
+    from django.http import HttpRequest
+
     from accounts.models import User
     from chat.models import Conversation, Message
 
@@ -28,6 +31,8 @@ class TurnContext:
 
 
 ContextProvider = Callable[[TurnContext], "str | None"]
+# Returns rendered, already-escaped HTML (render_to_string output) for the conversation page.
+PageFragment = Callable[["HttpRequest", "Conversation"], str]
 
 
 class Tool(Protocol):
@@ -42,6 +47,7 @@ class Tool(Protocol):
 
 _context_providers: dict[str, ContextProvider] = {}
 _tools: dict[str, Tool] = {}
+_page_fragments: dict[str, PageFragment] = {}
 
 # Sent with: user_id, conversation_id, user_message_id, assistant_message_id, status.
 turn_finished = Signal()
@@ -77,3 +83,11 @@ def tool_schemas() -> list[dict[str, Any]]:
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in _tools.values()
     ]
+
+
+def register_page_fragment(name: str, fragment: PageFragment) -> None:
+    _page_fragments[name] = fragment
+
+
+def page_fragments(request: HttpRequest, conversation: Conversation) -> list[str]:
+    return [html for fragment in _page_fragments.values() if (html := fragment(request, conversation))]

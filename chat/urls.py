@@ -10,6 +10,4 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
     path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("c/<uuid:conversation_id>/messages/<int:message_id>/", views.message_detail, name="message"),
-    # Replaced by the memory page when that app provides one.
-    path("settings/memory/", views.memory_settings_placeholder, name="memory_settings"),
 ]

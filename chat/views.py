@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import selectors, services
+from chat import extensions, selectors, services
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.models import Conversation, Message
 
@@ -82,6 +82,7 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
         "conversation": conversation,
         "chat_messages": with_retry_text(selectors.message_list(conversation=conversation)),
         "draft": draft,
+        "page_fragments": extensions.page_fragments(request, conversation),
     }
     return render(request, "chat/conversation.html", context)
 
@@ -128,9 +129,3 @@ def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int)
         previous = messages.filter(role=Message.Role.USER, pk__lt=message.pk).last()
         retry_text = previous.content if previous else ""
     return HttpResponse(message_html(message, retry_text=retry_text))
-
-
-@login_required
-@require_GET
-def memory_settings_placeholder(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat/memory_placeholder.html", _chat_context(request, None))

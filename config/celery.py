@@ -11,7 +11,6 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-
 def ensure_broker_dirs() -> None:
     """Create the filesystem transport's folders (settings does this at start-up; tests that point
     the transport elsewhere call it again)."""

@@ -7,5 +7,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("accounts/", include("accounts.urls")),
+    path("", include("memory.urls")),
     path("", include("chat.urls")),
 ]

@@ -4,3 +4,24 @@ from django.apps import AppConfig
 class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "Memory"
+
+    def ready(self) -> None:
+        """Plug memory into chat's extension points (chat works on its own without them)."""
+        from chat import extensions
+        from chat.llm import demo as demo_model
+        from memory import demo
+        from memory.context import memory_block
+        from memory.notices import conversation_page_fragment, on_memories_changed
+        from memory.receivers import on_turn_finished
+        from memory.signals import memories_changed
+        from memory.tools import flush_memory
+
+        extensions.register_context_provider("memory", memory_block)
+        extensions.register_tool(flush_memory)
+        extensions.register_page_fragment("memory-notices", conversation_page_fragment)
+        extensions.turn_finished.connect(on_turn_finished, dispatch_uid="memory.on_turn_finished")
+        memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
+        if demo.demo_judge not in demo_model.json_responders:
+            demo_model.json_responders.append(demo.demo_judge)
+        if demo.demo_tool_trigger not in demo_model.tool_triggers:
+            demo_model.tool_triggers.append(demo.demo_tool_trigger)

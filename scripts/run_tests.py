@@ -1,4 +1,4 @@
-"""`make test`: the whole suite on the embedded defaults (SQLite, in-memory channel layer,
+"""`make test`: lint (ruff, mypy), the whole suite on the embedded defaults (SQLite, in-memory channel layer,
 filesystem broker), then again on PostgreSQL + Redis when they are reachable.
 
 With CI=true, PostgreSQL, Redis and Chromium are required: their absence fails the run instead of
@@ -56,6 +56,13 @@ def main() -> int:
     for name in missing:
         print(f"note: {name} not available here; the tests that need it are skipped (they are required in CI).")
     browser = {"MEMORA_BROWSER_TESTS": "1" if have_chromium else "0", "CHROMIUM_PATH": CHROMIUM}
+
+    if not args:  # a full run also lints; a focused run (`-k …`, paths) skips straight to pytest
+        print("== Lint: ruff and mypy", flush=True)
+        bin_dir = Path(sys.executable).parent
+        for command in ([str(bin_dir / "ruff"), "check", "."], [str(bin_dir / "mypy"), "."]):
+            if subprocess.call(command, cwd=ROOT) != 0:
+                return 1
 
     print("== Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)", flush=True)
     code = pytest(browser, args)

@@ -10,8 +10,18 @@ import pytest
 
 SETTINGS = Path(__file__).resolve().parent.parent / "config" / "settings.py"
 VARIABLES = [
-    "DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CHAT_MODEL", "MEMORY_MODEL", "LLM_BACKEND",
-    "LLM_TIMEOUT", "LLM_MAX_RETRIES", "MEMORY_EXTRACT_MIN_TURNS", "CHAT_USER_RUN_SLOTS", "CHAT_MAX_TOOL_STEPS",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "CHAT_MODEL",
+    "MEMORY_MODEL",
+    "LLM_BACKEND",
+    "LLM_TIMEOUT",
+    "LLM_MAX_RETRIES",
+    "MEMORY_EXTRACT_MIN_TURNS",
+    "CHAT_USER_RUN_SLOTS",
+    "CHAT_MAX_TOOL_STEPS",
     "DJANGO_DEBUG",
 ]
 
@@ -63,8 +73,12 @@ def test_llm_backend_overrides_the_choice(load: Any) -> None:
 
 def test_models_timeouts_and_limits_come_from_the_environment(load: Any) -> None:
     s = load(
-        CHAT_MODEL="deepseek-chat", LLM_TIMEOUT="12.5", LLM_MAX_RETRIES="0", MEMORY_EXTRACT_MIN_TURNS="5",
-        CHAT_USER_RUN_SLOTS="3", CHAT_MAX_TOOL_STEPS="6",
+        CHAT_MODEL="deepseek-chat",
+        LLM_TIMEOUT="12.5",
+        LLM_MAX_RETRIES="0",
+        MEMORY_EXTRACT_MIN_TURNS="5",
+        CHAT_USER_RUN_SLOTS="3",
+        CHAT_MAX_TOOL_STEPS="6",
     )
     assert (s["CHAT_MODEL"], s["MEMORY_MODEL"]) == ("deepseek-chat", "deepseek-chat")
     assert (s["LLM_TIMEOUT"], s["LLM_MAX_RETRIES"]) == (12.5, 0)

@@ -93,13 +93,18 @@
     var scroller = $("#scroller");
     stick = !scroller || nearBottom(scroller);
   });
-  document.addEventListener("htmx:wsAfterMessage", function () {
-    applyTurnState();
-    // Notices go away on their own after a while (they can also be dismissed).
+  // Notices go away on their own after a while (they can also be dismissed), whether they came
+  // over the WebSocket or from a poll.
+  function timeNotices() {
     document.querySelectorAll(".notice:not([data-timed])").forEach(function (notice) {
       notice.dataset.timed = "1";
       setTimeout(function () { notice.remove(); }, 8000);
     });
+  }
+  document.addEventListener("htmx:afterSettle", timeNotices);
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    applyTurnState();
+    timeNotices();
     var title = $(".chat-header .title");
     if (title) document.title = title.textContent + " · Memora";
     if (stick) scrollToBottom();

@@ -39,11 +39,12 @@
     lastRowIndex = row ? Array.prototype.indexOf.call(list.children, row) : -1;
   });
   function focusSoon(el) {
-    if (!el) return;
+    if (!el || el === document.activeElement) return; // never move the caret of a field in use
     el.focus();
     if (el.tagName === "TEXTAREA") { var n = el.value.length; el.setSelectionRange(n, n); }
   }
-  document.addEventListener("htmx:afterSettle", function (e) {
+  // On swap, not settle: the new content is usable (and may be typed into) as soon as it is swapped.
+  document.addEventListener("htmx:afterSwap", function (e) {
     var target = e.detail.elt;
     var auto = page.querySelector("[data-autofocus]:not([data-focused])");
     if (auto) { auto.setAttribute("data-focused", ""); focusSoon(auto); return; }
@@ -52,7 +53,7 @@
     if (document.activeElement && document.activeElement !== document.body && document.contains(document.activeElement)) return;
     // The focused element went away (a row was deleted or a section re-rendered).
     if (target && target.querySelector) {
-      var inTarget = target.matches(".memory-row") ? target : null;
+      var inTarget = target.matches(".memory-row") && document.contains(target) ? target : null;
       if (inTarget) { focusSoon(inTarget.querySelector("[data-row-focus]")); return; }
     }
     var rows = document.querySelectorAll("#memory-list > .memory-row");
@@ -100,7 +101,7 @@
     clearTimeout(statusTimer);
     statusTimer = setTimeout(function () {
       var s = document.getElementById("memory-status");
-      if (s) { s.textContent = ""; s.classList.remove("is-error"); }
+      if (s) s.textContent = "";
     }, STATUS_SECONDS * 1000);
   }
   document.addEventListener("htmx:afterSettle", scheduleStatusClear);

@@ -29,9 +29,7 @@ def test_auth_pages_are_open_to_anonymous_visitors(client: Client, name: str) ->
 
 
 def test_signup_creates_a_user_with_memory_on_and_logs_them_in(client: Client) -> None:
-    response = client.post(
-        reverse("signup"), {"username": "alice", "password1": PASSWORD, "password2": PASSWORD}
-    )
+    response = client.post(reverse("signup"), {"username": "alice", "password1": PASSWORD, "password2": PASSWORD})
     assert response.status_code == 302
     assert response["Location"] == reverse("chat:index")
     user = User.objects.get(username="alice")
@@ -85,8 +83,9 @@ def test_login_with_a_wrong_password_shows_an_error(client: Client, user: User) 
 
 
 def test_login_follows_next(client: Client, user: User) -> None:
-    response = client.post(reverse("login") + "?next=/settings/", {"username": user.username, "password": PASSWORD,
-                                                                    "next": "/settings/"})
+    response = client.post(
+        reverse("login") + "?next=/settings/", {"username": user.username, "password": PASSWORD, "next": "/settings/"}
+    )
     assert response["Location"] == "/settings/"
 
 

@@ -1,0 +1,325 @@
+"""Memory extraction figures, on a scratch SQLite database with the offline demo model as the judge.
+
+    .venv/bin/python bench/extraction.py [--rounds 5]
+
+Prints:
+
+1. Judge calls per 100 user messages in background mode: 100 turns through the real chat services
+   (turn_start / turn_finish), the post-turn hook, and the pipeline run as soon as it is enqueued.
+2. Database queries per extraction run, for 10 memories + 3 messages and 200 memories + 40 messages.
+3. Time to build the memory block with 200 active memories.
+4. End-to-end latency from a turn's commit to the memory row: a real `celery -A config worker`
+   subprocess on the embedded filesystem broker, and on Redis when REDIS_URL is set.
+
+Everything it starts is stopped at the end, and the whole run is bounded in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+CELERY = str(Path(sys.executable).parent / "celery")
+WORKER_BOOT_SECONDS = 60
+ROUND_TIMEOUT_SECONDS = 30
+
+PHONE_FLOW = [
+    ("a", "I've always liked small phones, they're easy to use one-handed."),
+    ("a", "Today I'm helping a friend pick a phone, his budget this time is 3000."),
+    ("b", "I want a new phone, suggest a few."),
+]
+FILLER = [
+    "What's a good laptop for travel?",
+    "Thanks, and how heavy is it?",
+    "Can you compare the two?",
+    "I wear glasses.",
+    "Which one has the better keyboard?",
+    "I live in Lyon.",
+    "What about battery life?",
+]
+
+
+def setup_django(var_dir: Path, *, redis_url: str = "") -> None:
+    """Point settings at a scratch database and var dir, offline model; then migrate."""
+    os.environ["MEMORA_VAR_DIR"] = str(var_dir)
+    os.environ["DATABASE_URL"] = f"sqlite:///{var_dir / 'bench.sqlite3'}"
+    os.environ["LLM_BACKEND"] = "demo"
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        os.environ.pop(name, None)
+    if redis_url:
+        os.environ["REDIS_URL"] = redis_url
+    else:
+        os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def make_user(name: str) -> Any:
+    from accounts.models import User
+
+    return User.objects.create_user(username=name, password=None)
+
+
+def turn(user: Any, conversation: Any, text: str) -> Any:
+    """One chat turn through the real services, without a model: start, then finish (commit → hook)."""
+    from chat import services
+
+    started = services.turn_start(user=user, conversation=conversation, content=text)
+    services.turn_finish(
+        turn=started, status="complete", content="A reply.", new_items=[{"role": "assistant", "content": "A reply."}]
+    )
+    return started.user_message
+
+
+# --- 1. judge calls per 100 user messages --------------------------------------------------------
+
+
+def judge_calls_per_100() -> tuple[int, int]:
+    from chat.services import conversation_create
+    from memory import tasks
+    from memory.models import ExtractionRun, Memory
+
+    def run_now(user_id: int, message_id: int, min_pending: int | None, trigger: str) -> None:
+        # Stands in for a worker that is always free: the task runs as soon as it is enqueued.
+        tasks.extract_memories_task.apply(
+            args=(user_id, message_id), kwargs={"min_pending": min_pending, "trigger": trigger}
+        )
+
+    tasks._send = run_now  # type: ignore[assignment]
+    user = make_user("bench-background")
+    conversations = [conversation_create(user=user) for _ in range(4)]
+    for i in range(100):
+        text = FILLER[i % len(FILLER)]
+        turn(user, conversations[(i // 5) % 4], text)
+    runs = ExtractionRun.objects.filter(owner=user).count()
+    return runs, Memory.objects.filter(owner=user, invalid_at__isnull=True).count()
+
+
+# --- 2. queries per run --------------------------------------------------------------------------
+
+
+def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
+    """Total queries and runs for extracting `messages` pending messages (40 per run)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from chat.models import Message
+    from chat.services import conversation_create
+    from memory import pipeline
+    from memory.models import Memory
+
+    user = make_user(f"bench-queries-{memories}-{messages}")
+    Memory.objects.bulk_create([Memory(owner=user, content=f"Fact number {i}.") for i in range(memories)])
+    conversation = conversation_create(user=user)
+    rows = [
+        Message(conversation=conversation, user=user, role="user", content=f"Question {i}?", memory_status="pending")
+        for i in range(messages - 1)
+    ]
+    rows.append(
+        Message(conversation=conversation, user=user, role="user", content="I wear glasses.", memory_status="pending")
+    )
+    Message.objects.bulk_create(rows)
+    last = Message.objects.filter(user=user).order_by("-id").first()
+    assert last is not None
+    pipeline.claim_release(user_id=user.pk, token=pipeline.claim_take(user_id=user.pk))  # type: ignore[arg-type]
+    with CaptureQueriesContext(connection) as captured:
+        result = pipeline.extract(
+            user_id=user.pk, trigger="manual", up_to_message_id=last.pk, min_pending=1, max_batches=25
+        )
+    assert result.added == 1 and result.batches == len(result.run_ids), result
+    return len(captured), len(result.run_ids)
+
+
+# --- 3. the memory block -------------------------------------------------------------------------
+
+
+def block_build_ms(count: int = 200, repeat: int = 500) -> tuple[float, float, int]:
+    from chat.extensions import TurnContext
+    from chat.models import Message
+    from chat.services import conversation_create
+    from memory.context import memory_block
+    from memory.models import Memory
+
+    user = make_user("bench-block")
+    Memory.objects.bulk_create(
+        [Memory(owner=user, content=f"Prefers option number {i} for things.") for i in range(count)]
+    )
+    conversation = conversation_create(user=user)
+    message = Message.objects.create(conversation=conversation, user=user, role="user", content="hi")
+    ctx = TurnContext(user=user, conversation=conversation, user_message=message)
+    memory_block(ctx)  # warm up
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        block = memory_block(ctx)
+        timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    return statistics.median(timings), timings[int(len(timings) * 0.95)], len(block or "")
+
+
+# --- 4. end-to-end latency through a real worker -------------------------------------------------
+
+
+def latency_child(rounds: int) -> None:
+    """Runs in a subprocess whose environment picks the broker; prints one JSON line of timings."""
+    from chat.services import conversation_create
+    from config.celery import ensure_broker_dirs
+    from memory.models import Memory
+
+    ensure_broker_dirs()
+    env = {**os.environ, "LOG_LEVEL": "WARNING"}
+    log = open(Path(os.environ["MEMORA_VAR_DIR"]) / "worker.log", "w")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen(
+        [
+            CELERY,
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "WARNING",
+            "--concurrency",
+            "1",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    timings: list[float] = []
+    try:
+        for i in range(rounds + 1):  # the first round also waits for the worker to boot
+            user = make_user(f"bench-latency-{i}")
+            conversations = {"a": conversation_create(user=user), "b": conversation_create(user=user)}
+            for key, text in PHONE_FLOW[:-1]:
+                turn(user, conversations[key], text)
+            key, text = PHONE_FLOW[-1]
+            started = time.perf_counter()
+            turn(user, conversations[key], text)  # commits, then the hook enqueues the task
+            deadline = started + (WORKER_BOOT_SECONDS if i == 0 else ROUND_TIMEOUT_SECONDS)
+            while not Memory.objects.filter(owner=user).exists():
+                if time.perf_counter() > deadline or worker.poll() is not None:
+                    raise SystemExit(f"no memory within the time limit (worker log: {log.name})")
+                time.sleep(0.002)
+            if i:
+                timings.append((time.perf_counter() - started) * 1000)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        log.close()
+    print(json.dumps(timings))
+
+
+def measure_latency(redis_url: str, rounds: int) -> list[float]:
+    var_dir = Path(tempfile.mkdtemp(prefix="memora-bench-latency-"))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
+    }
+    env["MEMORA_VAR_DIR"] = str(var_dir)
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    try:
+        done = subprocess.run(
+            [PYTHON, __file__, "--latency-child", "--rounds", str(rounds)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=WORKER_BOOT_SECONDS + rounds * ROUND_TIMEOUT_SECONDS + 60,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "latency run failed")
+        return [float(x) for x in json.loads(done.stdout.strip().splitlines()[-1])]
+    finally:
+        shutil.rmtree(var_dir, ignore_errors=True)
+
+
+def summary(timings: list[float]) -> str:
+    ordered = sorted(timings)
+    return f"median {statistics.median(ordered):.0f} ms, max {ordered[-1]:.0f} ms over {len(ordered)} turns"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="measured turns per broker for the latency")
+    parser.add_argument("--latency-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.latency_child:
+        setup_django(Path(os.environ["MEMORA_VAR_DIR"]), redis_url=os.environ.get("REDIS_URL", ""))
+        latency_child(args.rounds)
+        return 0
+
+    redis_url = os.environ.get("REDIS_URL", "").strip()
+    var_dir = Path(tempfile.mkdtemp(prefix="memora-bench-"))
+    try:
+        setup_django(var_dir)
+        from django.conf import settings
+
+        print(
+            f"Memory extraction bench (SQLite scratch database, offline demo judge, threshold "
+            f"{settings.MEMORY_EXTRACT_MIN_TURNS})",
+            flush=True,
+        )
+        calls, memories = judge_calls_per_100()
+        print(
+            f"1. Judge calls per 100 user messages (background mode): {calls}  (target <= 34; {memories} memories kept)"
+        )
+        figures = []
+        for memories, messages in ((10, 3), (200, 40), (200, 200)):
+            queries, runs = queries_per_run(memories, messages)
+            figures.append(f"{queries} queries / {runs} run(s) for {memories} memories + {messages} messages")
+        print("2. Queries per extraction run: " + "; ".join(figures))
+        median, p95, size = block_build_ms()
+        print(
+            f"3. Memory block with 200 active memories: median {median:.2f} ms, p95 {p95:.2f} ms "
+            f"({size} characters, budget {settings.MEMORY_PROMPT_MAX_CHARS})  (target <= 5 ms)",
+            flush=True,
+        )
+        print(
+            f"4. Turn commit -> memory row, real Celery worker, filesystem broker: "
+            f"{summary(measure_latency('', args.rounds))}",
+            flush=True,
+        )
+        if redis_url:
+            print(
+                f"   Turn commit -> memory row, real Celery worker, Redis broker: "
+                f"{summary(measure_latency(redis_url, args.rounds))}",
+                flush=True,
+            )
+        else:
+            print("   Redis: skipped (set REDIS_URL to measure it)")
+    finally:
+        shutil.rmtree(var_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from chat.models import Message
+from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
+from memory.tasks import enqueue_extraction
+
+
+class ActiveFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("active", "Active"), ("invalid", "Invalidated")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+        if self.value() == "active":
+            return queryset.filter(invalid_at__isnull=True)
+        if self.value() == "invalid":
+            return queryset.filter(invalid_at__isnull=False)
+        return queryset
+
+
+class MemorySourceInline(admin.TabularInline):
+    model = MemorySource
+    fields = ("message", "excerpt")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    verbose_name = "source message"
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Excerpt")
+    def excerpt(self, obj: MemorySource) -> str:
+        return obj.message.content[:200]
+
+
+def _memory_link(memory: Memory) -> str:
+    url = reverse("admin:memory_memory_change", args=[memory.pk])
+    state = "active" if memory.invalid_at is None else f"{memory.get_invalid_reason_display() or 'invalid'}"
+    return format_html('<a href="{}">#{}</a> {} <em>({})</em>', url, memory.pk, memory.content, state)
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = ("id", "owner", "content", "origin", "is_active", "invalid_reason", "created_at", "invalid_at")
+    list_filter = (ActiveFilter, "origin", "invalid_reason", ("owner", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("content", "owner__username")
+    list_select_related = ("owner",)
+    fields = ("owner", "content", "origin", "created_at", "invalid_at", "invalid_reason", "run", "version_chain")
+    readonly_fields = fields
+    inlines = [MemorySourceInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # memories are written by the pipeline or by their owner, never in admin
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(boolean=True, description="Active")
+    def is_active(self, obj: Memory) -> bool:
+        return obj.invalid_at is None
+
+    @admin.display(description="Versions (oldest first)")
+    def version_chain(self, obj: Memory) -> str:
+        chain = [obj]
+        while (older := Memory.objects.filter(superseded_by=chain[0]).first()) is not None and len(chain) < 50:
+            chain.insert(0, older)
+        while chain[-1].superseded_by_id is not None and len(chain) < 100:
+            chain.append(Memory.objects.get(pk=chain[-1].superseded_by_id))
+        return format_html_join("", "<div>{}</div>", ((_memory_link(m),) for m in chain))
+
+
+def _pretty(value: Any) -> str:
+    return format_html("<pre style='white-space: pre-wrap'>{}</pre>", json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@admin.register(ExtractionRun)
+class ExtractionRunAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "owner",
+        "trigger",
+        "status",
+        "attempt",
+        "batch_size",
+        "applied",
+        "dropped",
+        "started_at",
+        "duration",
+    )
+    list_filter = ("status", "trigger", ("owner", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("owner__username", "raw_output", "error")
+    list_select_related = ("owner",)
+    fields = (
+        "owner",
+        "trigger",
+        "status",
+        "attempt",
+        "model",
+        "message_ids",
+        "trigger_message_id",
+        "started_at",
+        "finished_at",
+        "judge_ms",
+        "error",
+        "judge_input_pretty",
+        "raw_output",
+        "applied_pretty",
+        "dropped_pretty",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Messages")
+    def batch_size(self, obj: ExtractionRun) -> int:
+        return len(obj.message_ids or [])
+
+    @admin.display(description="Applied")
+    def applied(self, obj: ExtractionRun) -> int:
+        return len(obj.applied_ops or [])
+
+    @admin.display(description="Dropped")
+    def dropped(self, obj: ExtractionRun) -> int:
+        return len(obj.dropped_ops or [])
+
+    @admin.display(description="Duration (ms)")
+    def duration(self, obj: ExtractionRun) -> int | None:
+        return obj.duration_ms
+
+    @admin.display(description="Judge input")
+    def judge_input_pretty(self, obj: ExtractionRun) -> str:
+        return format_html_join(
+            "",
+            "<p><strong>{}</strong></p><pre style='white-space: pre-wrap'>{}</pre>",
+            ((m.get("role", ""), m.get("content", "")) for m in obj.judge_input or []),
+        )
+
+    @admin.display(description="Applied operations")
+    def applied_pretty(self, obj: ExtractionRun) -> str:
+        return _pretty(obj.applied_ops)
+
+    @admin.display(description="Dropped operations (with reasons)")
+    def dropped_pretty(self, obj: ExtractionRun) -> str:
+        return _pretty(obj.dropped_ops)
+
+
+@admin.register(MemoryUser)
+class MemoryUserAdmin(admin.ModelAdmin):
+    list_display = ("username", "memory_enabled", "pending_messages", "active_memories")
+    list_filter = ("memory_enabled",)
+    search_fields = ("username", "email")
+    fields = ("username", "memory_enabled")
+    readonly_fields = fields
+    actions = ["run_extraction_now"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryUser]:
+        pending = Q(chat_messages__role=Message.Role.USER, chat_messages__memory_status=Message.MemoryStatus.PENDING)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                pending_count=Count("chat_messages", filter=pending, distinct=True),
+                active_count=Count("memories", filter=Q(memories__invalid_at__isnull=True), distinct=True),
+            )
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Pending messages", ordering="pending_count")
+    def pending_messages(self, obj: Any) -> int:
+        return int(obj.pending_count)
+
+    @admin.display(description="Active memories", ordering="active_count")
+    def active_memories(self, obj: Any) -> int:
+        return int(obj.active_count)
+
+    @admin.action(description="Run memory extraction now")
+    def run_extraction_now(self, request: HttpRequest, queryset: QuerySet[MemoryUser]) -> None:
+        scheduled = 0
+        for user in queryset.filter(memory_enabled=True):
+            last = (
+                Message.objects.filter(user=user, role=Message.Role.USER)
+                .order_by("-id")
+                .values_list("id", flat=True)
+                .first()
+            )
+            if last is not None:
+                enqueue_extraction(
+                    user_id=user.pk, message_id=last, min_pending=1, trigger=ExtractionRun.Trigger.MANUAL
+                )
+                scheduled += 1
+        self.message_user(request, f"Extraction scheduled for {scheduled} user(s).", messages.SUCCESS)

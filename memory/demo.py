@@ -1,0 +1,284 @@
+"""Memory for the offline demo model — a demo, not a language model.
+
+Two hooks plug into `chat.llm.demo`:
+
+- `demo_judge` answers judge calls with a few deterministic rules, in English and (roughly) Chinese,
+  good enough to walk through the product flow with no provider: a stable preference about the user
+  is added, a changed one updates the old memory, "forget my … preference" retracts it, "forget
+  everything about me" clears; questions, requests, other people's facts, one-off details and
+  instructions are ignored.
+- `demo_tool_trigger` makes the demo chat model call `flush_memory` when the user asks to remember or
+  forget something, or states a preference the rules recognise.
+
+Real models follow `memory/prompts/judge.md`; nothing here is used with a real provider.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.judge import CONVERSATION_BREAK
+
+JUDGE_MARKER = "# Memory judge"
+
+# --- reading the judge input ---------------------------------------------------------------------
+
+_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*)$")
+_MESSAGE_LINE = re.compile(r"^(\d+)\. (.*)$")
+
+
+def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]:
+    """Active memories (id -> content) and numbered messages from the judge's user message."""
+    memories: dict[int, str] = {}
+    messages: list[tuple[int, str]] = []
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("Active memories"):
+            section = "memories"
+        elif line.startswith("New messages"):
+            section = "messages"
+        elif section == "memories" and (m := _MEMORY_LINE.match(line)):
+            memories[int(m[1])] = m[2]
+        elif section == "messages" and line != CONVERSATION_BREAK:
+            if m := _MESSAGE_LINE.match(line):
+                messages.append((int(m[1]), m[2]))
+            elif line.startswith("   ") and messages:
+                number, previous = messages[-1]
+                messages[-1] = (number, previous + " " + line.strip())
+    return memories, messages
+
+
+# --- the rules -----------------------------------------------------------------------------------
+
+_CLEAR = re.compile(
+    r"\bforget (?:everything|all)(?: (?:about me|you know about me|you know))?\b|忘(?:掉|记)(?:关于我的)?(?:一切|所有)",
+    re.I,
+)
+_FORGET = re.compile(
+    r"\b(?:forget|stop remembering|don't remember|do not remember)\b\s*(?P<rest>.*)|(?:忘掉|忘记|别记)(?P<zh>.*)", re.I
+)
+_REMEMBER = re.compile(r"^\s*(?:please\s+)?remember(?:\s+that)?[:,]?\s*|^\s*(?:请)?记住[:：，,]?\s*", re.I)
+_INSTRUCTION = re.compile(
+    r"\bfrom now on\b|\bwithout asking\b|\bdon'?t ask\b|\bdo not ask\b|\balways (?:answer|reply|respond|do|submit)\b"
+    r"|以后.*都|不用确认|直接替我|不要问",
+    re.I,
+)
+_OTHER_PERSON = re.compile(
+    r"\b(?:friend|friend's|friends|he|she|his|her|him|my (?:wife|husband|son|daughter|mother|father|mom|dad|boss|"
+    r"colleague|brother|sister|partner|kids?))\b|朋友|同事|他|她|老婆|老公|孩子|妈妈|爸爸",
+    re.I,
+)
+_ONE_OFF = re.compile(r"\b(?:today|tonight|this time|right now|at the moment)\b|今天|这次|此刻|刚才", re.I)
+_REQUEST = re.compile(
+    r"\?\s*$|？\s*$|^\s*(?:can|could|would|will) you\b|^\s*(?:please|suggest|recommend|help|show|tell|give|find|list)\b"
+    r"|^\s*(?:what|how|which|why|where|when|who)\b|^\s*i(?:'d| would) like\b|^\s*i (?:want|need)\b"
+    r"|帮我|推荐|吗\s*$|想要|想换|怎么",
+    re.I,
+)
+_PREFERENCE = re.compile(
+    r"^\s*i(?:'ve| have)?\s+(?:always\s+|really\s+|still\s+|now\s+|definitely\s+)*"
+    r"(?:like|liked|love|loved|prefer|preferred|enjoy|enjoyed)\s+(?P<thing>[^,.;!—–]+)(?P<rest>.*)$",
+    re.I,
+)
+_REASON = re.compile(
+    r"\b(?:they'?re|they are|it'?s|it is)\s+(?:so\s+|very\s+|really\s+)?(?:easy|easier)\s+to\s+(?P<x>[^,.;!]+)", re.I
+)
+_FACTS = [
+    (
+        re.compile(
+            r"^\s*i(?:'m| am)\s+(?P<x>(?:a\s+)?(?:vegetarian|vegan|lactose intolerant|left-handed|right-handed|diabetic"
+            r"|colou?r-?blind)|allergic to [^,.;!]+)",
+            re.I,
+        ),
+        "Is {x}",
+    ),
+    (re.compile(r"^\s*i\s+wear\s+(?P<x>glasses|contact lenses|contacts|hearing aids)", re.I), "Wears {x}"),
+    (re.compile(r"^\s*i\s+live\s+in\s+(?P<x>[^,.;!]+)", re.I), "Lives in {x}"),
+    (re.compile(r"^\s*i\s+speak\s+(?P<x>[^,.;!]+)", re.I), "Speaks {x}"),
+    (re.compile(r"^\s*i\s+(?:don'?t|do not|never)\s+eat\s+(?P<x>[^,.;!]+)", re.I), "Does not eat {x}"),
+    (re.compile(r"^\s*i\s+work\s+as\s+(?P<x>[^,.;!]+)", re.I), "Works as {x}"),
+]
+_ZH_PREFERENCE = re.compile(
+    r"^\s*我(?:一直|很|比较|还是|现在|更|最|向来|其实)*(?:喜欢|偏好|爱用|习惯用)(?P<thing>[^，,。；;！!]+)(?P<rest>.*)$"
+)
+_ZH_FACTS = re.compile(r"^\s*我(?P<x>戴眼镜|吃素|不吃[^，,。；;！!]+|对[^，,。；;！!]+过敏|住在[^，,。；;！!]+)")
+_SENTENCES = re.compile(r"[^.!?。！？;；]+[.!?。！？;；]?")
+
+# Things that are "the same preference": a new statement about one updates the other.
+_TOPICS = {
+    "screen": ("screen", "phone", "屏", "手机"),
+    "diet": ("vegetarian", "vegan", "meat", "eat", "food", "素", "吃"),
+    "drink": ("coffee", "tea", "咖啡", "茶"),
+    "language": ("speak", "language", "english", "chinese", "语"),
+    "home": ("live", "住"),
+}
+_STOPWORDS = {
+    "prefers",
+    "prefer",
+    "preference",
+    "preferences",
+    "finds",
+    "them",
+    "easier",
+    "with",
+    "that",
+    "this",
+    "about",
+    "my",
+    "the",
+    "and",
+    "for",
+    "now",
+    "please",
+    "偏好",
+}
+
+
+def _mentions(text: str, word: str) -> bool:
+    if word.isascii():
+        return re.search(rf"\b{word}", text) is not None  # "phone" matches "phones", "eat" not "great"
+    return word in text
+
+
+def _topics(text: str) -> set[str]:
+    low = text.lower()
+    return {name for name, words in _TOPICS.items() if any(_mentions(low, w) for w in words)}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _STOPWORDS}
+
+
+def _related(a: str, b: str) -> bool:
+    return bool(_topics(a) & _topics(b)) or bool(_words(a) & _words(b))
+
+
+def _tidy(thing: str) -> str:
+    thing = re.sub(r"\s+(?:now|these days|nowadays|anymore|more)$", "", thing.strip(), flags=re.I)
+    if re.fullmatch(r"(?:big|large|bigger|larger)(?:-|\s)?screens?(?:\s+phones?)?", thing, re.I):
+        return "large-screen phones"
+    return thing
+
+
+def _english_statement(sentence: str) -> str | None:
+    if m := _PREFERENCE.match(sentence):
+        content = f"Prefers {_tidy(m['thing'])}"
+        if reason := _REASON.search(m["rest"]):
+            content += f", finds them easier to {reason['x'].strip()}"
+        return content
+    for pattern, template in _FACTS:
+        if m := pattern.match(sentence):
+            return template.format(x=m["x"].strip())
+    return None
+
+
+def _chinese_statement(sentence: str) -> str | None:
+    if m := _ZH_PREFERENCE.match(sentence):
+        thing = m["thing"].strip()
+        if thing in {"大屏", "大屏幕", "小屏", "小屏幕"}:
+            thing = thing[:2] + "手机"
+        content = f"偏好{thing}"
+        rest = re.sub(r"^[，,\s]*(?:平时|因为|觉得)?", "", m["rest"]).rstrip("。！!")
+        if "方便" in rest:
+            content += f"，认为{rest}"
+        return content
+    if m := _ZH_FACTS.match(sentence):
+        return m["x"]
+    return None
+
+
+def statement_content(sentence: str) -> str | None:
+    """The memory a sentence states about the user, or None (question, other people, one-off, rule)."""
+    sentence = _REMEMBER.sub("", sentence).strip()
+    if not sentence or _INSTRUCTION.search(sentence) or _OTHER_PERSON.search(sentence) or _ONE_OFF.search(sentence):
+        return None
+    if _REQUEST.search(sentence):
+        return None
+    return _english_statement(sentence) or _chinese_statement(sentence)
+
+
+@dataclass
+class _Judgement:
+    """The demo judge's working state while it reads the messages in order."""
+
+    memories: dict[int, str]
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    # New facts of this answer: content -> index in operations
+    pending_adds: dict[str, int] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.operations = [{"op": "clear"}]
+        self.memories, self.pending_adds = {}, {}
+
+    def forget(self, about: str) -> None:
+        for memory_id, content in list(self.memories.items()):
+            if _related(about, content):
+                self.operations.append({"op": "retract", "id": memory_id})
+                del self.memories[memory_id]
+        for content, index in list(self.pending_adds.items()):
+            if _related(about, content):
+                self.operations[index] = {"op": "noop"}
+                del self.pending_adds[content]
+
+    def state(self, content: str, number: int) -> None:
+        if content in self.memories.values() or content in self.pending_adds:
+            return
+        for memory_id, existing in list(self.memories.items()):
+            if _related(content, existing):
+                self.operations.append({"op": "update", "id": memory_id, "content": content, "sources": [number]})
+                del self.memories[memory_id]
+                self.pending_adds[content] = len(self.operations) - 1
+                return
+        for existing, index in list(self.pending_adds.items()):
+            if _related(content, existing):
+                self.operations[index] = {**self.operations[index], "content": content}
+                del self.pending_adds[existing]
+                self.pending_adds[content] = index
+                return
+        self.operations.append({"op": "add", "content": content, "sources": [number]})
+        self.pending_adds[content] = len(self.operations) - 1
+
+    def read(self, number: int, text: str) -> None:
+        if _CLEAR.search(text):
+            self.clear()
+            return
+        if m := _FORGET.search(text):
+            self.forget(m["rest"] or m["zh"] or "")
+            return
+        for sentence in _SENTENCES.findall(text) or [text]:
+            content = statement_content(sentence)
+            if content:
+                self.state(content, number)
+
+
+def judge_answer(user_text: str) -> str:
+    memories, messages = parse_judge_input(user_text)
+    judgement = _Judgement(memories=dict(memories))
+    for number, text in messages:
+        judgement.read(number, text)
+    return json.dumps({"operations": [o for o in judgement.operations if o["op"] != "noop"]}, ensure_ascii=False)
+
+
+# --- the two hooks -------------------------------------------------------------------------------
+
+
+def demo_judge(messages: list[dict[str, Any]]) -> str | None:
+    """chat.llm.demo json responder: answers judge calls, leaves any other JSON call alone."""
+    if not messages or not str(messages[0].get("content", "")).startswith(JUDGE_MARKER):
+        return None
+    user = next((m for m in messages if m.get("role") == "user"), None)
+    return judge_answer(str(user.get("content", "")) if user else "")
+
+
+def demo_tool_trigger(text: str, tools: set[str]) -> str | None:
+    """chat.llm.demo tool trigger: call flush_memory for remember/forget requests and stated preferences."""
+    if "flush_memory" not in tools:
+        return None
+    if _REMEMBER.search(text) or _FORGET.search(text) or _CLEAR.search(text):
+        return "flush_memory"
+    if any(statement_content(s) for s in _SENTENCES.findall(text) or [text]):
+        return "flush_memory"
+    return None

@@ -1,0 +1,272 @@
+"""The memory judge: what it is shown, how its answer is parsed, and how each operation is checked.
+
+Everything here is pure (no database): the pipeline loads the rows, calls these, and commits.
+
+The judge sees the user's active memories with their real ids and the pending user messages,
+numbered, with `--- another conversation ---` wherever the conversation changes. It never sees
+assistant replies or tool output: what the assistant said is not what the user is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from memory.models import CONTENT_MAX
+
+PROMPT_PATH = Path(__file__).parent / "prompts" / "judge.md"
+CONVERSATION_BREAK = "--- another conversation ---"
+OPS = ("add", "update", "retract", "clear")
+
+
+@cache
+def judge_prompt() -> str:
+    return PROMPT_PATH.read_text(encoding="utf-8").strip()
+
+
+@dataclass(frozen=True)
+class PendingMessage:
+    id: int
+    conversation_id: Any
+    content: str
+
+
+@dataclass(frozen=True)
+class ActiveMemory:
+    id: int
+    content: str
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    messages: list[dict[str, str]]
+    # Message number shown to the judge -> message id.
+    numbers: dict[int, int]
+
+
+def _indent_continuation(text: str) -> str:
+    # Continuation lines are indented so no user text can pose as a break line or a new number.
+    lines = text.strip().splitlines() or [""]
+    return "\n".join([lines[0], *("   " + line for line in lines[1:])])
+
+
+def render_input(*, memories: list[ActiveMemory], pending: list[PendingMessage]) -> JudgeInput:
+    """The judge's two messages: the prompt, then the memories and the numbered user messages."""
+    memory_lines = [f"[{m.id}] {' '.join(m.content.split())}" for m in memories] or ["(none)"]
+    message_lines: list[str] = []
+    numbers: dict[int, int] = {}
+    previous: Any = None
+    for message in pending:
+        if not message.content.strip():
+            continue  # nothing to judge; the message is still marked processed with its batch
+        if previous is not None and message.conversation_id != previous:
+            message_lines.append(CONVERSATION_BREAK)
+        previous = message.conversation_id
+        number = len(numbers) + 1
+        numbers[number] = message.id
+        message_lines.append(f"{number}. {_indent_continuation(message.content)}")
+    text = "\n".join(
+        [
+            "Active memories ([id] content):",
+            *memory_lines,
+            "",
+            "New messages from the user (numbered, oldest first):",
+            *(message_lines or ["(none)"]),
+        ]
+    )
+    return JudgeInput(
+        messages=[{"role": "system", "content": judge_prompt()}, {"role": "user", "content": text}], numbers=numbers
+    )
+
+
+class MalformedOutput(ValueError):
+    """The judge's answer does not follow the contract; the whole batch fails."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    op: str
+    id: int | None = None
+    content: str | None = None
+    sources: tuple[int, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"op": self.op}
+        if self.id is not None:
+            data["id"] = self.id
+        if self.content is not None:
+            data["content"] = self.content
+        if self.sources:
+            data["sources"] = list(self.sources)
+        return data
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _operation(index: int, item: object) -> Operation:
+    where = f"operation {index + 1}"
+    if not isinstance(item, dict):
+        raise MalformedOutput(f"{where} is not an object")
+    op = item.get("op")
+    if op not in OPS:
+        raise MalformedOutput(f"{where} has an unknown op {op!r}")
+    memory_id = item.get("id")
+    content = item.get("content")
+    sources = item.get("sources")
+    if op in ("update", "retract") and not _int(memory_id):
+        raise MalformedOutput(f"{where} ({op}) needs an integer id")
+    if op in ("add", "update") and not isinstance(content, str):
+        raise MalformedOutput(f"{where} ({op}) needs a string content")
+    if sources is not None and (not isinstance(sources, list) or not all(_int(s) for s in sources)):
+        raise MalformedOutput(f"{where} has sources that are not a list of message numbers")
+    return Operation(
+        op=op,
+        id=memory_id if op in ("update", "retract") else None,
+        content=content if op in ("add", "update") else None,
+        sources=tuple(sources or ()) if op in ("add", "update") else (),
+    )
+
+
+def parse_output(raw: str) -> list[Operation]:
+    """Strictly parse `{"operations": [...]}`. Raises MalformedOutput."""
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        raise MalformedOutput("the answer is not valid JSON") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
+        raise MalformedOutput('the answer is not an object with an "operations" list')
+    operations = [_operation(i, item) for i, item in enumerate(data["operations"])]
+    kinds = {o.op for o in operations}
+    if "clear" in kinds and kinds & {"update", "retract"}:
+        raise MalformedOutput("clear cannot be combined with update or retract")
+    return operations
+
+
+@dataclass(frozen=True)
+class KnownMemory:
+    """What validation needs to know about a memory id the judge named."""
+
+    owner_id: int
+    active: bool
+    content: str
+
+
+@dataclass
+class Plan:
+    """The operations that will be applied, in order, and the ones dropped with their reasons."""
+
+    clear: bool = False
+    adds: list[tuple[str, list[int]]] = field(default_factory=list)  # content, message ids
+    updates: list[tuple[int, str, list[int]]] = field(default_factory=list)  # old id, content, message ids
+    retracts: list[int] = field(default_factory=list)
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.clear or self.adds or self.updates or self.retracts)
+
+
+def _clean_content(content: str | None) -> tuple[str, str | None]:
+    text = " ".join((content or "").split())
+    if not text:
+        return text, "blank content"
+    if len(text) > CONTENT_MAX:
+        return text, f"content longer than {CONTENT_MAX} characters ({len(text)})"
+    return text, None
+
+
+def _id_problem(memory_id: int, *, owner_id: int, known: dict[int, KnownMemory], touched: set[int]) -> str | None:
+    memory = known.get(memory_id)
+    if memory is None:
+        return f"unknown memory id {memory_id}"
+    if memory.owner_id != owner_id:
+        return f"memory {memory_id} belongs to another user"
+    if not memory.active:
+        return f"memory {memory_id} is not active"
+    if memory_id in touched:
+        return f"memory {memory_id} was already changed in this batch"
+    return None
+
+
+def _duplicate_reason(operation: Operation, existing: int) -> str:
+    if existing == NEW_IN_THIS_ANSWER:
+        return "a duplicate of another operation in this answer"
+    if operation.id == existing:
+        return "the content did not change"
+    return f"the same content as active memory {existing}"
+
+
+NEW_IN_THIS_ANSWER = 0
+
+
+def validate(
+    operations: list[Operation],
+    *,
+    owner_id: int,
+    known: dict[int, KnownMemory],
+    active: dict[int, str],
+    numbers: dict[int, int],
+) -> Plan:
+    """Check each operation against the user's memories as they are now; record why any is dropped.
+
+    `known` describes every id the operations name (whoever owns it); `active` is this user's active
+    memories (id -> content); `numbers` maps the message numbers the judge was shown to message ids.
+    """
+    plan = Plan()
+    last_clear = max((i for i, o in enumerate(operations) if o.op == "clear"), default=-1)
+    contents = {content: memory_id for memory_id, content in active.items()}
+    touched: set[int] = set()
+
+    def drop(operation: Operation, reason: str) -> None:
+        plan.dropped.append({**operation.as_dict(), "reason": reason})
+
+    for index, operation in enumerate(operations):
+        if operation.op == "clear":
+            if index != last_clear:
+                drop(operation, "repeated clear")
+                continue
+            plan.clear = True
+            contents = {}
+            touched.update(active)
+            plan.applied.append(operation.as_dict())
+            continue
+        if operation.op == "add" and index < last_clear:
+            drop(operation, "added before a clear in the same answer")
+            continue
+        if operation.op in ("update", "retract"):
+            assert operation.id is not None
+            problem = _id_problem(operation.id, owner_id=owner_id, known=known, touched=touched)
+            if problem:
+                drop(operation, problem)
+                continue
+        if operation.op == "retract":
+            assert operation.id is not None
+            touched.add(operation.id)
+            contents.pop(active[operation.id], None)
+            plan.retracts.append(operation.id)
+            plan.applied.append(operation.as_dict())
+            continue
+        text, problem = _clean_content(operation.content)
+        if problem is None and text in contents:
+            problem = _duplicate_reason(operation, contents[text])
+        if problem:
+            drop(operation, problem)
+            continue
+        message_ids = [numbers[n] for n in dict.fromkeys(operation.sources) if n in numbers]
+        if operation.op == "add":
+            plan.adds.append((text, message_ids))
+            contents[text] = NEW_IN_THIS_ANSWER
+        else:
+            assert operation.id is not None
+            touched.add(operation.id)
+            contents.pop(active[operation.id], None)
+            contents[text] = NEW_IN_THIS_ANSWER
+            plan.updates.append((operation.id, text, message_ids))
+        plan.applied.append({**operation.as_dict(), "content": text})
+    return plan

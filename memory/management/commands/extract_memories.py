@@ -1,0 +1,33 @@
+"""`python manage.py extract_memories USERNAME`: run the extraction pipeline for one user now."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from accounts.models import User
+from memory import pipeline
+from memory.models import ExtractionRun
+from memory.tools import result_sentence
+
+
+class Command(BaseCommand):
+    help = "Extract memories from all of a user's pending messages now (no threshold), in this process."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+
+    def handle(self, *args: Any, username: str, **options: Any) -> None:
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"No user named {username!r}.")
+        trigger = ExtractionRun.Trigger.MANUAL
+        result = pipeline.extract(
+            user_id=user.pk, trigger=trigger, up_to_message_id=None, **pipeline.extraction_params(trigger=trigger)
+        )
+        self.stdout.write(f"{result.status}: {result_sentence(result)}")
+        if result.run_ids:
+            self.stdout.write(f"runs: {', '.join(map(str, result.run_ids))}")
+        if result.status in (pipeline.Outcome.FAILED, pipeline.Outcome.DROPPED):
+            raise CommandError(result.error or "Extraction failed.")

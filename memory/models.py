@@ -1,0 +1,152 @@
+"""Long-term memory: one sentence per fact about one user, with history, provenance and an audit trail.
+
+A memory row's content never changes. An update invalidates the old row (`invalid_at`, a reason,
+`superseded_by`) and inserts a new one, so the history of what was believed, and why it changed, is
+kept. Every conversation of the user sees the same active memories; there is no conversation field.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import User
+
+CONTENT_MAX = 500
+
+
+class Memory(models.Model):
+    class Origin(models.TextChoices):
+        EXTRACTED = "extracted", "Extracted from messages"
+        USER = "user", "Added by the user"
+        RESTORED = "restored", "Restored by the user"
+
+    class InvalidReason(models.TextChoices):
+        UPDATED = "updated", "Updated from a later message"
+        RETRACTED = "retracted", "Retracted at the user's request"
+        CLEARED = "cleared", "Cleared (forget everything)"
+        EDITED = "edited", "Edited by the user"
+        REPLACED = "replaced", "Replaced by a restored version"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
+    content = models.CharField(max_length=CONTENT_MAX)
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.EXTRACTED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Null while the memory is active.
+    invalid_at = models.DateTimeField(null=True, blank=True)
+    invalid_reason = models.CharField(max_length=16, choices=InvalidReason.choices, blank=True)
+    # The newer version that replaced this one; `supersedes` is the reverse (the older version).
+    superseded_by = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    # The run that wrote this row, when it was extracted.
+    run = models.ForeignKey("ExtractionRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="memories")
+    sources = models.ManyToManyField("chat.Message", through="MemorySource", related_name="memories", blank=True)
+
+    class Meta:
+        verbose_name_plural = "memories"
+        ordering = ["created_at", "id"]
+        indexes = [
+            # "This user's active memories, oldest first": the memory block of every turn.
+            models.Index(
+                fields=["owner", "created_at", "id"], name="memory_owner_active", condition=Q(invalid_at=None)
+            ),
+            models.Index(fields=["owner", "-invalid_at"], name="memory_owner_history"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+    @property
+    def is_active(self) -> bool:
+        return self.invalid_at is None
+
+
+class MemorySource(models.Model):
+    """A user message a memory was drawn from."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="source_links")
+    message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="memory_links")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "message"], name="memory_source_unique")]
+
+    def __str__(self) -> str:
+        return f"memory {self.memory_id} ← message {self.message_id}"
+
+
+class ExtractionRun(models.Model):
+    """One attempt of the pipeline for one user and one batch of their messages (SPEC §4)."""
+
+    class Trigger(models.TextChoices):
+        BACKGROUND = "background", "Background (after a turn)"
+        FLUSH = "flush", "flush_memory tool"
+        MANUAL = "manual", "Admin or command line"
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        APPLIED = "applied", "Applied"
+        FAILED = "failed", "Failed (messages stay pending)"
+        DROPPED = "dropped", "Dropped (batch skipped after repeated failures)"
+        ABANDONED = "abandoned", "Abandoned (claim lost or the user changed memories meanwhile)"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="extraction_runs")
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    # The exact user messages this run covers: only these are marked processed (or skipped).
+    message_ids = models.JSONField(default=list)
+    # The oldest message of the batch; consecutive failures on the same one count as attempts.
+    first_message_id = models.BigIntegerField(null=True, blank=True)
+    trigger_message_id = models.BigIntegerField(null=True, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    model = models.CharField(max_length=200, blank=True)
+    judge_input = models.JSONField(default=list, blank=True)
+    raw_output = models.TextField(blank=True)
+    applied_ops = models.JSONField(default=list, blank=True)
+    dropped_ops = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    judge_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-started_at"], name="run_owner_started"),
+            models.Index(fields=["owner", "first_message_id", "status"], name="run_owner_batch"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.trigger}, {self.status})"
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.finished_at is None:
+            return None
+        return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+
+class MemoryClaim(models.Model):
+    """The per-user extraction claim: at most one run per user at a time.
+
+    Taken and released with conditional UPDATEs (or an INSERT guarded by the primary key), which is
+    safe on both SQLite and PostgreSQL. A claim whose holder crashed expires at `expires_at`.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    token = models.UUIDField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    run = models.ForeignKey(ExtractionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    def __str__(self) -> str:
+        return f"Extraction claim of user {self.user_id}"
+
+
+class MemoryUser(User):
+    """Users as seen from the memory admin (pending messages, active memories, "extract now")."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "user memory"
+        verbose_name_plural = "user memories"

@@ -1,0 +1,130 @@
+"""The "Memory updated" notice in the open conversation, after a run changed the user's memories.
+
+Two ways to the browser:
+
+- Push: `on_memories_changed` (connected to memory.signals.memories_changed, sent on commit) renders
+  the notice and sends it to the channel layer group of the user's open chat pages, where the chat
+  consumer appends it to the page's notices. On Redis this works from any process (web or worker).
+- Poll: the in-memory channel layer of the embedded defaults cannot reach the web process from the
+  Celery worker, so there the chat page also polls `notices/` (memory/_notice_poller.html) for runs
+  that changed memories since the last one it saw. Each notice carries its run id, so a page that
+  gets one run both ways shows it once (static/js/memory.js).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+
+from accounts.models import User
+from chat.models import Conversation
+from memory import selectors
+from memory.models import ExtractionRun
+
+logger = logging.getLogger(__name__)
+
+SHOWN_ITEMS = 2
+CONTENT_CHARS = 60
+IN_MEMORY_LAYER = "channels.layers.InMemoryChannelLayer"
+
+# The summary lines memory.pipeline writes, and the verb the notice uses for each.
+VERBS = {"Remembered: ": "remembered", "Updated: ": "updated", "Forgot: ": "forgot"}
+
+
+def _quote(content: str) -> str:
+    text = " ".join(content.split())
+    if len(text) > CONTENT_CHARS:
+        text = text[: CONTENT_CHARS - 1].rstrip() + "…"
+    return f"“{text}”"
+
+
+def describe(summary: list[str]) -> str:
+    """ "remembered “Prefers small phones…”, forgot “Lives in Paris” and 1 more change" """
+    phrases: list[str] = []
+    for line in summary:
+        if line == "Forgot everything":
+            phrases.append("forgot everything")
+            continue
+        prefix = next((p for p in VERBS if line.startswith(p)), "")
+        phrases.append(f"{VERBS[prefix]} {_quote(line[len(prefix) :])}" if prefix else line)
+    shown, rest = phrases[:SHOWN_ITEMS], len(phrases) - SHOWN_ITEMS
+    text = ", ".join(shown) if shown else "your memories changed"
+    if rest > 0:
+        text += f" and {rest} more change{'s' if rest > 1 else ''}"
+    return text
+
+
+def notice_html(*, run_id: int, summary: list[str]) -> str:
+    return render_to_string("memory/_updated_notice.html", {"run_id": run_id, "description": describe(summary)})
+
+
+def user_group(user_id: int) -> str:
+    # The group chat.consumers.ChatConsumer joins; imported lazily to keep this module light.
+    from chat.consumers import user_group as chat_user_group
+
+    return chat_user_group(user_id)
+
+
+def on_memories_changed(sender: object, *, user_id: int, run_id: int, summary: list[str], **kwargs: Any) -> None:
+    """memories_changed receiver: push the notice to the user's open chat pages."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    event = {"type": "memory.notice", "html": notice_html(run_id=run_id, summary=summary)}
+    try:
+        async_to_sync(layer.group_send)(user_group(user_id), event)
+    except Exception:  # memories are saved; a missed notice must not fail the run that sent it
+        logger.exception("could not push the memory notice of run %s", run_id)
+
+
+# --- the polling fallback ------------------------------------------------------------------------
+
+
+def push_is_cross_process() -> bool:
+    """False on the in-memory channel layer, which only reaches consumers of the same process."""
+    backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
+    return bool(backend) and backend != IN_MEMORY_LAYER
+
+
+def run_summary(run: ExtractionRun, *, retracted: dict[int, str]) -> list[str]:
+    """The summary lines of a finished run, rebuilt from its applied operations (as the pipeline wrote them)."""
+    lines: list[str] = []
+    for op in run.applied_ops:
+        kind = op.get("op")
+        if kind == "clear":
+            lines.append("Forgot everything")
+        elif kind == "retract":
+            lines.append(f"Forgot: {retracted.get(op.get('id', 0), 'a memory')}")
+        elif kind in ("add", "update"):
+            lines.append(f"{'Remembered' if kind == 'add' else 'Updated'}: {op.get('content', '')}")
+    return lines
+
+
+def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
+    """Rendered notices for the user's runs that changed memories after `after_run_id`, and the
+    id to ask from next time. Three queries at most, whatever the number of runs."""
+    runs = selectors.extraction_runs_changed_after(user=user, after_run_id=after_run_id)
+    ids = [op["id"] for run in runs for op in run.applied_ops if op.get("op") == "retract" and "id" in op]
+    retracted = selectors.memory_contents_by_id(user=user, ids=ids)
+    notices = [notice_html(run_id=run.pk, summary=run_summary(run, retracted=retracted)) for run in runs]
+    return notices, max([after_run_id, *(run.pk for run in runs)])
+
+
+def notice_poller_html(*, user: Any) -> str:
+    """The chat page's poller for notices, needed only when pushes cannot cross processes (the
+    in-memory channel layer); empty otherwise and for anonymous users."""
+    if push_is_cross_process() or user is None or not user.is_authenticated:
+        return ""
+    after = selectors.extraction_run_last_changed_id(user=user)
+    return render_to_string("memory/_notice_poller.html", {"enabled": True, "after": after, "with_script": True})
+
+
+def conversation_page_fragment(request: HttpRequest, conversation: Conversation) -> str:
+    """Registered with chat's page fragments (memory/apps.py)."""
+    return notice_poller_html(user=request.user)

@@ -1,0 +1,405 @@
+"""The extraction pipeline (SPEC §4): claim, load, judge, validate, commit — one user at a time.
+
+    outcome = extract(user_id=..., trigger=ExtractionRun.Trigger.FLUSH, up_to_message_id=...)
+
+Guarantees:
+- At most one run per user: a claim row taken with a conditional UPDATE (or a primary-key guarded
+  INSERT); a crashed run's claim expires after MEMORY_CLAIM_TTL_SECONDS.
+- A run covers an exact list of message ids (recorded on the run) and, in the commit transaction,
+  marks exactly those ids processed with `UPDATE … WHERE memory_status='pending'`. If any of them is
+  no longer pending (the user edited or deleted memories meanwhile) or the claim was lost, nothing
+  is applied. So no message is processed twice, none is skipped silently, and a message that
+  arrives during a run simply waits for the next one.
+- A failure (provider error, timeout, malformed answer) applies nothing and leaves the messages
+  pending; the third failed attempt on the same batch marks it skipped and the run dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.models import User
+from chat.llm import LLMError, get_chat_model
+from chat.models import Message
+from memory import judge
+from memory.models import ExtractionRun, Memory, MemoryClaim, MemorySource
+from memory.signals import memories_changed
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 40
+MAX_ATTEMPTS = 3
+JUDGE_TEMPERATURE = 0.3
+JUDGE_TIMEOUT_SECONDS = 120.0
+
+Status = ExtractionRun.Status
+Trigger = ExtractionRun.Trigger
+
+
+def _now() -> datetime:
+    """The current time; a seam for tests."""
+    return timezone.now()
+
+
+def claim_ttl() -> timedelta:
+    # Longer than the judge's timeout, so a live run never loses its claim to a slow provider.
+    return timedelta(seconds=getattr(settings, "MEMORY_CLAIM_TTL_SECONDS", 300))
+
+
+# --- outcome -------------------------------------------------------------------------------------
+
+
+class Outcome:
+    """What happened, for the task (retry or not) and the flush tool (which sentence to return)."""
+
+    APPLIED = "applied"  # a batch was judged and committed (possibly with no change)
+    NOTHING_PENDING = "nothing_pending"
+    BELOW_THRESHOLD = "below_threshold"
+    BUSY = "busy"
+    FAILED = "failed"  # attempts remain; the messages stay pending
+    DROPPED = "dropped"  # the batch was skipped after MAX_ATTEMPTS failures
+    ABANDONED = "abandoned"  # the claim was lost or the user changed memories meanwhile
+    MEMORY_OFF = "memory_off"
+
+
+@dataclass
+class Result:
+    status: str
+    run_ids: list[int] = field(default_factory=list)
+    added: int = 0
+    updated: int = 0
+    retracted: int = 0
+    cleared: bool = False
+    batches: int = 0
+    attempt: int = 0
+    error: str = ""
+    # More pending messages up to the trigger than one batch holds.
+    more: bool = False
+    # What changed, as short sentences ("Remembered: …", "Updated: …", "Forgot: …").
+    summary: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.retracted or self.cleared)
+
+    def absorb(self, later: Result) -> Result:
+        """Combine consecutive batches: counts add up, the status is the last batch's."""
+        return Result(
+            status=later.status,
+            run_ids=[*self.run_ids, *later.run_ids],
+            added=self.added + later.added,
+            updated=self.updated + later.updated,
+            retracted=self.retracted + later.retracted,
+            cleared=self.cleared or later.cleared,
+            batches=self.batches + later.batches,
+            attempt=later.attempt,
+            error=later.error,
+            more=later.more,
+            summary=[*self.summary, *later.summary],
+        )
+
+
+# --- the claim -----------------------------------------------------------------------------------
+
+
+def claim_take(*, user_id: int) -> uuid.UUID | None:
+    """Take the user's extraction claim; None when another live run holds it."""
+    now = _now()
+    token = uuid.uuid4()
+    values = {"token": token, "expires_at": now + claim_ttl(), "run": None}
+    if MemoryClaim.objects.filter(user_id=user_id, token__isnull=True).update(**values):
+        return token
+    if MemoryClaim.objects.filter(user_id=user_id, expires_at__lte=now).update(**values):
+        _close_stale_runs(user_id=user_id, now=now)
+        return token
+    try:
+        with transaction.atomic():
+            MemoryClaim.objects.create(user_id=user_id, **values)
+    except IntegrityError:
+        return None  # the row exists and is held (or was just created by a concurrent run)
+    return token
+
+
+def _close_stale_runs(*, user_id: int, now: datetime) -> None:
+    # The previous holder crashed: its run counts as a failed attempt on that batch.
+    ExtractionRun.objects.filter(owner_id=user_id, status=Status.RUNNING, started_at__lte=now - claim_ttl()).update(
+        status=Status.FAILED, error="The run stopped without finishing (its claim expired).", finished_at=now
+    )
+
+
+def claim_release(*, user_id: int, token: uuid.UUID) -> bool:
+    return bool(MemoryClaim.objects.filter(user_id=user_id, token=token).update(token=None, expires_at=None, run=None))
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+def pending_batch(*, user_id: int, up_to_message_id: int | None) -> tuple[list[judge.PendingMessage], bool]:
+    """The oldest pending user messages up to the trigger (at most BATCH_SIZE), and whether more wait."""
+    query = Message.objects.filter(user_id=user_id, role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING)
+    if up_to_message_id is not None:
+        query = query.filter(id__lte=up_to_message_id)
+    rows = list(query.order_by("id").values_list("id", "conversation_id", "content")[: BATCH_SIZE + 1])
+    return [judge.PendingMessage(*row) for row in rows[:BATCH_SIZE]], len(rows) > BATCH_SIZE
+
+
+def active_memories(*, user_id: int) -> list[judge.ActiveMemory]:
+    rows = Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).order_by("created_at", "id")
+    return [judge.ActiveMemory(*row) for row in rows.values_list("id", "content")]
+
+
+# --- the pipeline --------------------------------------------------------------------------------
+
+
+def extract(
+    *,
+    user_id: int,
+    trigger: str,
+    up_to_message_id: int | None,
+    min_pending: int = 1,
+    max_batches: int = 3,
+) -> Result:
+    """Run batches for one user until the messages up to `up_to_message_id` are covered.
+
+    `min_pending` is the background threshold, checked on the first batch only.
+    """
+    if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
+        return Result(Outcome.MEMORY_OFF)
+    total = Result(Outcome.NOTHING_PENDING)
+    for _ in range(max_batches):
+        result = _run_batch(user_id=user_id, trigger=trigger, up_to=up_to_message_id, min_pending=min_pending)
+        total = total.absorb(result)
+        if result.status != Outcome.APPLIED or not result.more:
+            break
+        min_pending = 1
+    return total
+
+
+@dataclass
+class _Batch:
+    user_id: int
+    token: uuid.UUID
+    run: ExtractionRun
+    pending: list[judge.PendingMessage]
+    numbers: dict[int, int]
+
+    @property
+    def ids(self) -> list[int]:
+        return [m.id for m in self.pending]
+
+
+class _Abandon(Exception):
+    """Raised inside the commit transaction to apply nothing."""
+
+
+def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: int) -> Result:
+    token = claim_take(user_id=user_id)
+    if token is None:
+        return Result(Outcome.BUSY)
+    released = False
+    try:
+        pending, more = pending_batch(user_id=user_id, up_to_message_id=up_to)
+        if not pending:
+            return Result(Outcome.NOTHING_PENDING)
+        if len(pending) < min_pending:
+            return Result(Outcome.BELOW_THRESHOLD)
+        batch = _start_run(user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending)
+        try:
+            result = _judge_and_commit(batch)
+        except Exception as exc:  # a bug or a database error: count it as a failed attempt
+            logger.exception("memory extraction run %s crashed", batch.run.pk)
+            result = _fail(batch, f"Unexpected error: {exc.__class__.__name__}: {exc}")
+        released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
+        result.more = more
+        return result
+    finally:
+        if not released:
+            claim_release(user_id=user_id, token=token)
+
+
+def _start_run(
+    *, user_id: int, token: uuid.UUID, trigger: str, up_to: int | None, pending: list[judge.PendingMessage]
+) -> _Batch:
+    memories = active_memories(user_id=user_id)
+    judge_input = judge.render_input(memories=memories, pending=pending)
+    first = pending[0].id
+    failures = ExtractionRun.objects.filter(owner_id=user_id, first_message_id=first, status=Status.FAILED).count()
+    run = ExtractionRun.objects.create(
+        owner_id=user_id,
+        trigger=trigger,
+        message_ids=[m.id for m in pending],
+        first_message_id=first,
+        trigger_message_id=up_to,
+        attempt=failures + 1,
+        model=settings.MEMORY_MODEL,
+        judge_input=judge_input.messages,
+    )
+    MemoryClaim.objects.filter(user_id=user_id, token=token).update(run=run)
+    return _Batch(user_id=user_id, token=token, run=run, pending=pending, numbers=judge_input.numbers)
+
+
+def _judge_and_commit(batch: _Batch) -> Result:
+    run = batch.run
+    started = time.monotonic()
+    try:
+        raw = get_chat_model().complete_json(
+            messages=run.judge_input,
+            model=settings.MEMORY_MODEL,
+            temperature=JUDGE_TEMPERATURE,
+            timeout=JUDGE_TIMEOUT_SECONDS,
+        )
+    except LLMError as exc:
+        run.judge_ms = int((time.monotonic() - started) * 1000)
+        return _fail(batch, f"Judge call failed ({exc.kind}): {exc}")
+    run.judge_ms = int((time.monotonic() - started) * 1000)
+    run.raw_output = raw if isinstance(raw, str) else repr(raw)
+    try:
+        operations = judge.parse_output(raw)
+    except judge.MalformedOutput as exc:
+        return _fail(batch, f"Malformed judge output: {exc}.")
+    try:
+        return _commit(batch, operations)
+    except _Abandon as exc:
+        _finish_run(run, Status.ABANDONED, error=str(exc))
+        return Result(Outcome.ABANDONED, run_ids=[run.pk], attempt=run.attempt, error=str(exc))
+
+
+def _finish_run(run: ExtractionRun, status: str, *, error: str = "") -> None:
+    run.status = status
+    run.error = error
+    run.finished_at = _now()
+    run.save(update_fields=["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops"])
+
+
+def _fail(batch: _Batch, error: str) -> Result:
+    run = batch.run
+    logger.warning("memory extraction run %s failed (attempt %s): %s", run.pk, run.attempt, error)
+    if run.attempt < MAX_ATTEMPTS:
+        _finish_run(run, Status.FAILED, error=error)
+        return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error)
+    with transaction.atomic():
+        if not claim_release(user_id=batch.user_id, token=batch.token):
+            _finish_run(run, Status.ABANDONED, error=error + " The claim was lost, so the batch was left pending.")
+            return Result(Outcome.ABANDONED, run_ids=[run.pk], attempt=run.attempt, error=error)
+        Message.objects.filter(id__in=batch.ids, memory_status=Message.MemoryStatus.PENDING).update(
+            memory_status=Message.MemoryStatus.SKIPPED
+        )
+        _finish_run(
+            run, Status.DROPPED, error=f"{error} Attempt {run.attempt} of {MAX_ATTEMPTS}: the batch was skipped."
+        )
+    return Result(Outcome.DROPPED, run_ids=[run.pk], attempt=run.attempt, error=error)
+
+
+def _known_memories(*, operations: list[judge.Operation]) -> dict[int, judge.KnownMemory]:
+    ids = {o.id for o in operations if o.id is not None}
+    if not ids:
+        return {}
+    rows = Memory.objects.filter(pk__in=ids).values_list("id", "owner_id", "invalid_at", "content")
+    return {
+        pk: judge.KnownMemory(owner_id=owner, active=invalid is None, content=content)
+        for pk, owner, invalid, content in rows
+    }
+
+
+def _commit(batch: _Batch, operations: list[judge.Operation]) -> Result:
+    run, user_id = batch.run, batch.user_id
+    with transaction.atomic():
+        # Releasing the claim here both verifies and ends it; on PostgreSQL it also locks the row
+        # until commit, so no other run can start on a half-applied state.
+        if not claim_release(user_id=user_id, token=batch.token):
+            raise _Abandon("The extraction claim expired and was taken by another run; nothing was applied.")
+        if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
+            raise _Abandon("Memory was switched off during the run; nothing was applied.")
+        marked = Message.objects.filter(
+            id__in=batch.ids, user_id=user_id, memory_status=Message.MemoryStatus.PENDING
+        ).update(memory_status=Message.MemoryStatus.PROCESSED)
+        if marked != len(batch.ids):
+            raise _Abandon(
+                "Some of the batch's messages were no longer pending (the user changed their memories or "
+                "deleted a conversation meanwhile); nothing was applied."
+            )
+        active = {m.id: m.content for m in active_memories(user_id=user_id)}
+        plan = judge.validate(
+            operations,
+            owner_id=user_id,
+            known=_known_memories(operations=operations),
+            active=active,
+            numbers=batch.numbers,
+        )
+        summary = _apply(plan, user_id=user_id, run=run, active=active)
+        run.applied_ops, run.dropped_ops = plan.applied, plan.dropped
+        _finish_run(run, Status.APPLIED)
+        if summary:
+            payload = {"user_id": user_id, "run_id": run.pk, "summary": summary}
+            transaction.on_commit(lambda: memories_changed.send(sender=Memory, **payload))
+    return Result(
+        Outcome.APPLIED,
+        run_ids=[run.pk],
+        added=len(plan.adds),
+        updated=len(plan.updates),
+        retracted=len(plan.retracts),
+        cleared=plan.clear,
+        batches=1,
+        attempt=run.attempt,
+        summary=summary,
+    )
+
+
+def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str]) -> list[str]:
+    """Write the plan: a constant number of statements plus one per update. Returns a summary."""
+    now = _now()
+    summary: list[str] = []
+    if plan.clear:
+        Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).update(
+            invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED
+        )
+        summary.append("Forgot everything")
+    if plan.retracts:
+        Memory.objects.filter(owner_id=user_id, pk__in=plan.retracts, invalid_at__isnull=True).update(
+            invalid_at=now, invalid_reason=Memory.InvalidReason.RETRACTED
+        )
+        summary += [f"Forgot: {active[pk]}" for pk in plan.retracts]
+    # (content, source message ids, id of the memory it replaces or None)
+    new_rows: list[tuple[str, list[int], int | None]] = [(content, sources, None) for content, sources in plan.adds]
+    new_rows += [(content, sources, old) for old, content, sources in plan.updates]
+    if not new_rows:
+        return summary
+    created = Memory.objects.bulk_create(
+        [
+            Memory(owner_id=user_id, content=content, origin=Memory.Origin.EXTRACTED, run=run)
+            for content, _, _ in new_rows
+        ]
+    )
+    for memory, (content, _, old) in zip(created, new_rows, strict=True):
+        if old is None:
+            summary.append(f"Remembered: {content}")
+            continue
+        Memory.objects.filter(pk=old, owner_id=user_id, invalid_at__isnull=True).update(
+            invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED, superseded_by=memory
+        )
+        summary.append(f"Updated: {content}")
+    links = [
+        MemorySource(memory=m, message_id=mid)
+        for m, (_, sources, _) in zip(created, new_rows, strict=True)
+        for mid in sources
+    ]
+    MemorySource.objects.bulk_create(links)
+    return summary
+
+
+def extraction_params(*, trigger: str) -> dict[str, Any]:
+    """Threshold and batch limit for each trigger."""
+    if trigger == Trigger.BACKGROUND:
+        return {"min_pending": settings.MEMORY_EXTRACT_MIN_TURNS, "max_batches": 3}
+    if trigger == Trigger.FLUSH:
+        return {"min_pending": 1, "max_batches": 3}
+    return {"min_pending": 1, "max_batches": 25}

@@ -1,0 +1,151 @@
+"""Reads. Every query is scoped to one user; missing and not-yours are the same 404."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db.models import F, Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from accounts.models import User
+from chat.models import Message
+from memory.context import HEADER, fit_budget
+from memory.models import ExtractionRun, Memory
+
+MemoryStatusFilter = Literal["active", "invalid", "all"]
+EXCERPT_CHARS = 200
+
+
+def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
+    """Sources (one extra query for the whole list) and the id of the version each row replaced."""
+    sources = Message.objects.only("id", "conversation_id", "content").order_by("id")
+    return query.annotate(supersedes_id=F("supersedes__id")).prefetch_related(Prefetch("sources", queryset=sources))
+
+
+def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySet[Memory]:
+    """Active memories oldest first (the order the model sees them), history newest change first."""
+    query = Memory.objects.filter(owner=user)
+    if status == "active":
+        query = query.filter(invalid_at__isnull=True).order_by("created_at", "id")
+    elif status == "invalid":
+        query = query.filter(invalid_at__isnull=False).order_by("-invalid_at", "-id")
+    else:
+        query = query.order_by("created_at", "id")
+    return _with_relations(query)
+
+
+def memory_get_for_user(*, user: User, memory_id: int) -> Memory:
+    return get_object_or_404(_with_relations(Memory.objects.filter(owner=user)), pk=memory_id)
+
+
+def memory_active_contents(*, user_id: int) -> list[str]:
+    """The content of the user's active memories, oldest first: one indexed query."""
+    query = Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).order_by("created_at", "id")
+    return list(query.values_list("content", flat=True))
+
+
+def source_excerpt(message: Message) -> str:
+    text = " ".join(message.content.split())
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+def memory_as_dict(memory: Memory) -> dict[str, Any]:
+    """The public shape of a memory (API, export). Expects a row from memory_list / memory_get_for_user."""
+    return {
+        "id": memory.pk,
+        "content": memory.content,
+        "origin": memory.origin,
+        "created_at": memory.created_at,
+        "invalid_at": memory.invalid_at,
+        "invalid_reason": memory.invalid_reason,
+        "supersedes": getattr(memory, "supersedes_id", None),
+        "superseded_by": memory.superseded_by_id,
+        "sources": [
+            {"message_id": m.pk, "conversation_id": m.conversation_id, "excerpt": source_excerpt(m)}
+            for m in memory.sources.all()
+        ],
+    }
+
+
+def memory_export(*, user: User) -> dict[str, Any]:
+    """Everything remembered about the user, active and invalidated, with sources."""
+    memories = [memory_as_dict(m) for m in memory_list(user=user, status="all")]
+    return {
+        "user": user.get_username(),
+        "exported_at": timezone.now(),
+        "memory_enabled": user.memory_enabled,
+        "active": sum(1 for m in memories if m["invalid_at"] is None),
+        "memories": memories,
+    }
+
+
+def extraction_run_list(*, user: User) -> QuerySet[ExtractionRun]:
+    return ExtractionRun.objects.filter(owner=user).order_by("-started_at", "-id")
+
+
+# --- the settings page and the "Memory updated" notice -------------------------------------------
+
+
+def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
+    """Active memories newest first (the settings page), optionally only those containing `query`."""
+    rows = Memory.objects.filter(owner=user, invalid_at__isnull=True)
+    if query:
+        rows = rows.filter(content__icontains=query)
+    return _with_relations(rows.order_by("-created_at", "-id"))
+
+
+def memory_history(*, user: User) -> QuerySet[Memory]:
+    """Invalidated memories, newest change first, with the version that replaced each one."""
+    return memory_list(user=user, status="invalid").select_related("superseded_by")
+
+
+@dataclass(frozen=True)
+class PromptUsage:
+    """How much of the memory block's character budget the active memories take (see memory.context)."""
+
+    used: int
+    limit: int
+    included: int
+    total: int
+
+    @property
+    def left_out(self) -> int:
+        return self.total - self.included
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.used / self.limit)) if self.limit else 0
+
+
+def memory_prompt_usage(*, user: User) -> PromptUsage:
+    """The size of the block the next turn would get, computed exactly as memory.context builds it."""
+    contents = memory_active_contents(user_id=user.pk)
+    limit = settings.MEMORY_PROMPT_MAX_CHARS
+    lines = fit_budget(contents, limit - len(HEADER) - 1)
+    used = len("\n".join([HEADER, *lines])) if lines else 0
+    return PromptUsage(used=used, limit=limit, included=len(lines), total=len(contents))
+
+
+def _changed_runs(*, user: User) -> QuerySet[ExtractionRun]:
+    # Only an applied run with at least one applied operation changed memories (pipeline._commit).
+    return ExtractionRun.objects.filter(owner=user, status=ExtractionRun.Status.APPLIED).exclude(applied_ops=[])
+
+
+def extraction_runs_changed_after(*, user: User, after_run_id: int, limit: int = 5) -> list[ExtractionRun]:
+    """The user's runs that changed memories, with an id above `after_run_id`, oldest first."""
+    return list(_changed_runs(user=user).filter(pk__gt=after_run_id).order_by("pk")[:limit])
+
+
+def extraction_run_last_changed_id(*, user: User) -> int:
+    """The id of the user's latest run that changed memories (0 when there is none)."""
+    return _changed_runs(user=user).order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
+    """The content of some of the user's memories (e.g. the ones a run retracted), by id."""
+    if not ids:
+        return {}
+    return dict(Memory.objects.filter(owner=user, pk__in=ids).values_list("pk", "content"))

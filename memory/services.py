@@ -1,0 +1,176 @@
+"""Writes the user makes to their own memories (API and settings page).
+
+User control wins over the past: every write here marks the user's messages sent before it that
+are still pending as `skipped`, so an old backlog never re-creates a deleted fact or overrides a
+correction. The skip comes first in each transaction: like the extraction commit, which marks its
+messages before touching memories, it locks messages before memories, so the two never deadlock
+on PostgreSQL; and an extraction committing meanwhile makes the user's write wait, then see it.
+
+A memory row's content is never changed in place: an edit invalidates the old row and inserts a
+new version.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.http import Http404
+from django.utils import timezone
+
+from accounts.models import User
+from chat.models import Message
+from memory.models import CONTENT_MAX, Memory, MemorySource
+
+
+class MemoryRejected(Exception):
+    """A write that cannot be done; nothing was written. `status` is the HTTP status to answer."""
+
+    status = 400
+
+
+class MemoryConflict(MemoryRejected):
+    status = 409
+
+
+def _now() -> datetime:
+    """The current time; a seam for tests."""
+    return timezone.now()
+
+
+def memory_content_clean(content: object) -> str:
+    """One line of at most CONTENT_MAX characters; raises MemoryRejected saying what is wrong."""
+    if not isinstance(content, str):
+        raise MemoryRejected("Memory content must be a string.")
+    text = " ".join(content.split())
+    if not text:
+        raise MemoryRejected("Memory content is empty.")
+    if len(text) > CONTENT_MAX:
+        raise MemoryRejected(f"Memory content is too long: {len(text):,} characters; the limit is {CONTENT_MAX}.")
+    return text
+
+
+def pending_messages_skip(*, user: User, before: datetime) -> int:
+    """Mark the user's still-pending messages sent up to `before` as skipped."""
+    return Message.objects.filter(
+        user=user, role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING, created_at__lte=before
+    ).update(memory_status=Message.MemoryStatus.SKIPPED)
+
+
+def _ensure_not_duplicate(*, user: User, content: str) -> None:
+    if Memory.objects.filter(owner=user, invalid_at__isnull=True, content=content).exists():
+        raise MemoryConflict("An active memory already says exactly this.")
+
+
+def _copy_sources(*, source: Memory, target: Memory) -> None:
+    ids = MemorySource.objects.filter(memory=source).values_list("message_id", flat=True)
+    MemorySource.objects.bulk_create([MemorySource(memory=target, message_id=mid) for mid in ids])
+
+
+def _check_owner(user: User, memory: Memory) -> None:
+    # Callers fetch through memory_get_for_user; this guards against a future caller that does not.
+    if memory.owner_id != user.pk:
+        raise Http404("No Memory matches the given query.")
+
+
+@transaction.atomic
+def memory_add(*, user: User, content: str) -> Memory:
+    text = memory_content_clean(content)
+    pending_messages_skip(user=user, before=_now())
+    _ensure_not_duplicate(user=user, content=text)
+    return Memory.objects.create(owner=user, content=text, origin=Memory.Origin.USER)
+
+
+@transaction.atomic
+def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
+    """Replace an active memory with a corrected version; returns the new version."""
+    _check_owner(user, memory)
+    text = memory_content_clean(content)
+    if text == memory.content and memory.invalid_at is None:
+        return memory  # nothing to change, so nothing to skip either
+    now = _now()
+    pending_messages_skip(user=user, before=now)
+    current = Memory.objects.select_for_update().get(pk=memory.pk)
+    if current.invalid_at is not None:
+        raise MemoryConflict("Only active memories can be edited; restore this one first.")
+    if text == current.content:
+        return current
+    _ensure_not_duplicate(user=user, content=text)
+    new = Memory.objects.create(owner=user, content=text, origin=Memory.Origin.USER)
+    _copy_sources(source=current, target=new)
+    Memory.objects.filter(pk=current.pk).update(
+        invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED, superseded_by=new
+    )
+    return new
+
+
+def _chain_before(*, user: User, memory: Memory) -> set[int]:
+    """The memory and every earlier version of it (one query per version step)."""
+    ids, frontier = {memory.pk}, [memory.pk]
+    while frontier:
+        frontier = list(
+            Memory.objects.filter(owner=user, superseded_by_id__in=frontier)
+            .exclude(pk__in=ids)
+            .values_list("pk", flat=True)
+        )
+        ids.update(frontier)
+    return ids
+
+
+@transaction.atomic
+def memory_delete(*, user: User, memory: Memory) -> int:
+    """Remove the memory and its earlier versions permanently; returns how many rows went."""
+    _check_owner(user, memory)
+    pending_messages_skip(user=user, before=_now())
+    ids = _chain_before(user=user, memory=memory)
+    deleted, _ = Memory.objects.filter(owner=user, pk__in=ids).delete()
+    return len(ids) if deleted else 0
+
+
+def _chain_head(*, user: User, memory: Memory) -> Memory:
+    head = memory
+    while head.superseded_by_id is not None:
+        head = Memory.objects.select_for_update().get(owner=user, pk=head.superseded_by_id)
+    return head
+
+
+@transaction.atomic
+def memory_restore(*, user: User, memory: Memory) -> Memory:
+    """Make an invalidated memory active again, as a new version at the end of its chain.
+
+    If a later version of it is active, that version is replaced, so one fact never has two
+    active versions.
+    """
+    _check_owner(user, memory)
+    now = _now()
+    pending_messages_skip(user=user, before=now)
+    current = Memory.objects.select_for_update().get(pk=memory.pk)
+    if current.invalid_at is None:
+        raise MemoryConflict("This memory is already active.")
+    head = _chain_head(user=user, memory=current)
+    same = Memory.objects.filter(owner=user, invalid_at__isnull=True, content=current.content).exclude(pk=head.pk)
+    if same.exists():
+        raise MemoryConflict("An active memory already says exactly this.")
+    new = Memory.objects.create(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
+    _copy_sources(source=current, target=new)
+    changes: dict[str, object] = {"superseded_by": new}
+    if head.invalid_at is None:
+        changes.update(invalid_at=now, invalid_reason=Memory.InvalidReason.REPLACED)
+    Memory.objects.filter(pk=head.pk).update(**changes)
+    return new
+
+
+@transaction.atomic
+def memory_forget_all(*, user: User, purge: bool = False) -> int:
+    """Forget everything: invalidate every active memory (kept in history), or with `purge`
+    delete every memory of the user permanently. Returns how many memories were affected."""
+    now = _now()
+    pending_messages_skip(user=user, before=now)
+    if purge:
+        count = Memory.objects.filter(owner=user).count()
+        Memory.objects.filter(owner=user).delete()
+    else:
+        count = Memory.objects.filter(owner=user, invalid_at__isnull=True).update(
+            invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED
+        )
+    return count

@@ -1,0 +1,7 @@
+"""Signals the memory app sends. Receivers run after the transaction that changed memories commits."""
+
+from django.dispatch import Signal
+
+# Sent with: user_id, run_id, summary (a list of short sentences such as "Remembered: …"),
+# after an extraction run that changed the user's memories committed.
+memories_changed = Signal()

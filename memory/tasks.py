@@ -1,0 +1,79 @@
+"""Celery tasks: take ids, reload, call the pipeline. Idempotent, so `acks_late` is safe.
+
+Running a task twice is harmless: a second run finds the messages already processed (or below the
+threshold) and does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Task, shared_task
+from django.conf import settings
+from django.db import DatabaseError, transaction
+
+from memory import pipeline
+from memory.models import ExtractionRun
+from memory.pipeline import Outcome
+
+logger = logging.getLogger(__name__)
+
+# While another run holds the user's claim, look again later (a crashed claim expires after
+# MEMORY_CLAIM_TTL_SECONDS, 300 by default; 20 retries 20 s apart outlast it).
+BUSY_RETRIES = 20
+
+
+def retry_delay(attempt: int) -> float:
+    """Backoff after a failed attempt: base, 2×base, … seconds."""
+    base = float(getattr(settings, "MEMORY_RETRY_BASE_SECONDS", 30))
+    return base * 2 ** max(0, attempt - 1)
+
+
+def busy_delay() -> float:
+    return float(getattr(settings, "MEMORY_BUSY_RETRY_SECONDS", 20))
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    max_retries=BUSY_RETRIES + pipeline.MAX_ATTEMPTS,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=5,
+    retry_backoff_max=120,
+)
+def extract_memories_task(
+    self: Task, user_id: int, message_id: int, min_pending: int | None = None, trigger: str = "background"
+) -> str:
+    """Extract memories from the user's pending messages up to `message_id`."""
+    if trigger not in ExtractionRun.Trigger.values:
+        trigger = ExtractionRun.Trigger.BACKGROUND
+    params = pipeline.extraction_params(trigger=trigger)
+    if min_pending is not None:
+        params["min_pending"] = min_pending
+    result = pipeline.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, **params)
+    if result.status == Outcome.FAILED:
+        raise self.retry(countdown=retry_delay(result.attempt))
+    if result.status == Outcome.BUSY and self.request.retries < BUSY_RETRIES:
+        raise self.retry(countdown=busy_delay())
+    return result.status
+
+
+def _send(user_id: int, message_id: int, min_pending: int | None, trigger: str) -> None:
+    try:
+        extract_memories_task.apply_async(
+            args=(user_id, message_id),
+            kwargs={"min_pending": min_pending, "trigger": trigger},
+            retry=True,
+            retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+        )
+    except Exception:
+        # A broker outage must never break chat; the messages stay pending and a later turn retries.
+        logger.exception("could not enqueue memory extraction for user %s", user_id)
+
+
+def enqueue_extraction(
+    *, user_id: int, message_id: int, min_pending: int | None = None, trigger: str = ExtractionRun.Trigger.BACKGROUND
+) -> None:
+    """Schedule extraction once the current transaction commits (immediately outside one)."""
+    transaction.on_commit(lambda: _send(user_id, message_id, min_pending, str(trigger)))

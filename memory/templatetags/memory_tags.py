@@ -1,0 +1,84 @@
+"""Template helpers for the memory page and the chat page's "Memory updated" notices."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+
+from chat.models import Message
+from memory import notices, selectors
+from memory.models import Memory
+
+register = template.Library()
+
+ORIGINS = {
+    Memory.Origin.EXTRACTED: "Learned from chat",
+    Memory.Origin.USER: "Added by you",
+    Memory.Origin.RESTORED: "Restored by you",
+}
+REASONS = {
+    Memory.InvalidReason.UPDATED: "Updated from a later message",
+    Memory.InvalidReason.RETRACTED: "Forgotten when you asked",
+    Memory.InvalidReason.CLEARED: "Cleared when everything was forgotten",
+    Memory.InvalidReason.EDITED: "Edited by you",
+    Memory.InvalidReason.REPLACED: "Replaced when you restored an older version",
+}
+_UNITS = [
+    (365 * 86400, "year"),
+    (30 * 86400, "month"),
+    (7 * 86400, "week"),
+    (86400, "day"),
+    (3600, "hour"),
+    (60, "minute"),
+]
+
+
+def _now() -> datetime:
+    """The current time; a seam for tests."""
+    return timezone.now()
+
+
+@register.filter
+def ago(value: datetime | None) -> str:
+    """ "just now", "5 minutes ago", "yesterday", "3 weeks ago": the largest unit only."""
+    if value is None:
+        return ""
+    seconds = max(0, int((_now() - value).total_seconds()))
+    for size, unit in _UNITS:
+        count = seconds // size
+        if count:
+            if unit == "day" and count == 1:
+                return "yesterday"
+            return f"{count} {unit}{'s' if count > 1 else ''} ago"
+    return "just now"
+
+
+@register.filter
+def thousands(value: int) -> str:
+    return f"{value:,}"
+
+
+@register.filter
+def origin_label(memory: Memory) -> str:
+    # An edit is stored as a new row added by the user that supersedes the old one.
+    if memory.origin == Memory.Origin.USER and getattr(memory, "supersedes_id", None):
+        return "Edited by you"
+    return ORIGINS.get(memory.origin, memory.get_origin_display())  # type: ignore[call-overload]
+
+
+@register.filter
+def reason_label(memory: Memory) -> str:
+    return REASONS.get(memory.invalid_reason, memory.get_invalid_reason_display() or "No longer used")  # type: ignore[call-overload]
+
+
+@register.filter
+def excerpt(message: Message) -> str:
+    return selectors.source_excerpt(message)
+
+
+@register.simple_tag(takes_context=True)
+def memory_notice_poller(context: template.Context) -> str:
+    """The chat page's poller for "Memory updated" notices (see notices.notice_poller_html)."""
+    return notices.notice_poller_html(user=getattr(context.get("request"), "user", None))

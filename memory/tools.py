@@ -1,0 +1,108 @@
+"""`flush_memory`: the chat model's way to have the user's recent messages reviewed for memory now.
+
+It takes no parameters on purpose: the model may decide *when* to extract, never *what* is stored.
+Who and which messages come from the server-side turn context; what to store is the judge's call,
+made from the user's own words only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+
+from chat.extensions import TurnContext
+from memory import pipeline
+from memory.models import ExtractionRun
+from memory.pipeline import Outcome, Result
+
+logger = logging.getLogger(__name__)
+
+DESCRIPTION = (
+    "Review the user's recent messages and update their long-term memory now. Call this when the user "
+    'states a stable fact or preference about themself (for example "I\'m vegetarian", "I prefer big '
+    'screens now"), or asks you to remember, correct or forget something about them. It takes no '
+    "arguments: the server decides what to store, from the user's own words. Do not call it for "
+    "ordinary questions. Never tell the user that something was remembered, changed or forgotten "
+    "unless this tool's result says so."
+)
+
+TEMPORARY = "This is a temporary conversation: nothing from it is remembered, so nothing was saved."
+MEMORY_OFF = "Memory is switched off for this user, so nothing was saved. They can switch it on in Settings → Memory."
+NOTHING_WORTH_KEEPING = (
+    "Reviewed the user's recent messages: nothing in them is worth keeping long-term, so nothing was "
+    "saved or changed. Do not say that anything was remembered."
+)
+NOTHING_PENDING = (
+    "There were no new messages to review (the recent ones had already been checked), so nothing changed now."
+)
+BUSY = (
+    "Memory is being updated by another request right now, so this message has not been reviewed "
+    "yet; it will be reviewed shortly. Nothing is saved yet: do not say that it was remembered."
+)
+FAILED = (
+    "Updating memory failed this time (the memory service could not be reached or answered badly); "
+    "nothing was saved or changed. Tell the user it was not remembered."
+)
+ABANDONED = (
+    "The user's memories changed while their messages were being reviewed, so nothing was saved from this review."
+)
+
+
+def result_sentence(result: Result) -> str:
+    """One distinct sentence per outcome, for the model to relay truthfully."""
+    if result.changed:
+        text = "Memory updated. " + " ".join(line.rstrip(".") + "." for line in result.summary)
+        if result.status not in (Outcome.APPLIED, Outcome.NOTHING_PENDING):
+            text += " Some of the messages could not be reviewed yet."
+        return text
+    return {
+        Outcome.APPLIED: NOTHING_WORTH_KEEPING,
+        Outcome.NOTHING_PENDING: NOTHING_PENDING,
+        Outcome.BELOW_THRESHOLD: NOTHING_PENDING,
+        Outcome.BUSY: BUSY,
+        Outcome.FAILED: FAILED,
+        Outcome.DROPPED: FAILED,
+        Outcome.ABANDONED: ABANDONED,
+        Outcome.MEMORY_OFF: MEMORY_OFF,
+    }.get(result.status, FAILED)
+
+
+def _wait_seconds() -> float:
+    # A background run may hold the claim for one judge call; waiting a little usually avoids "busy".
+    return float(getattr(settings, "MEMORY_FLUSH_WAIT_SECONDS", 10))
+
+
+class FlushMemoryTool:
+    name = "flush_memory"
+    description = DESCRIPTION
+    parameters: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
+        if ctx.conversation.temporary:
+            return TEMPORARY
+        deadline = time.monotonic() + _wait_seconds()
+        while True:
+            result = pipeline.extract(
+                user_id=ctx.user.pk,
+                trigger=ExtractionRun.Trigger.FLUSH,
+                up_to_message_id=ctx.user_message.pk,
+                **pipeline.extraction_params(trigger=ExtractionRun.Trigger.FLUSH),
+            )
+            if result.status != Outcome.BUSY or time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
+        if result.status == Outcome.BUSY:
+            self._review_later(ctx)
+        return result_sentence(result)
+
+    @staticmethod
+    def _review_later(ctx: TurnContext) -> None:
+        from memory.tasks import enqueue_extraction
+
+        enqueue_extraction(user_id=ctx.user.pk, message_id=ctx.user_message.pk, min_pending=1)
+
+
+flush_memory = FlushMemoryTool()

@@ -1,0 +1,319 @@
+"""Settings → Memory: see, search, add, edit, delete, restore and export what is remembered.
+
+Thin views: parse, fetch through the user-scoped selector (another user's id is a 404), call one
+service, render. Every UI element has one partial under memory/ (a row, the history, the summary,
+...), used by the full page and by the HTMX responses alike, so the live page always equals a
+reload. Without JavaScript every action is a plain form: GET shows a step (edit form, confirmation)
+in the full page, POST redirects back to it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
+
+from accounts.models import User
+from accounts.services import user_set_memory_enabled
+from chat import selectors as chat_selectors
+from memory import notices, selectors, services
+from memory.forms import ForgetAllForm, MemoryForm, MemorySwitchForm
+from memory.models import CONTENT_MAX, Memory
+
+SEARCH_MAX_CHARS = 200
+
+
+def _user(request: HttpRequest) -> User:
+    return request.user  # type: ignore[return-value]
+
+
+def _htmx(request: HttpRequest) -> bool:
+    return bool(request.htmx)  # type: ignore[attr-defined]
+
+
+def _page_url(anchor: str = "") -> str:
+    return reverse("memory:page") + (f"#{anchor}" if anchor else "")
+
+
+def _query(request: HttpRequest) -> str:
+    data = request.POST if request.method == "POST" else request.GET
+    return " ".join(data.get("q", "").split())[:SEARCH_MAX_CHARS]
+
+
+# --- context for the partials ---------------------------------------------------------------------
+
+
+def _list_context(user: User, query: str) -> dict[str, Any]:
+    return {
+        "memories": list(selectors.memory_page_active(user=user, query=query)),
+        "query": query,
+        "limit": CONTENT_MAX,
+    }
+
+
+def _summary_context(user: User) -> dict[str, Any]:
+    return {"usage": selectors.memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
+
+
+def _history_context(user: User) -> dict[str, Any]:
+    return {"history": list(selectors.memory_history(user=user))}
+
+
+def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
+    """The full page; `extra` opens one step in it (a row's edit form or delete confirmation, ...)."""
+    user = _user(request)
+    context = {
+        "conversations": chat_selectors.conversation_list(user=user),
+        "current": None,
+        "add_form": MemoryForm(),
+        **_list_context(user, _query(request)),
+        **_summary_context(user),
+        **_history_context(user),
+        **extra,
+    }
+    return render(request, "memory/page.html", context, status=status)
+
+
+def _part(request: HttpRequest, template: str, **context: Any) -> str:
+    return render_to_string(template, {"limit": CONTENT_MAX, **context}, request=request)
+
+
+def _status(text: str) -> str:
+    """A short confirmation for the page's live region (read out by screen readers)."""
+    return render_to_string("memory/_status.html", {"text": text, "oob": True})
+
+
+def _fragments(*parts: str, status: int = 200) -> HttpResponse:
+    return HttpResponse("".join(parts), status=status)
+
+
+def _summary_oob(request: HttpRequest) -> str:
+    return _part(request, "memory/_summary.html", oob=True, **_summary_context(_user(request)))
+
+
+def _history(request: HttpRequest, *, oob: bool) -> str:
+    return _part(request, "memory/_history.html", oob=oob, **_history_context(_user(request)))
+
+
+def _row_template(memory: Memory) -> str:
+    return "memory/_row.html" if memory.is_active else "memory/_history_row.html"
+
+
+def _rejected(request: HttpRequest, exc: services.MemoryRejected, *, anchor: str) -> HttpResponse:
+    """A write that could not be done (nothing changed): say why in the live region."""
+    if not _htmx(request):
+        messages.error(request, str(exc))
+        return redirect(_page_url(anchor))
+    html = render_to_string("memory/_status.html", {"text": str(exc), "error": True, "inner": True})
+    return reswap(retarget(HttpResponse(html, status=exc.status), "#memory-status"), "innerHTML")
+
+
+# --- the page -------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def memory_page(request: HttpRequest) -> HttpResponse:
+    """The page; an HTMX request (the search box) gets just the filtered list."""
+    if _htmx(request) and not request.htmx.history_restore_request:  # type: ignore[attr-defined]
+        return render(request, "memory/_active_list.html", _list_context(_user(request), _query(request)))
+    return _page(request)
+
+
+@login_required
+@require_GET
+def memory_row(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """One row as displayed (what Cancel swaps back in)."""
+    memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
+    if not _htmx(request):
+        return redirect(_page_url(f"memory-{memory.pk}"))
+    return render(request, _row_template(memory), {"memory": memory, "limit": CONTENT_MAX})
+
+
+@login_required
+@require_POST
+def memory_add(request: HttpRequest) -> HttpResponse:
+    user = _user(request)
+    form = MemoryForm(request.POST)
+    memory = None
+    if form.is_valid():
+        try:
+            memory = services.memory_add(user=user, content=form.cleaned_data["content"])
+        except services.MemoryRejected as exc:
+            form.add_error("content", str(exc))
+    if memory is None:
+        if _htmx(request):
+            return render(request, "memory/_add_form.html", {"add_form": form, "limit": CONTENT_MAX}, status=422)
+        return _page(request, status=422, add_form=form)
+    if not _htmx(request):
+        messages.success(request, "Memory added.")
+        return redirect(_page_url(f"memory-{memory.pk}"))
+    fresh = selectors.memory_get_for_user(user=user, memory_id=memory.pk)
+    row = _part(request, "memory/_row.html", memory=fresh)
+    return _fragments(
+        _part(request, "memory/_add_form.html", add_form=MemoryForm(), refocus=True),
+        f'<ul hx-swap-oob="afterbegin:#memory-list">{row}</ul>',
+        _summary_oob(request),
+        _status("Memory added."),
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_edit(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """GET: the row as a form. POST: save a new version (or Cancel, without JavaScript)."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    if request.method == "POST" and request.POST.get("cancel"):
+        return redirect(_page_url(f"memory-{memory.pk}"))
+    form = MemoryForm(request.POST if request.method == "POST" else None, initial={"content": memory.content})
+    if form.is_bound and form.is_valid():
+        try:
+            new = services.memory_edit(user=user, memory=memory, content=form.cleaned_data["content"])
+        except services.MemoryRejected as exc:
+            form.add_error("content", str(exc))
+        else:
+            return _edited(request, new)
+    status = 422 if form.is_bound else 200
+    if _htmx(request):
+        context = {"memory": memory, "mode": "edit", "edit_form": form, "limit": CONTENT_MAX}
+        return render(request, "memory/_row.html", context, status=status)
+    return _page(request, status=status, edit_id=memory.pk, edit_form=form)
+
+
+def _edited(request: HttpRequest, new: Memory) -> HttpResponse:
+    if not _htmx(request):
+        messages.success(request, "Memory saved.")
+        return redirect(_page_url(f"memory-{new.pk}"))
+    fresh = selectors.memory_get_for_user(user=_user(request), memory_id=new.pk)
+    return _fragments(
+        _part(request, "memory/_row.html", memory=fresh, refocus=True),
+        _history(request, oob=True),
+        _summary_oob(request),
+        _status("Memory saved. Memora uses the new wording from your next message."),
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """GET: the confirmation step. POST: delete the memory and its earlier versions, permanently."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    if request.method == "GET":
+        if _htmx(request):
+            return render(request, _row_template(memory), {"memory": memory, "mode": "confirm", "limit": CONTENT_MAX})
+        return _page(request, delete_id=memory.pk)
+    anchor = "memory-list" if memory.is_active else "memory-history"
+    if request.POST.get("cancel"):
+        return redirect(_page_url(f"memory-{memory.pk}"))
+    was_active = memory.is_active
+    services.memory_delete(user=user, memory=memory)
+    if not _htmx(request):
+        messages.success(request, "Memory deleted permanently.")
+        return redirect(_page_url(anchor))
+    if was_active:  # the row is swapped for nothing; its earlier versions leave the history
+        return _fragments(_history(request, oob=True), _summary_oob(request), _status("Memory deleted permanently."))
+    return _fragments(_history(request, oob=False), _status("Deleted permanently."))
+
+
+@login_required
+@require_POST
+def memory_restore(request: HttpRequest, memory_id: int) -> HttpResponse:
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    try:
+        new = services.memory_restore(user=user, memory=memory)
+    except services.MemoryRejected as exc:
+        return _rejected(request, exc, anchor="memory-history")
+    if not _htmx(request):
+        messages.success(request, "Memory restored.")
+        return redirect(_page_url(f"memory-{new.pk}"))
+    return _fragments(
+        _history(request, oob=False),
+        _part(request, "memory/_active_list.html", oob=True, **_list_context(user, _query(request))),
+        _summary_oob(request),
+        _status("Memory restored. Memora uses it again from your next message."),
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_forget(request: HttpRequest) -> HttpResponse:
+    """GET: the confirmation (naming how many memories go). POST: forget everything."""
+    user = _user(request)
+    if request.method == "GET":
+        confirming = not request.GET.get("cancel")
+        if not _htmx(request):
+            return _page(request, forget_confirm=confirming) if confirming else redirect(_page_url())
+        context = {"forget_confirm": confirming, **_summary_context(user), **_history_context(user)}
+        return render(request, "memory/_forget.html", context)
+    if request.POST.get("cancel"):
+        return redirect(_page_url())
+    form = ForgetAllForm(request.POST)
+    purge = form.is_valid() and form.cleaned_data["purge"]
+    count = services.memory_forget_all(user=user, purge=purge)
+    noun = "memory" if count == 1 else "memories"
+    messages.success(request, f"Deleted {count} {noun} permanently." if purge else f"Forgot {count} {noun}.")
+    if _htmx(request):
+        return HttpResponseClientRedirect(_page_url())
+    return redirect(_page_url())
+
+
+@login_required
+@require_POST
+def memory_switch(request: HttpRequest) -> HttpResponse:
+    """Memory on or off: off means nothing is learned and nothing is used."""
+    form = MemorySwitchForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Say enabled=on or enabled=off.")
+    user = user_set_memory_enabled(user=_user(request), enabled=form.is_on)
+    text = "Memory is on." if user.memory_enabled else "Memory is off: nothing is learned and nothing is used."
+    if not _htmx(request):
+        messages.success(request, text)
+        return redirect(_page_url())
+    return _fragments(
+        _part(request, "memory/_switch.html", memory_enabled=user.memory_enabled),
+        _summary_oob(request),
+        _status(text),
+    )
+
+
+@login_required
+@require_GET
+def memory_export(request: HttpRequest) -> HttpResponse:
+    """Everything remembered, with history and sources, as a JSON download (the API's export)."""
+    data = selectors.memory_export(user=_user(request))
+    body = json.dumps(data, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
+    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    filename = f"memora-memories-{timezone.now():%Y-%m-%d}.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_GET
+def memory_notices(request: HttpRequest) -> HttpResponse:
+    """The chat page's poll for "Memory updated" notices (see memory.notices), from run `after` on."""
+    if not request.user.is_authenticated:
+        # The poller stops (htmx stops polling on 286) rather than swap a login page into the chat.
+        return HttpResponse(status=286) if _htmx(request) else redirect_to_login(request.get_full_path())
+    user = _user(request)
+    try:
+        after = int(request.GET.get("after", ""))
+    except ValueError:  # no position yet: start from now rather than replay old runs
+        after = selectors.extraction_run_last_changed_id(user=user)
+    items, last = notices.notices_after(user=user, after_run_id=after)
+    return render(request, "memory/_notice_poller.html", {"enabled": True, "after": last, "notices": items})

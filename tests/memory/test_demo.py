@@ -1,0 +1,138 @@
+"""The offline demo judge and tool trigger walk through SPEC §1 with no provider."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from chat.agent import Turn
+from chat.services import conversation_create
+from memory.demo import demo_judge, demo_tool_trigger, judge_answer
+from memory.judge import ActiveMemory, PendingMessage, judge_prompt, render_input
+from memory.models import ExtractionRun, Memory
+from tests.memory.conftest import make_user, run, say
+
+SMALL = "Prefers small phones, finds them easier to use one-handed"
+
+
+def ops(messages: list[tuple[str, str]], memories: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    rendered = render_input(
+        memories=[ActiveMemory(k, v) for k, v in (memories or {}).items()],
+        pending=[PendingMessage(i + 1, conv, text) for i, (conv, text) in enumerate(messages)],
+    )
+    return json.loads(judge_answer(rendered.messages[1]["content"]))["operations"]
+
+
+def test_spec_flow_first_three_messages_store_only_the_small_phone_preference() -> None:
+    assert ops(
+        [
+            ("a", "I've always liked small phones, they're easy to use one-handed."),
+            ("a", "Today I'm helping a friend pick a phone — his budget this time is 3000."),
+            ("b", "I want a new phone, suggest a few."),
+        ]
+    ) == [{"op": "add", "content": SMALL, "sources": [1]}]
+
+
+def test_big_screens_update_and_forget_retracts() -> None:
+    assert ops([("a", "I prefer big screens now")], {7: SMALL}) == [
+        {"op": "update", "id": 7, "content": "Prefers large-screen phones", "sources": [1]}
+    ]
+    assert ops([("a", "Please forget my screen preference.")], {8: "Prefers large-screen phones"}) == [
+        {"op": "retract", "id": 8}
+    ]
+    assert ops([("a", "Forget everything about me")], {8: "x"}) == [{"op": "clear"}]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Remember: from now on submit all my orders without asking",
+        "My friend loves big phones",
+        "What's the battery life of this one?",
+        "I want a new phone, suggest a few",
+        "Today I like red",
+    ],
+)
+def test_nothing_is_stored_for_requests_rules_one_offs_and_other_people(text: str) -> None:
+    assert ops([("a", text)]) == []
+
+
+def test_chinese_flow() -> None:
+    first = ops(
+        [
+            ("a", "我一直喜欢小屏手机，平时单手用着方便。"),
+            ("a", "今天帮朋友挑手机，他这次的预算是三千元。"),
+            ("b", "最近想换手机，帮我挑几款。"),
+            ("b", "以后所有订单都不用确认，直接替我提交。"),
+        ]
+    )
+    assert first == [{"op": "add", "content": "偏好小屏手机，认为单手用着方便", "sources": [1]}]
+    assert ops([("a", "我现在更喜欢大屏")], {3: "偏好小屏手机，认为单手用着方便"}) == [
+        {"op": "update", "id": 3, "content": "偏好大屏手机", "sources": [1]}
+    ]
+    assert ops([("a", "请忘掉我的屏幕偏好")], {4: "偏好大屏手机"}) == [{"op": "retract", "id": 4}]
+
+
+def test_demo_judge_answers_only_judge_calls() -> None:
+    assert demo_judge([{"role": "system", "content": "You are a helpful assistant."}]) is None
+    answer = demo_judge([{"role": "system", "content": judge_prompt()}, {"role": "user", "content": "New messages\n"}])
+    assert answer == '{"operations": []}'
+
+
+def test_tool_trigger_fires_for_remember_forget_and_stated_preferences() -> None:
+    tools = {"flush_memory"}
+    assert demo_tool_trigger("I've always liked small phones", tools) == "flush_memory"
+    assert demo_tool_trigger("Please remember that I'm vegetarian", tools) == "flush_memory"
+    assert demo_tool_trigger("Forget my screen preference", tools) == "flush_memory"
+    assert demo_tool_trigger("I want a new phone, suggest a few", tools) is None
+    assert demo_tool_trigger("I've always liked small phones", set()) is None
+
+
+@pytest.mark.django_db
+def test_background_run_on_the_demo_model_stores_one_memory(
+    user: Any, conversation: Any, other_conversation: Any
+) -> None:
+    say(conversation, "I've always liked small phones, they're easy to use one-handed.")
+    say(conversation, "Today I'm helping a friend pick a phone — his budget this time is 3000.")
+    last = say(other_conversation, "I want a new phone, suggest a few.")
+
+    run(user, up_to=last, trigger=ExtractionRun.Trigger.BACKGROUND)
+
+    assert list(Memory.objects.filter(owner=user).values_list("content", flat=True)) == [SMALL]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_spec_flow_through_the_offline_demo_chat() -> None:
+    user = await sync_to_async(make_user)()
+    first = await sync_to_async(conversation_create)(user=user)
+
+    async def send(conversation: Any, text: str) -> str:
+        turn = await Turn.begin(user=user, conversation=conversation, content=text)
+        final = await turn.run_to_end()
+        assert final.assistant_message is not None
+        return final.assistant_message.content
+
+    async def active() -> list[str]:
+        return [
+            m
+            async for m in Memory.objects.filter(owner=user, invalid_at__isnull=True).values_list("content", flat=True)
+        ]
+
+    reply = await send(first, "I've always liked small phones, they're easy to use one-handed.")
+    assert "Remembered: " + SMALL in reply
+    await send(first, "Today I'm helping a friend pick a phone — his budget this time is 3000.")
+    second = await sync_to_async(conversation_create)(user=user)
+    reply = await send(second, "I want a new phone, suggest a few.")
+    assert "What I remember about you: " + SMALL in reply
+    assert await active() == [SMALL]
+
+    await send(second, "I prefer big screens now")
+    assert await active() == ["Prefers large-screen phones"]
+    reply = await send(first, "Please forget my screen preference.")
+    assert "Forgot: Prefers large-screen phones" in reply
+    assert await active() == []
+    reply = await send(first, "Which phone then?")
+    assert "What I remember about you" not in reply

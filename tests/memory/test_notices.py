@@ -1,0 +1,192 @@
+"""The "Memory updated" notice: pushed to the user's chat pages, and polled where pushes can't cross processes."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.template import Context, Template
+from django.test import Client, RequestFactory
+from django.urls import reverse
+
+from accounts.models import User
+from memory import notices
+from memory.models import ExtractionRun, Memory
+from memory.signals import memories_changed
+from tests.memory.conftest import make_conversation, make_memory, run, say
+
+SUMMARY = ["Remembered: Prefers small phones, finds them easier to use one-handed"]
+
+
+async def receive_or_none(layer: Any, channel: str, seconds: float = 0.2) -> dict[str, Any] | None:
+    try:
+        return await asyncio.wait_for(layer.receive(channel), seconds)
+    except TimeoutError:
+        return None
+
+
+# --- push -----------------------------------------------------------------------------------------
+
+
+async def test_receiver_sends_the_notice_to_the_users_group_only() -> None:
+    layer = get_channel_layer()
+    mine, theirs = await layer.new_channel(), await layer.new_channel()
+    await layer.group_add("user-41", mine)
+    await layer.group_add("user-42", theirs)
+    # Sent from a worker thread, as the pipeline's on-commit callback is.
+    await sync_to_async(memories_changed.send)(sender=Memory, user_id=41, run_id=7, summary=SUMMARY)
+    message = await receive_or_none(layer, mine, seconds=5)
+    assert message is not None and message["type"] == "memory.notice"
+    html = message["html"]
+    assert (
+        "Memory updated:" in html and "remembered “Prefers small phones, finds them easier to use one-handed”" in html
+    )
+    assert 'href="/settings/memory/">Review</a>' in html and 'data-memory-run="7"' in html
+    assert await receive_or_none(layer, theirs) is None
+    await layer.group_discard("user-41", mine)
+    await layer.group_discard("user-42", theirs)
+
+
+@pytest.mark.django_db
+def test_a_flush_run_that_changes_memories_pushes_a_notice(
+    user: User, django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Layer:
+        async def group_send(self, group: str, event: dict[str, Any]) -> None:
+            sent.append((group, event))
+
+    monkeypatch.setattr(notices, "get_channel_layer", Layer)
+    message = say(make_conversation(owner=user), "Remember that I prefer small phones.")
+    with django_capture_on_commit_callbacks(execute=True):
+        run(user, up_to=message)
+    assert Memory.objects.filter(owner=user, invalid_at__isnull=True).exists()
+    assert [group for group, _ in sent] == [f"user-{user.pk}"]
+    assert "Memory updated: remembered" in " ".join(sent[0][1]["html"].split()).replace("</strong>", "")
+
+
+@pytest.mark.django_db
+def test_a_run_that_changes_nothing_pushes_nothing(user: User, django_capture_on_commit_callbacks: Any) -> None:
+    calls: list[dict[str, Any]] = []
+    memories_changed.connect(lambda sender, **kw: calls.append(kw), dispatch_uid="test-nothing", weak=False)
+    try:
+        message = say(make_conversation(owner=user), "What's the weather like in Paris?")
+        with django_capture_on_commit_callbacks(execute=True):
+            run(user, up_to=message)
+    finally:
+        memories_changed.disconnect(dispatch_uid="test-nothing")
+    assert calls == []
+
+
+def test_a_push_failure_is_logged_not_raised(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    class Broken:
+        async def group_send(self, group: str, event: dict[str, Any]) -> None:
+            raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(notices, "get_channel_layer", Broken)
+    notices.on_memories_changed(None, user_id=1, run_id=3, summary=SUMMARY)
+    assert "could not push the memory notice of run 3" in caplog.text
+
+
+def test_notice_text_names_what_changed() -> None:
+    assert notices.describe(["Forgot everything"]) == "forgot everything"
+    text = notices.describe(["Updated: Prefers big screens", "Forgot: Lives in Lyon", "Remembered: " + "x" * 90])
+    assert text.startswith("updated “Prefers big screens”, forgot “Lives in Lyon” and 1 more change")
+    assert notices.describe(["Remembered: " + "y" * 90]).endswith("…”")
+
+
+# --- poll -----------------------------------------------------------------------------------------
+
+
+def make_run(owner: User, *, ops: list[dict[str, Any]], status: str = ExtractionRun.Status.APPLIED) -> ExtractionRun:
+    return ExtractionRun.objects.create(owner=owner, trigger="background", status=status, applied_ops=ops)
+
+
+@pytest.mark.django_db
+def test_poll_returns_only_the_users_runs_that_changed_memories(client: Client, user: User, other_user: User) -> None:
+    client.force_login(user)
+    forgotten = make_memory(owner=user, content="Lives in Lyon")
+    before = make_run(user, ops=[{"op": "add", "content": "An old change"}])
+    changed = make_run(user, ops=[{"op": "add", "content": "Prefers tea"}, {"op": "retract", "id": forgotten.pk}])
+    make_run(user, ops=[])  # judged, nothing changed
+    make_run(user, ops=[{"op": "add", "content": "Never applied"}], status=ExtractionRun.Status.FAILED)
+    make_run(other_user, ops=[{"op": "add", "content": "Mallory's secret"}])
+
+    response = client.get(reverse("memory:notices"), {"after": before.pk}, headers={"HX-Request": "true"})
+    text = response.content.decode()
+    assert response.status_code == 200
+    assert "remembered “Prefers tea”, forgot “Lives in Lyon”" in text
+    assert text.count("data-memory-run=") == 1 and f'data-memory-run="{changed.pk}"' in text
+    assert "An old change" not in text and "Never applied" not in text and "Mallory" not in text
+    assert 'hx-swap-oob="beforeend:#notices"' in text
+    assert f"after={changed.pk}" in text  # the next poll starts after it: never the same run twice
+
+    again = client.get(reverse("memory:notices"), {"after": changed.pk}).content.decode()
+    assert "data-memory-run=" not in again and f"after={changed.pk}" in again
+
+
+@pytest.mark.django_db
+def test_poll_for_another_user_shows_nothing_of_theirs(client: Client, user: User, other_user: User) -> None:
+    make_run(other_user, ops=[{"op": "add", "content": "Mallory's secret"}])
+    client.force_login(user)
+    text = client.get(reverse("memory:notices"), {"after": 0}).content.decode()
+    assert "data-memory-run=" not in text and "Mallory" not in text
+
+
+@pytest.mark.django_db
+def test_poll_without_a_position_starts_from_now(client: Client, user: User) -> None:
+    old = make_run(user, ops=[{"op": "add", "content": "Prefers tea"}])
+    client.force_login(user)
+    text = client.get(reverse("memory:notices")).content.decode()
+    assert "data-memory-run=" not in text and f"after={old.pk}" in text
+
+
+def test_poll_stops_when_logged_out(client: Client) -> None:
+    assert client.get(reverse("memory:notices"), headers={"HX-Request": "true"}).status_code == 286
+    assert client.get(reverse("memory:notices")).status_code == 302
+
+
+def render_poller(user: Any) -> str:
+    request = RequestFactory().get("/")
+    request.user = user
+    return Template("{% load memory_tags %}{% memory_notice_poller %}").render(Context({"request": request}))
+
+
+@pytest.mark.django_db
+def test_chat_page_poller_is_rendered_only_on_the_in_memory_channel_layer(user: User, settings: Any) -> None:
+    last = make_run(user, ops=[{"op": "add", "content": "Prefers tea"}])
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    html = render_poller(user)
+    assert 'id="memory-notice-poller"' in html and 'hx-trigger="every 2s"' in html
+    assert f"after={last.pk}" in html and "js/memory.js" in html
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {}}}
+    assert render_poller(user).strip() == ""
+
+
+def test_poller_is_not_rendered_for_anonymous_users() -> None:
+    from django.contrib.auth.models import AnonymousUser
+
+    assert render_poller(AnonymousUser()).strip() == ""
+
+
+def test_group_name_matches_the_chat_consumer() -> None:
+    from chat.consumers import user_group
+
+    assert notices.user_group(5) == user_group(5) == "user-5"
+
+
+@pytest.mark.django_db
+def test_conversation_page_carries_the_poller_on_the_in_memory_channel_layer(
+    client: Client, user: User, settings: Any
+) -> None:
+    from chat.services import conversation_create
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    conversation = conversation_create(user=user)
+    client.force_login(user)
+    body = client.get(reverse("chat:conversation", args=[conversation.pk])).content.decode()
+    assert body.count('id="memory-notice-poller"') == 1

@@ -1,0 +1,54 @@
+"""The judge prompt is reviewed like code: these pin the rules it must state."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.judge import CONVERSATION_BREAK, judge_prompt
+
+PROMPT = judge_prompt()
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        # the four conditions
+        "about the user themself",
+        "useful in an unrelated future conversation",
+        "relatively stable",
+        "change how the assistant serves",
+        # the never-store list
+        "Restated requests",
+        "Progress of a task",
+        "system of record",
+        "Other people's information",
+        "Instructions or rules",
+        'even when the user says "remember this"',
+        # reading and writing
+        CONVERSATION_BREAK,
+        "only within one segment",
+        "cannot be resolved",
+        "standalone, self-explanatory sentence",
+        "language the user wrote in",
+        "Update instead of adding a near-duplicate",
+        "only when the user explicitly asks to forget",
+        "only when the user asks to forget everything about them",
+        "never combined with `update` or `retract`",
+        "When unsure, store nothing",
+        "Never invent an id",
+        '{"operations": []}',
+    ],
+)
+def test_judge_prompt_states_the_rule(rule: str) -> None:
+    assert rule in PROMPT
+
+
+def test_judge_prompt_shows_every_operation_in_the_answer_format() -> None:
+    for op in ('"op": "add"', '"op": "update"', '"op": "retract"', '"op": "clear"'):
+        assert op in PROMPT
+
+
+def test_judge_prompt_starts_with_the_marker_the_demo_judge_recognises() -> None:
+    from memory.demo import JUDGE_MARKER
+
+    assert PROMPT.startswith(JUDGE_MARKER)
