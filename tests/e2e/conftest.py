@@ -24,6 +24,7 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 PORTS = range(int(os.environ.get("E2E_PORT_FIRST", "18310")), int(os.environ.get("E2E_PORT_LAST", "18399")))
 SERVER_START_SECONDS = 30
+PASSWORD = "correct-horse-battery-staple"
 
 
 def free_port() -> int:
@@ -48,6 +49,19 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> Non
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"the server did not start:\n{log.read_text()}")
+
+
+def sign_up(page: Any, base: str, username: str) -> None:
+    """Sign up through the form and wait until the chat page's scripts have run (Enter sends)."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base}/accounts/signup/")
+    page.fill("#id_username", username)
+    page.fill("#id_password1", PASSWORD)
+    page.fill("#id_password2", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(f"{base}/")
+    page.wait_for_load_state("load")
 
 
 def reply_for(body: dict[str, Any]) -> FakeResponse:

@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import ROOT, free_port, wait_for_port
+from tests.e2e.conftest import ROOT, free_port, sign_up, wait_for_port
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 pytestmark = pytest.mark.browser
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"
-PASSWORD = "correct-horse-battery-staple"
 # The demo model ends a reply with this when the turn's input had a memory block.
 MEMORY_LINE = "What I remember about you:"
 
@@ -109,15 +108,6 @@ def worker_server_url(tmp_path_factory: pytest.TempPathFactory, provider: FakeOp
     }  # fmt: skip
     with running_stack(tmp_path_factory.mktemp("memora-memory-worker"), settings, worker=True) as url:
         yield url
-
-
-def sign_up(page: Any, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/signup/")
-    page.fill("#id_username", username)
-    page.fill("#id_password1", PASSWORD)
-    page.fill("#id_password2", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page).to_have_url(f"{base}/")
 
 
 def send(page: Any, text: str) -> Any:
