@@ -178,6 +178,9 @@ class Turn:
                 yield TurnEvent("tool", tool=call.name)
                 result = await _run_tool_async(self.ctx, call)
                 self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            # A tool may have changed what the providers show (flush_memory updates memories):
+            # the next step sees the blocks as they are now, not as they were before the tool ran.
+            messages = await database_sync_to_async(build_model_input)(self.ctx, self.started.context)
 
     async def _finish(self, status: str, error: str) -> Message:
         if self._finished is not None:  # a turn is saved once, whichever way it ends

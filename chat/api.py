@@ -9,7 +9,7 @@ from uuid import UUID
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
-from ninja.responses import Status
+from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.models import User
 from chat import selectors, services
@@ -70,11 +70,12 @@ def message_list(request: HttpRequest, conversation_id: UUID) -> Any:
 
 
 def _message(message: Message | None) -> dict[str, Any]:
-    return MessageOut.from_orm(message).model_dump(mode="json") if message else {}
+    return MessageOut.from_orm(message).model_dump() if message else {}
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    # The JSON routes' encoder, so both modes format ids and timestamps the same way.
+    return f"event: {event}\ndata: {json.dumps(data, cls=NinjaJSONEncoder, ensure_ascii=False)}\n\n".encode()
 
 
 async def _sse_stream(turn: Turn) -> AsyncIterator[bytes]:
@@ -94,14 +95,30 @@ def _sse_for(event: TurnEvent) -> bytes:
     if event.type == "tool":
         return _sse("tool", {"name": event.tool})
     if event.type == "done":
-        return _sse("done", {"assistant_message": _message(event.assistant_message)})
+        user_message, assistant_message = _message(event.user_message), _message(event.assistant_message)
+        return _sse("done", {"user_message": user_message, "assistant_message": assistant_message})
     return _sse("error", {"detail": event.text, "assistant_message": _message(event.assistant_message)})
 
 
 @router.post(
     "/{conversation_id}/messages",
-    response={200: TurnOut, 400: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut},
+    response={200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut},
     summary="Send a message and run one turn (JSON, or server-sent events with Accept: text/event-stream)",
+    openapi_extra={
+        "responses": {
+            "200": {
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/TurnOut"}},
+                    "text/event-stream": {"schema": {"type": "string"}},
+                }
+            }
+        }
+    },
+    description=(
+        "With `Accept: text/event-stream` the reply streams as server-sent events: `start` (the saved user "
+        'message and the empty assistant message), `delta` (`{"text"}`, many), `tool` (`{"name"}`, when a '
+        'tool runs), then `done` (both messages as saved) or `error` (`{"detail", "assistant_message"}`).'
+    ),
 )
 async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
     user = _user(request)

@@ -222,7 +222,7 @@ class DeltaBatch:
     def __init__(self, consumer: ChatConsumer, message_id: int) -> None:
         self.consumer, self.message_id = consumer, message_id
         self.parts: list[str] = []
-        self.last_flush = 0.0
+        self.last_flush = float("-inf")  # the first piece goes at once, whatever the loop's clock says
         self.timer: asyncio.TimerHandle | None = None
         self.pending: set[asyncio.Task[None]] = set()
         self.after: asyncio.Task[None] | None = None

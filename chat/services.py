@@ -38,6 +38,14 @@ class ConversationBusy(TurnRejected):
         super().__init__("Another reply is still being written in this conversation. Wait for it or stop it.")
 
 
+class ConversationGone(TurnRejected):
+    status = 404
+    code = "not_found"
+
+    def __init__(self) -> None:
+        super().__init__("This conversation no longer exists; it may have been deleted in another window.")
+
+
 class RunSlotsFull(TurnRejected):
     status = 429
     code = "too_many_runs"
@@ -133,6 +141,8 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
     if not Conversation.objects.filter(free, pk=conversation.pk).update(lock_token=token, lock_expires_at=expires):
+        if not Conversation.objects.filter(pk=conversation.pk).exists():
+            raise ConversationGone()
         raise ConversationBusy()
     # Raising below rolls the lock back with the rest of the transaction.
     running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
@@ -197,4 +207,6 @@ def turn_finish(
         "status": message.status,
     }
     transaction.on_commit(lambda: extensions.turn_finished.send(sender=Message, **payload))
+    # A tool may have processed the user's message for memory during the turn (flush_memory).
+    turn.user_message.refresh_from_db(fields=["memory_status"])
     return message

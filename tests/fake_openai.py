@@ -52,7 +52,9 @@ class FakeResponse:
     - `delay_before` seconds before the response starts, `chunk_delay` between stream chunks;
     - `hang`: send what is scripted (nothing by default), then hold the connection without finishing,
       so the client runs into its timeout;
-    - `raw`: answer this body as it is (with status 200) instead of a well-formed reply: garbage.
+    - `raw`: answer this body as it is (with status 200) instead of a well-formed reply: garbage;
+    - `cut`: end the stream cleanly before its final chunk (no `finish_reason`, no `[DONE]`), like a
+      provider that drops a reply half-way.
     """
 
     text: str = ""
@@ -64,6 +66,7 @@ class FakeResponse:
     chunk_delay: float = 0.0
     hang: bool = False
     raw: str | None = None
+    cut: bool = False
 
     def text_chunks(self) -> list[str]:
         if self.chunks is not None:
@@ -291,14 +294,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        # With `hang`, everything but the final chunk is sent, then the stream stalls.
-        body_chunks = chunks[:-1] if response.hang else chunks
+        # With `hang` or `cut`, everything but the final chunk is sent, then the stream stalls or ends.
+        body_chunks = chunks[:-1] if response.hang or response.cut else chunks
         for i, chunk in enumerate(body_chunks):
             if i and response.chunk_delay and fake._wait(response.chunk_delay):
                 return
             self._write_chunk(f"data: {json.dumps(chunk)}\n\n")
         if response.hang:
             self._hang(fake)
+            return
+        if response.cut:
+            self._write_chunk("")
+            self.close_connection = True
             return
         self._write_chunk("data: [DONE]\n\n")
         self._write_chunk("")  # the terminating zero-length chunk

@@ -24,8 +24,9 @@ json_responders: list[JsonResponder] = []
 WORD_DELAY_SECONDS = 0.02
 
 
-def _last(messages: Messages, role: str) -> dict[str, Any] | None:
-    return next((m for m in reversed(messages) if m.get("role") == role), None)
+def _last_index(messages: Messages, role: str) -> int | None:
+    """Position of the last message with `role` (by position: equal messages may repeat)."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == role), None)
 
 
 def _background_lines(messages: Messages) -> list[str]:
@@ -41,12 +42,13 @@ class DemoChatModel(ChatModel):
     is_demo = True
 
     def reply_for(self, messages: Messages) -> str:
-        user = _last(messages, "user")
-        said = " ".join(str(user.get("content", "")).split()) if user else ""
+        at = _last_index(messages, "user")
+        said = " ".join(str(messages[at].get("content", "")).split()) if at is not None else ""
         if len(said) > 160:
             said = said[:157] + "…"
         parts = [f"(Offline demo model — no AI provider is configured.) You said: “{said}”."]
-        tool_results = [m for m in messages[messages.index(user) if user else 0 :] if m.get("role") == "tool"]
+        # Only this turn's tool results: those after the latest user message.
+        tool_results = [m for m in messages[(at or 0) :] if m.get("role") == "tool"]
         for result in tool_results:
             parts.append(str(result.get("content", "")))
         background = _background_lines(messages)

@@ -63,6 +63,7 @@ class OpenAIChatModel(ChatModel):
             request["tools"] = tools
         # Tool calls arrive as fragments keyed by index; assemble them and emit them once at the end.
         pending: dict[int, dict[str, str]] = {}
+        finished = False
         try:
             stream = await self._async_client().chat.completions.create(**request)
             # `async with` closes the HTTP response even when our consumer stops early (a cancelled turn).
@@ -70,8 +71,12 @@ class OpenAIChatModel(ChatModel):
                 async for chunk in stream:
                     for text in _collect(chunk, pending):
                         yield TextDelta(text)
+                    finished = finished or bool(chunk.choices and chunk.choices[0].finish_reason)
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
             raise _as_llm_error(exc) from exc
+        if not finished:
+            # The connection ended without a finish_reason: the reply was cut off, not complete.
+            raise LLMError("The model provider stopped before the reply was complete.", kind="bad_response")
         if pending:
             calls = [
                 ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")

@@ -101,12 +101,15 @@
       setTimeout(function () { notice.remove(); }, 8000);
     });
   }
-  document.addEventListener("htmx:afterSettle", timeNotices);
+  function syncTitle() {
+    var title = $(".chat-header .title");
+    if (title) document.title = title.textContent + " · Memora";
+  }
+  document.addEventListener("htmx:afterSettle", function () { timeNotices(); syncTitle(); });
   document.addEventListener("htmx:wsAfterMessage", function () {
     applyTurnState();
     timeNotices();
-    var title = $(".chat-header .title");
-    if (title) document.title = title.textContent + " · Memora";
+    syncTitle();
     if (stick) scrollToBottom();
   });
 

@@ -261,6 +261,32 @@ async def test_context_provider_blocks_reach_the_model_but_never_the_state(
     assert seen[0].user.pk == user.pk and seen[0].conversation.pk == conversation.pk
 
 
+async def test_the_step_after_a_tool_call_sees_the_blocks_as_the_tool_left_them(
+    fake_model: Any, user: User, conversation: Conversation, register_provider: Any, register_tool: Any
+) -> None:
+    # A tool that changes what a provider shows (as flush_memory changes memories) must not leave
+    # the rest of the turn answering from the old block.
+    facts = ["Prefers small phones"]
+
+    class UpdatingTool(EchoTool):
+        def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
+            facts[0] = "Prefers big screens"
+            return "Updated."
+
+    register_tool(UpdatingTool())
+    register_provider("test-facts", lambda ctx: "FACTS: " + facts[0])
+    fake_model.call_tool("lookup")
+    fake_model.reply("Noted.")
+    await run_turn(user, conversation, "I prefer big screens now")
+
+    def system_blocks(request: dict[str, Any]) -> list[str]:
+        return [m["content"] for m in request["messages"] if m["role"] == "system"]
+
+    assert "FACTS: Prefers small phones" in system_blocks(fake_model.requests[0])
+    assert "FACTS: Prefers big screens" in system_blocks(fake_model.requests[1])
+    assert "FACTS: Prefers small phones" not in system_blocks(fake_model.requests[1])
+
+
 async def test_a_provider_that_returns_nothing_or_fails_is_left_out(
     fake_model: Any, user: User, conversation: Conversation, register_provider: Any
 ) -> None:

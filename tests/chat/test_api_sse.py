@@ -251,3 +251,22 @@ async def test_provider_timeout_through_the_adapter_ends_in_an_error_event(
     events = (await post(conversation.id, token, content="Again")).events()
     assert events[-1][0] == "done"
     assert {"role": "assistant", "content": "Half"} in fake_openai.requests[1]["messages"]
+
+
+async def test_streamed_messages_are_shaped_like_the_json_routes(
+    fake_model: Any, token: str, conversation: Conversation
+) -> None:
+    fake_model.reply("Hi")
+    done = (await post(conversation.id, token)).events()[-1][1]
+    listed = await post_json_list(conversation.id, token)
+    assert done["user_message"] == listed[0]
+    assert done["assistant_message"] == listed[1]
+
+
+async def post_json_list(conversation_id: Any, token: str) -> list[dict[str, Any]]:
+    from django.test import AsyncClient
+
+    response = await AsyncClient().get(
+        f"/api/conversations/{conversation_id}/messages", headers={"Authorization": f"Bearer {token}"}
+    )
+    return list(response.json())

@@ -147,7 +147,7 @@ async def test_deltas_are_batched(alice: Any, conversation: Conversation, fake_m
     frames = await receive_until(socket, idle)
     await socket.disconnect()
 
-    deltas = [f for f in frames if '-text">' in f]
+    deltas = [f for f in frames if "beforeend:#message-" in f and '-text">' in f]
     assert len(deltas) == 2  # the first piece at once, the rest in one batch
     assert delta_text(deltas) == "".join(f"w{i} " for i in range(20))
 

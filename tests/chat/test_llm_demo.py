@@ -91,3 +91,19 @@ def test_complete_json_uses_responders_then_answers_no_operations(hooks: Any) ->
     assert json.loads(model.complete_json(messages=[], model="m", temperature=0.3, timeout=1))["operations"] == [
         {"op": "clear"}
     ]
+
+
+def test_reply_relays_only_this_turns_tool_results_even_when_a_message_repeats() -> None:
+    said = {"role": "user", "content": "I like small phones"}
+    messages = [
+        {"role": "system", "content": "You are Memora."},
+        said,
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "tool", "tool_call_id": "call_1", "content": "EARLIER RESULT"},
+        {"role": "assistant", "content": "Noted."},
+        dict(said),  # the same words again, in a later turn
+        {"role": "tool", "tool_call_id": "call_2", "content": "THIS TURN'S RESULT"},
+    ]
+    reply = DemoChatModel().reply_for(messages)
+    assert "THIS TURN'S RESULT" in reply
+    assert "EARLIER RESULT" not in reply

@@ -111,6 +111,19 @@ async def test_timeout_in_the_middle_of_a_stream_keeps_the_text_already_sent(
     assert received == ["Half ", "an answer"]
 
 
+async def test_a_stream_cut_off_before_its_finish_reason_is_an_error_not_a_complete_reply(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.queue(FakeResponse(chunks=["Half ", "an ", "answer"], cut=True))
+    received: list[str] = []
+    with pytest.raises(LLMError) as caught:
+        async for chunk in get_chat_model().stream(messages=USER):
+            assert isinstance(chunk, TextDelta)
+            received.append(chunk.text)
+    assert caught.value.kind == "bad_response"
+    assert "".join(received).startswith("Half ")
+
+
 async def test_unreachable_provider_becomes_llm_error_connection(settings: Any) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))

@@ -232,3 +232,11 @@ def test_turn_start_reads_the_memory_switch_from_the_database_not_a_stale_user(u
     User.objects.filter(pk=user.pk).update(memory_enabled=False)  # switched off elsewhere; `user` is stale
     started = turn_start(user=user, conversation=conversation, content="I like small phones")
     assert started.user_message.memory_status == Message.MemoryStatus.SKIPPED
+
+
+def test_turn_start_in_a_conversation_deleted_meanwhile_says_it_is_gone_not_busy(user: User) -> None:
+    stale = conversation_create(user=user)
+    Conversation.objects.filter(pk=stale.pk).delete()
+    with pytest.raises(services.ConversationGone):
+        turn_start(user=user, conversation=stale, content="Hello?")
+    assert not Message.objects.exists()

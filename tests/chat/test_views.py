@@ -122,6 +122,22 @@ def test_new_conversation_creates_and_redirects(alice_client: Client, user: Any)
     assert not conversation.temporary
 
 
+def test_an_oversized_first_message_is_refused_with_its_text_kept(alice_client: Client, user: Any) -> None:
+    text = "x" * 8001
+    response = alice_client.post(reverse("chat:conversation_new"), {"message": text})
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "at most 8000 characters" in body
+    assert text in body  # nothing the user typed is lost
+    assert not Conversation.objects.filter(owner=user).exists()
+
+
+def test_message_boxes_do_not_silently_truncate_long_text(alice_client: Client, conversation: Conversation) -> None:
+    # The server says what is wrong with an oversized message; a maxlength would cut a paste short unseen.
+    for url in (reverse("chat:index"), reverse("chat:conversation", args=[conversation.pk])):
+        assert 'maxlength="8000"' not in alice_client.get(url).content.decode()
+
+
 def test_a_temporary_conversation_says_so_in_its_header(alice_client: Client, user: Any) -> None:
     response = alice_client.post(reverse("chat:conversation_new"), {"temporary": "on"}, follow=True)
     conversation = Conversation.objects.get(owner=user)
