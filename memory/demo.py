@@ -7,8 +7,10 @@ Two hooks plug into `chat.llm.demo`:
   is added, a changed one updates the old memory, "forget my … preference" retracts it, "forget
   everything about me" clears; questions, requests, other people's facts, one-off details and
   instructions are ignored.
-- `demo_tool_trigger` makes the demo chat model call `flush_memory` when the user asks to remember or
-  forget something, or states a preference the rules recognise.
+- `demo_tool_trigger` makes the demo chat model call `flush_memory` only when the user explicitly asks
+  to remember or forget something, or corrects what it knows ("I prefer big screens now", "no
+  longer", "actually …"). A preference said in passing is left to the background run, which reviews
+  it once three messages are pending (SPEC §1 step 2).
 
 Real models follow `memory/prompts/judge.md`; nothing here is used with a real provider.
 """
@@ -273,12 +275,26 @@ def demo_judge(messages: list[dict[str, Any]]) -> str | None:
     return judge_answer(str(user.get("content", "")) if user else "")
 
 
+# Explicit requests and corrections: what makes the demo chat model call flush_memory. Instructions
+# ("from now on …") trigger it too; the judge then refuses to store them.
+_EXPLICIT = re.compile(
+    r"\bremember\b|\bforget\b|\bno longer\b|\bany ?more\b|\bactually\b|\bfrom now on\b"
+    r"|记住|忘记|忘掉|别记|现在更喜欢|不再",
+    re.I,
+)
+_NOW = re.compile(r"\bnow\b", re.I)
+
+
+def explicit_request(text: str) -> bool:
+    """Whether the user asks to remember, correct or forget something (not a fact said in passing)."""
+    if _EXPLICIT.search(text) or _CLEAR.search(text):
+        return True
+    # "I prefer big screens now": a stated fact that replaces an earlier one.
+    return any(_NOW.search(s) and statement_content(s) for s in _SENTENCES.findall(text) or [text])
+
+
 def demo_tool_trigger(text: str, tools: set[str]) -> str | None:
-    """chat.llm.demo tool trigger: call flush_memory for remember/forget requests and stated preferences."""
-    if "flush_memory" not in tools:
-        return None
-    if _REMEMBER.search(text) or _FORGET.search(text) or _CLEAR.search(text):
-        return "flush_memory"
-    if any(statement_content(s) for s in _SENTENCES.findall(text) or [text]):
+    """chat.llm.demo tool trigger: call flush_memory for explicit remember/correct/forget requests."""
+    if "flush_memory" in tools and explicit_request(text):
         return "flush_memory"
     return None

@@ -12,6 +12,20 @@ Guarantees:
   arrives during a run simply waits for the next one.
 - A failure (provider error, timeout, malformed answer) applies nothing and leaves the messages
   pending; the third failed attempt on the same batch marks it skipped and the run dropped.
+
+Retries back off. Attempts on a batch are its failed runs (same first message). After attempt n
+fails, the batch rests for `retry_delay(n)` = MEMORY_RETRY_BASE_SECONDS × 2^(n-1) from that run's
+end; the Celery task that saw the failure retries with exactly that countdown. Within the window:
+- a background run does not start: it returns BACKING_OFF (no run row, no attempt counted, no
+  judge call), so new turns during a provider outage never burn attempts; the scheduled retry
+  picks the batch up when the window has passed;
+- an explicit trigger (flush, manual) may still try at once, because the user or an admin asked,
+  unless that attempt would be the last one: the attempt that drops a batch only ever starts after
+  the full backoff. So a batch is dropped no sooner than retry_delay(1) + … + retry_delay(MAX-1)
+  after its first failure, whatever triggers arrive meanwhile. A flush that fails or finds the batch
+  backing off schedules a background run covering its message for when the window has passed.
+A run found crashed (its claim expired) counts as a failed attempt but imposes no window: waiting
+for its claim to expire was its backoff.
 """
 
 from __future__ import annotations
@@ -50,6 +64,12 @@ def _now() -> datetime:
     return timezone.now()
 
 
+def retry_delay(attempt: int) -> float:
+    """The backoff window after failed attempt `attempt`: base, 2×base, … seconds."""
+    base = float(getattr(settings, "MEMORY_RETRY_BASE_SECONDS", 30))
+    return base * 2 ** max(0, attempt - 1)
+
+
 def claim_ttl() -> timedelta:
     # Longer than the judge's timeout, so a live run never loses its claim to a slow provider.
     return timedelta(seconds=getattr(settings, "MEMORY_CLAIM_TTL_SECONDS", 300))
@@ -69,6 +89,7 @@ class Outcome:
     DROPPED = "dropped"  # the batch was skipped after MAX_ATTEMPTS failures
     ABANDONED = "abandoned"  # the claim was lost or the user changed memories meanwhile
     MEMORY_OFF = "memory_off"
+    BACKING_OFF = "backing_off"  # the batch failed recently; no run was started (see `retry_in`)
 
 
 @dataclass
@@ -86,6 +107,8 @@ class Result:
     more: bool = False
     # What changed, as short sentences ("Remembered: …", "Updated: …", "Forgot: …").
     summary: list[str] = field(default_factory=list)
+    # BACKING_OFF, and FAILED: seconds until the batch may be tried again.
+    retry_in: float = 0.0
 
     @property
     def changed(self) -> bool:
@@ -105,6 +128,7 @@ class Result:
             error=later.error,
             more=later.more,
             summary=[*self.summary, *later.summary],
+            retry_in=later.retry_in,
         )
 
 
@@ -129,10 +153,13 @@ def claim_take(*, user_id: int) -> uuid.UUID | None:
     return token
 
 
+STALE_RUN_ERROR = "The run stopped without finishing (its claim expired)."
+
+
 def _close_stale_runs(*, user_id: int, now: datetime) -> None:
     # The previous holder crashed: its run counts as a failed attempt on that batch.
     ExtractionRun.objects.filter(owner_id=user_id, status=Status.RUNNING, started_at__lte=now - claim_ttl()).update(
-        status=Status.FAILED, error="The run stopped without finishing (its claim expired).", finished_at=now
+        status=Status.FAILED, error=STALE_RUN_ERROR, finished_at=now
     )
 
 
@@ -212,7 +239,13 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
             return Result(Outcome.NOTHING_PENDING)
         if len(pending) < min_pending:
             return Result(Outcome.BELOW_THRESHOLD)
-        batch = _start_run(user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending)
+        failures, wait = _backoff(user_id=user_id, first_message_id=pending[0].id)
+        explicit = trigger != Trigger.BACKGROUND and failures + 1 < MAX_ATTEMPTS
+        if wait > 0 and not explicit:
+            return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
+        batch = _start_run(
+            user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
+        )
         try:
             result = _judge_and_commit(batch)
         except Exception as exc:  # a bug or a database error: count it as a failed attempt
@@ -226,21 +259,42 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
             claim_release(user_id=user_id, token=token)
 
 
+def _backoff(*, user_id: int, first_message_id: int) -> tuple[int, float]:
+    """Failed attempts on the batch starting at this message, and seconds left in its backoff window."""
+    failed = ExtractionRun.objects.filter(owner_id=user_id, first_message_id=first_message_id, status=Status.FAILED)
+    failures = failed.count()
+    last = failed.exclude(error=STALE_RUN_ERROR).order_by("-finished_at", "-id").first()
+    if not failures or last is None or last.finished_at is None:
+        return failures, 0.0
+    until = last.finished_at + timedelta(seconds=retry_delay(last.attempt))
+    return failures, max(0.0, (until - _now()).total_seconds())
+
+
+def judge_model_label() -> str:
+    """The model that answers judge calls, as recorded on the run (the demo model names itself)."""
+    model = get_chat_model()
+    return model.label if model.is_demo and model.label else settings.MEMORY_MODEL
+
+
 def _start_run(
-    *, user_id: int, token: uuid.UUID, trigger: str, up_to: int | None, pending: list[judge.PendingMessage]
+    *,
+    user_id: int,
+    token: uuid.UUID,
+    trigger: str,
+    up_to: int | None,
+    pending: list[judge.PendingMessage],
+    attempt: int,
 ) -> _Batch:
     memories = active_memories(user_id=user_id)
     judge_input = judge.render_input(memories=memories, pending=pending)
-    first = pending[0].id
-    failures = ExtractionRun.objects.filter(owner_id=user_id, first_message_id=first, status=Status.FAILED).count()
     run = ExtractionRun.objects.create(
         owner_id=user_id,
         trigger=trigger,
         message_ids=[m.id for m in pending],
-        first_message_id=first,
+        first_message_id=pending[0].id,
         trigger_message_id=up_to,
-        attempt=failures + 1,
-        model=settings.MEMORY_MODEL,
+        attempt=attempt,
+        model=judge_model_label(),
         judge_input=judge_input.messages,
     )
     MemoryClaim.objects.filter(user_id=user_id, token=token).update(run=run)
@@ -285,7 +339,8 @@ def _fail(batch: _Batch, error: str) -> Result:
     logger.warning("memory extraction run %s failed (attempt %s): %s", run.pk, run.attempt, error)
     if run.attempt < MAX_ATTEMPTS:
         _finish_run(run, Status.FAILED, error=error)
-        return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error)
+        wait = retry_delay(run.attempt)
+        return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=wait)
     with transaction.atomic():
         if not claim_release(user_id=batch.user_id, token=batch.token):
             _finish_run(run, Status.ABANDONED, error=error + " The claim was lost, so the batch was left pending.")

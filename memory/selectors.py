@@ -97,6 +97,11 @@ def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
     return _with_relations(rows.order_by("-created_at", "-id"))
 
 
+def memory_has_history(*, user: User) -> bool:
+    """Whether any invalidated memory is kept (the active list's empty state says where they are)."""
+    return Memory.objects.filter(owner=user, invalid_at__isnull=False).exists()
+
+
 def memory_history(*, user: User) -> QuerySet[Memory]:
     """Invalidated memories, newest change first, with the version that replaced each one."""
     return memory_list(user=user, status="invalid").select_related("superseded_by")

@@ -1,10 +1,12 @@
 """Writes the user makes to their own memories (API and settings page).
 
-User control wins over the past: every write here marks the user's messages sent before it that
-are still pending as `skipped`, so an old backlog never re-creates a deleted fact or overrides a
-correction. The skip comes first in each transaction: like the extraction commit, which marks its
-messages before touching memories, it locks messages before memories, so the two never deadlock
-on PostgreSQL; and an extraction committing meanwhile makes the user's write wait, then see it.
+User control wins over the past: an edit, a deletion or "forget everything" marks the user's
+messages sent before it that are still pending as `skipped`, so an old backlog never re-creates a
+deleted fact or overrides a correction. Adding or restoring a memory contradicts nothing the user
+said, so it leaves unreviewed messages pending (SPEC §4 lists only edits, deletions and clears).
+The skip comes first in each transaction: like the extraction commit, which marks its messages
+before touching memories, it locks messages before memories, so the two never deadlock on
+PostgreSQL; and an extraction committing meanwhile makes the user's write wait, then see it.
 
 A memory row's content is never changed in place: an edit invalidates the old row and inserts a
 new version.
@@ -76,7 +78,6 @@ def _check_owner(user: User, memory: Memory) -> None:
 @transaction.atomic
 def memory_add(*, user: User, content: str) -> Memory:
     text = memory_content_clean(content)
-    pending_messages_skip(user=user, before=_now())
     _ensure_not_duplicate(user=user, content=text)
     return Memory.objects.create(owner=user, content=text, origin=Memory.Origin.USER)
 
@@ -134,29 +135,41 @@ def _chain_head(*, user: User, memory: Memory) -> Memory:
     return head
 
 
+def _active_successor(*, user: User, memory: Memory) -> Memory | None:
+    """The active later version of `memory`, if its chain ends in one.
+
+    A chain that ends in a retracted or cleared row has no active version: that row was forgotten
+    on purpose, keeps its reason, and is not part of the restored version's history.
+    """
+    head = _chain_head(user=user, memory=memory)
+    return head if head.pk != memory.pk and head.invalid_at is None else None
+
+
 @transaction.atomic
 def memory_restore(*, user: User, memory: Memory) -> Memory:
     """Make an invalidated memory active again, as a new version at the end of its chain.
 
-    If a later version of it is active, that version is replaced, so one fact never has two
-    active versions.
+    If a later version of it is active, that version is replaced (and linked to the new one), so
+    one fact never has two active versions. Otherwise nothing else changes: a later version that
+    was forgotten stays forgotten, with its own reason and no link. Pending messages are left
+    alone: restoring contradicts nothing the user said since.
     """
     _check_owner(user, memory)
-    now = _now()
-    pending_messages_skip(user=user, before=now)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is None:
         raise MemoryConflict("This memory is already active.")
-    head = _chain_head(user=user, memory=current)
-    same = Memory.objects.filter(owner=user, invalid_at__isnull=True, content=current.content).exclude(pk=head.pk)
+    successor = _active_successor(user=user, memory=current)
+    same = Memory.objects.filter(owner=user, invalid_at__isnull=True, content=current.content)
+    if successor is not None:
+        same = same.exclude(pk=successor.pk)
     if same.exists():
         raise MemoryConflict("An active memory already says exactly this.")
     new = Memory.objects.create(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
     _copy_sources(source=current, target=new)
-    changes: dict[str, object] = {"superseded_by": new}
-    if head.invalid_at is None:
-        changes.update(invalid_at=now, invalid_reason=Memory.InvalidReason.REPLACED)
-    Memory.objects.filter(pk=head.pk).update(**changes)
+    if successor is not None:
+        Memory.objects.filter(pk=successor.pk).update(
+            invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED, superseded_by=new
+        )
     return new
 
 

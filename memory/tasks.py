@@ -23,10 +23,8 @@ logger = logging.getLogger(__name__)
 BUSY_RETRIES = 20
 
 
-def retry_delay(attempt: int) -> float:
-    """Backoff after a failed attempt: base, 2×base, … seconds."""
-    base = float(getattr(settings, "MEMORY_RETRY_BASE_SECONDS", 30))
-    return base * 2 ** max(0, attempt - 1)
+# The backoff after a failed attempt (base, 2×base, … seconds): the same window the pipeline keeps.
+retry_delay = pipeline.retry_delay
 
 
 def busy_delay() -> float:
@@ -54,16 +52,21 @@ def extract_memories_task(
     result = pipeline.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, **params)
     if result.status == Outcome.FAILED:
         raise self.retry(countdown=retry_delay(result.attempt))
+    if result.status == Outcome.BACKING_OFF and self.request.retries:
+        # A scheduled retry that found a newer failure (e.g. a flush meanwhile): wait out its window.
+        raise self.retry(countdown=result.retry_in)
+    # A fresh trigger during the window ends here: the retry scheduled by the failure picks it up.
     if result.status == Outcome.BUSY and self.request.retries < BUSY_RETRIES:
         raise self.retry(countdown=busy_delay())
     return result.status
 
 
-def _send(user_id: int, message_id: int, min_pending: int | None, trigger: str) -> None:
+def _send(user_id: int, message_id: int, min_pending: int | None, trigger: str, countdown: float | None = None) -> None:
     try:
         extract_memories_task.apply_async(
             args=(user_id, message_id),
             kwargs={"min_pending": min_pending, "trigger": trigger},
+            countdown=countdown,
             retry=True,
             retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
         )
@@ -73,7 +76,14 @@ def _send(user_id: int, message_id: int, min_pending: int | None, trigger: str) 
 
 
 def enqueue_extraction(
-    *, user_id: int, message_id: int, min_pending: int | None = None, trigger: str = ExtractionRun.Trigger.BACKGROUND
+    *,
+    user_id: int,
+    message_id: int,
+    min_pending: int | None = None,
+    trigger: str = ExtractionRun.Trigger.BACKGROUND,
+    countdown: float | None = None,
 ) -> None:
-    """Schedule extraction once the current transaction commits (immediately outside one)."""
-    transaction.on_commit(lambda: _send(user_id, message_id, min_pending, str(trigger)))
+    """Schedule extraction once the current transaction commits (immediately outside one);
+    with `countdown`, that many seconds later."""
+    later = {} if countdown is None else {"countdown": countdown}
+    transaction.on_commit(lambda: _send(user_id, message_id, min_pending, str(trigger), **later))

@@ -46,6 +46,10 @@ FAILED = (
     "Updating memory failed this time (the memory service could not be reached or answered badly); "
     "nothing was saved or changed. Tell the user it was not remembered."
 )
+BACKING_OFF = (
+    "Updating memory failed a moment ago and is waiting before it tries again, so this message has "
+    "not been reviewed yet; it will be shortly. Nothing is saved yet: do not say that it was remembered."
+)
 ABANDONED = (
     "The user's memories changed while their messages were being reviewed, so nothing was saved from this review."
 )
@@ -66,6 +70,7 @@ def result_sentence(result: Result) -> str:
         Outcome.FAILED: FAILED,
         Outcome.DROPPED: FAILED,
         Outcome.ABANDONED: ABANDONED,
+        Outcome.BACKING_OFF: BACKING_OFF,
         Outcome.MEMORY_OFF: MEMORY_OFF,
     }.get(result.status, FAILED)
 
@@ -96,13 +101,16 @@ class FlushMemoryTool:
             time.sleep(0.25)
         if result.status == Outcome.BUSY:
             self._review_later(ctx)
+        elif result.status in (Outcome.FAILED, Outcome.BACKING_OFF):
+            # A background retry covering this message, once the batch's backoff window has passed.
+            self._review_later(ctx, countdown=result.retry_in)
         return result_sentence(result)
 
     @staticmethod
-    def _review_later(ctx: TurnContext) -> None:
+    def _review_later(ctx: TurnContext, countdown: float | None = None) -> None:
         from memory.tasks import enqueue_extraction
 
-        enqueue_extraction(user_id=ctx.user.pk, message_id=ctx.user_message.pk, min_pending=1)
+        enqueue_extraction(user_id=ctx.user.pk, message_id=ctx.user_message.pk, min_pending=1, countdown=countdown)
 
 
 flush_memory = FlushMemoryTool()

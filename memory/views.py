@@ -59,6 +59,7 @@ def _list_context(user: User, query: str) -> dict[str, Any]:
     return {
         "memories": list(selectors.memory_page_active(user=user, query=query)),
         "query": query,
+        "has_history": selectors.memory_has_history(user=user),
         "limit": CONTENT_MAX,
     }
 
@@ -105,6 +106,12 @@ def _summary_oob(request: HttpRequest) -> str:
 
 def _history(request: HttpRequest, *, oob: bool) -> str:
     return _part(request, "memory/_history.html", oob=oob, **_history_context(_user(request)))
+
+
+def _empty_state_oob(request: HttpRequest) -> str:
+    """The active list's empty state, whose wording depends on whether any history is left."""
+    context = {"has_history": selectors.memory_has_history(user=_user(request)), "query": _query(request)}
+    return _part(request, "memory/_active_empty.html", oob=True, **context)
 
 
 def _row_template(memory: Memory) -> str:
@@ -226,8 +233,13 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
         messages.success(request, "Memory deleted permanently.")
         return redirect(_page_url(anchor))
     if was_active:  # the row is swapped for nothing; its earlier versions leave the history
-        return _fragments(_history(request, oob=True), _summary_oob(request), _status("Memory deleted permanently."))
-    return _fragments(_history(request, oob=False), _status("Deleted permanently."))
+        return _fragments(
+            _history(request, oob=True),
+            _empty_state_oob(request),
+            _summary_oob(request),
+            _status("Memory deleted permanently."),
+        )
+    return _fragments(_history(request, oob=False), _empty_state_oob(request), _status("Deleted permanently."))
 
 
 @login_required

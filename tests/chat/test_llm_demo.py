@@ -51,7 +51,7 @@ async def test_is_deterministic() -> None:
 
 
 async def test_mentions_background_lines_from_context_blocks() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "The system prompt\n- not background"},
         {"role": "system", "content": "Known facts:\n- Prefers small phones"},
         {"role": "user", "content": "Suggest a phone"},
@@ -95,7 +95,7 @@ def test_complete_json_uses_responders_then_answers_no_operations(hooks: Any) ->
 
 def test_reply_relays_only_this_turns_tool_results_even_when_a_message_repeats() -> None:
     said = {"role": "user", "content": "I like small phones"}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are Memora."},
         said,
         {"role": "assistant", "content": None, "tool_calls": []},

@@ -1,6 +1,7 @@
-"""Settings → Memory in Chromium, on the offline demo model: learn a memory in chat, see the live
-"Memory updated" notice, follow a memory to its source message, edit, delete, restore, reload, and
-switch memory off so the next turn's model input carries no memories."""
+"""Settings → Memory in Chromium, on the offline demo model: learn a memory in chat (in the background
+after three messages, as SPEC §1 step 2, and by asking to remember), see the live "Memory updated"
+notices, follow a memory to its source message, edit, delete, restore, reload, and switch memory off
+so the next turn's model input carries no memories."""
 
 from __future__ import annotations
 
@@ -65,8 +66,9 @@ def running_stack(var_dir: Path, settings: dict[str, str], *, worker: bool = Fal
 
 @pytest.fixture(scope="module")
 def demo_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The offline demo model: it calls flush_memory on stated preferences, in the web process."""
-    with running_stack(tmp_path_factory.mktemp("memora-memory-demo"), {"LLM_BACKEND": "demo"}) as url:
+    """The offline demo model, with a Celery worker for background extraction; the model calls
+    flush_memory (in the web process) only when asked to remember, correct or forget."""
+    with running_stack(tmp_path_factory.mktemp("memora-memory-demo"), {"LLM_BACKEND": "demo"}, worker=True) as url:
         yield url
 
 
@@ -138,19 +140,32 @@ def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_
     base = demo_server_url
     sign_up(page, base, "alice")
 
-    # Chat until a memory is learned: the demo model calls flush_memory on a stated preference.
+    # SPEC §1: a preference said in passing is not flushed; it waits with the other messages...
     page.fill("#start-input", "I've always liked small phones, they're easy to use one-handed.")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete", timeout=20_000)
+    send(page, "Today I'm helping a friend pick a phone — his budget this time is 3000.")
+    expect(page.locator(".notice-memory")).to_have_count(0)
+
+    # ...until the third pending message, in a new conversation, starts the background run in the
+    # worker: it remembers the small-phone preference only, and the page's poll brings the notice.
+    page.goto(f"{base}/")
+    page.fill("#start-input", "I want a new phone, suggest a few.")
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
     conversation_url = page.url
     notice = page.locator(".notice-memory").first
-    expect(notice).to_contain_text("Memory updated: remembered “Prefers small phones", timeout=5_000)
+    expect(notice).to_contain_text("Memory updated: remembered “Prefers small phones", timeout=15_000)
+    expect(page.locator(".notice-memory")).to_have_count(1)
     expect(notice.get_by_role("link", name="Review")).to_have_attribute("href", "/settings/memory/")
-    expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete", timeout=20_000)
+
+    # Asking to remember flushes at once; the review covers the earlier message too.
     send(page, "I live in Lyon.")
-    expect(page.locator(".notice-memory", has_text="remembered “Lives in Lyon”")).to_be_visible(timeout=5_000)
     send(page, "Remember that I'm vegetarian.")
-    expect(page.locator(".notice-memory", has_text="remembered “Is vegetarian”")).to_be_visible(timeout=5_000)
+    learned = page.locator(".notice-memory", has_text="remembered “Is vegetarian”")
+    expect(learned).to_be_visible(timeout=5_000)
+    expect(learned).to_contain_text("remembered “Lives in Lyon”")
     assert page.locator(".notice-memory[data-memory-run]").count() == len(
         set(page.locator(".notice-memory").evaluate_all("els => els.map(e => e.dataset.memoryRun)"))
     )
@@ -293,6 +308,9 @@ def test_basic_actions_work_without_javascript(browser: Any, demo_server_url: st
         page.get_by_role("button", name="Forget everything").click()
         expect(page.locator("#memory-status")).to_have_text("Forgot 1 memory.")
         expect(history_row(page, "Lives in Lyon")).to_contain_text("Cleared when everything was forgotten")
+        expect(page.get_by_text("Nothing remembered yet")).to_have_count(0)
+        expect(page.get_by_text("No active memories")).to_be_visible()
+        expect(page.locator("#memory-list")).to_contain_text("Forgotten ones are in History below")
     finally:
         context.close()
 

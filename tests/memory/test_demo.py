@@ -9,10 +9,13 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat.agent import Turn
+from chat.models import Message
 from chat.services import conversation_create
+from memory import tasks
 from memory.demo import demo_judge, demo_tool_trigger, judge_answer
 from memory.judge import ActiveMemory, PendingMessage, judge_prompt, render_input
 from memory.models import ExtractionRun, Memory
+from memory.tasks import extract_memories_task
 from tests.memory.conftest import make_user, run, say
 
 SMALL = "Prefers small phones, finds them easier to use one-handed"
@@ -82,13 +85,44 @@ def test_demo_judge_answers_only_judge_calls() -> None:
     assert answer == '{"operations": []}'
 
 
-def test_tool_trigger_fires_for_remember_forget_and_stated_preferences() -> None:
-    tools = {"flush_memory"}
-    assert demo_tool_trigger("I've always liked small phones", tools) == "flush_memory"
-    assert demo_tool_trigger("Please remember that I'm vegetarian", tools) == "flush_memory"
-    assert demo_tool_trigger("Forget my screen preference", tools) == "flush_memory"
-    assert demo_tool_trigger("I want a new phone, suggest a few", tools) is None
-    assert demo_tool_trigger("I've always liked small phones", set()) is None
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please remember that I'm vegetarian",
+        "Forget my screen preference",
+        "Don't remember that",
+        "I prefer big screens now.",
+        "I no longer eat meat",
+        "I don't drink coffee anymore",
+        "Actually, I live in Paris",
+        "From now on submit all my orders without asking",
+        "Forget everything about me",
+        "请记住我吃素",
+        "请忘掉我的屏幕偏好",
+        "我现在更喜欢大屏",
+        "我不再喝咖啡",
+    ],
+)
+def test_tool_trigger_fires_for_explicit_requests_and_corrections(text: str) -> None:
+    assert demo_tool_trigger(text, {"flush_memory"}) == "flush_memory"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I've always liked small phones, they're easy to use one-handed.",
+        "Today I'm helping a friend pick a phone — his budget this time is 3000.",
+        "I want a new phone, suggest a few.",
+        "I live in Lyon.",
+        "我一直喜欢小屏手机，平时单手用着方便。",
+    ],
+)
+def test_tool_trigger_leaves_facts_said_in_passing_to_the_background_run(text: str) -> None:
+    assert demo_tool_trigger(text, {"flush_memory"}) is None
+
+
+def test_tool_trigger_needs_the_tool() -> None:
+    assert demo_tool_trigger("Please remember that I'm vegetarian", set()) is None
 
 
 @pytest.mark.django_db
@@ -105,7 +139,15 @@ def test_background_run_on_the_demo_model_stores_one_memory(
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_spec_flow_through_the_offline_demo_chat() -> None:
+async def test_spec_flow_through_the_offline_demo_chat(monkeypatch: Any) -> None:
+    """SPEC §1 steps 1–5 on the demo model, with the background task run as soon as it is enqueued."""
+    enqueued: list[tuple[int, int]] = []
+
+    def run_now(user_id: int, message_id: int, min_pending: int | None, trigger: str) -> None:
+        enqueued.append((message_id, pending_count(user_id)))
+        extract_memories_task.apply(args=(user_id, message_id), kwargs={"min_pending": min_pending, "trigger": trigger})
+
+    monkeypatch.setattr(tasks, "_send", run_now)
     user = await sync_to_async(make_user)()
     first = await sync_to_async(conversation_create)(user=user)
 
@@ -121,18 +163,50 @@ async def test_spec_flow_through_the_offline_demo_chat() -> None:
             async for m in Memory.objects.filter(owner=user, invalid_at__isnull=True).values_list("content", flat=True)
         ]
 
+    async def runs() -> list[tuple[str, str, int]]:
+        return [
+            (r.trigger, r.status, len(r.message_ids))
+            async for r in ExtractionRun.objects.filter(owner=user).order_by("id")
+        ]
+
+    # Step 1: a preference said in passing is not flushed; it waits with the other messages.
     reply = await send(first, "I've always liked small phones, they're easy to use one-handed.")
-    assert "Remembered: " + SMALL in reply
+    assert "Remembered" not in reply
     await send(first, "Today I'm helping a friend pick a phone — his budget this time is 3000.")
+    assert await active() == [] and await runs() == [] and enqueued == []
+
+    # Step 2: the third pending message, in a new conversation, starts the background run.
     second = await sync_to_async(conversation_create)(user=user)
     reply = await send(second, "I want a new phone, suggest a few.")
-    assert "What I remember about you: " + SMALL in reply
+    assert "Remembered" not in reply
+    assert [count for _, count in enqueued] == [3]
+    assert await runs() == [("background", "applied", 3)]
     assert await active() == [SMALL]
+    run_row = await ExtractionRun.objects.aget()
+    assert run_row.model == "Offline demo model"
+    assert [op["op"] for op in run_row.applied_ops] == ["add"]
 
-    await send(second, "I prefer big screens now")
+    # Step 3: any conversation, old or new, sees it.
+    reply = await send(first, "Which one should I pick?")
+    assert "What I remember about you: " + SMALL in reply
+
+    # Step 4: a correction is flushed at once and updates the memory.
+    reply = await send(second, "I prefer big screens now.")
+    assert "Updated: Prefers large-screen phones" in reply
     assert await active() == ["Prefers large-screen phones"]
+
+    # Step 5: forgetting retracts it; no conversation sees a screen preference any more.
     reply = await send(first, "Please forget my screen preference.")
     assert "Forgot: Prefers large-screen phones" in reply
     assert await active() == []
+    assert [(t, s) for t, s, _ in await runs()] == [
+        ("background", "applied"),
+        ("flush", "applied"),
+        ("flush", "applied"),
+    ]
     reply = await send(first, "Which phone then?")
     assert "What I remember about you" not in reply
+
+
+def pending_count(user_id: int) -> int:
+    return Message.objects.filter(user_id=user_id, role="user", memory_status="pending").count()

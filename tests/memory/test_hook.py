@@ -119,5 +119,51 @@ def test_task_retries_a_failed_attempt_with_backoff(
     assert ExtractionRun.objects.get().status == ExtractionRun.Status.FAILED
 
 
+def test_a_new_trigger_during_the_backoff_window_neither_runs_nor_schedules_another_retry(
+    fake_model: Any, user: Any, conversation: Any, monkeypatch: Any
+) -> None:
+    messages = [say(conversation, f"message {i}") for i in range(3)]
+    fake_model.judge(LLMError("down", kind="connection"))
+    retries: list[float] = []
+
+    def record_retry(*args: Any, countdown: float = 0, **kwargs: Any) -> Retry:
+        retries.append(countdown)
+        return Retry()
+
+    monkeypatch.setattr(extract_memories_task, "retry", record_retry)
+    with pytest.raises(Retry):
+        extract_memories_task.run(user.pk, messages[-1].pk)
+    newer = say(conversation, "message 3")
+
+    assert extract_memories_task.run(user.pk, newer.pk) == pipeline.Outcome.BACKING_OFF
+
+    assert retries == [retry_delay(1)]  # only the failed task's own retry is scheduled
+    assert len(fake_model.judge_requests) == 1 and ExtractionRun.objects.count() == 1
+
+
+def test_a_retry_that_finds_a_newer_failure_waits_out_its_window(
+    fake_model: Any, user: Any, conversation: Any, monkeypatch: Any
+) -> None:
+    messages = [say(conversation, f"message {i}") for i in range(3)]
+    fake_model.judge(LLMError("down", kind="connection"))
+    pipeline.extract(user_id=user.pk, trigger=ExtractionRun.Trigger.BACKGROUND, up_to_message_id=messages[-1].pk)
+    retries: list[float] = []
+
+    def record_retry(*args: Any, countdown: float = 0, **kwargs: Any) -> Retry:
+        retries.append(countdown)
+        return Retry()
+
+    monkeypatch.setattr(extract_memories_task, "retry", record_retry)
+    extract_memories_task.push_request(retries=1)
+    try:
+        with pytest.raises(Retry):
+            extract_memories_task.run(user.pk, messages[-1].pk)
+    finally:
+        extract_memories_task.pop_request()
+
+    assert len(retries) == 1 and 0 < retries[0] <= retry_delay(1)
+    assert len(fake_model.judge_requests) == 1
+
+
 def test_task_declares_acks_late() -> None:
     assert extract_memories_task.acks_late is True

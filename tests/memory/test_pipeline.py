@@ -210,12 +210,35 @@ def test_provider_error_fails_the_batch(fake_model: Any, user: Any, conversation
     assert "timeout" in ExtractionRun.objects.get().error
 
 
-def test_third_failed_attempt_skips_the_batch_and_drops_the_run(fake_model: Any, user: Any, conversation: Any) -> None:
+class Clock:
+    """pipeline._now, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = timezone.now()
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch: Any, settings: Any) -> Clock:
+    settings.MEMORY_RETRY_BASE_SECONDS = 30
+    clock = Clock()
+    monkeypatch.setattr(pipeline, "_now", lambda: clock.now)
+    return clock
+
+
+def test_third_failed_attempt_skips_the_batch_and_drops_the_run(
+    fake_model: Any, user: Any, conversation: Any, clock: Clock
+) -> None:
     message = say(conversation, "I'm vegetarian")
     for _ in range(3):
         fake_model.judge("garbage")
 
-    outcomes = [run(user, up_to=message).status for _ in range(3)]
+    outcomes = []
+    for attempt in range(1, 4):
+        outcomes.append(run(user, up_to=message).status)
+        clock.advance(pipeline.retry_delay(attempt))
 
     assert outcomes == [Outcome.FAILED, Outcome.FAILED, Outcome.DROPPED]
     assert statuses(message) == ["skipped"]
@@ -225,6 +248,76 @@ def test_third_failed_attempt_skips_the_batch_and_drops_the_run(fake_model: Any,
     later = say(conversation, "I live in Lyon")
     fake_model.judge({"operations": []})
     assert run(user, up_to=later).status == Outcome.APPLIED
+
+
+def test_background_triggers_within_the_backoff_window_start_no_attempt(
+    fake_model: Any, user: Any, conversation: Any, clock: Clock
+) -> None:
+    messages = [say(conversation, f"message {i}") for i in range(3)]
+    fake_model.judge(LLMError("The provider is down.", kind="connection"))
+    assert run(user, up_to=messages[-1], trigger=ExtractionRun.Trigger.BACKGROUND).status == Outcome.FAILED
+
+    # New turns keep arriving during a short outage: each would have been an attempt.
+    later = []
+    for seconds in (2, 5, 10):
+        clock.advance(seconds)
+        later.append(run(user, up_to=messages[-1], trigger=ExtractionRun.Trigger.BACKGROUND))
+
+    assert [r.status for r in later] == [Outcome.BACKING_OFF] * 3
+    assert [r.retry_in for r in later] == [28.0, 23.0, 13.0]
+    assert len(fake_model.judge_requests) == 1
+    assert ExtractionRun.objects.count() == 1
+    assert statuses(*messages) == ["pending"] * 3
+
+    # The scheduled retry, when the window has passed, is attempt 2.
+    clock.advance(13)
+    fake_model.judge({"operations": []})
+    assert run(user, up_to=messages[-1], trigger=ExtractionRun.Trigger.BACKGROUND).status == Outcome.APPLIED
+    assert list(ExtractionRun.objects.order_by("id").values_list("attempt", "status")) == [
+        (1, "failed"),
+        (2, "applied"),
+    ]
+
+
+def test_flush_may_retry_at_once_but_never_drops_a_batch_before_the_backoff(
+    fake_model: Any, user: Any, conversation: Any, clock: Clock
+) -> None:
+    message = say(conversation, "Remember that I'm vegetarian")
+    for _ in range(3):
+        fake_model.judge(LLMError("The provider is down.", kind="connection"))
+
+    first = run(user, up_to=message)
+    clock.advance(1)
+    second = run(user, up_to=message)  # the user asked again: one more attempt now
+    clock.advance(1)
+    third = run(user, up_to=message)  # the last attempt waits for the window
+
+    assert (first.status, second.status, third.status) == (Outcome.FAILED, Outcome.FAILED, Outcome.BACKING_OFF)
+    assert (first.retry_in, second.retry_in, third.retry_in) == (30.0, 60.0, 59.0)
+    assert len(fake_model.judge_requests) == 2
+    assert statuses(message) == ["pending"]
+    clock.advance(59)
+    assert run(user, up_to=message).status == Outcome.DROPPED
+    assert statuses(message) == ["skipped"]
+
+
+def test_run_records_the_model_that_judged(user: Any, conversation: Any, settings: Any) -> None:
+    settings.MEMORY_MODEL = "gpt-4o-mini"
+    message = say(conversation, "I'm vegetarian")
+
+    run(user, up_to=message)  # the offline demo model answers
+
+    assert ExtractionRun.objects.get().model == "Offline demo model"
+
+
+def test_run_records_memory_model_for_a_provider(fake_model: Any, user: Any, conversation: Any, settings: Any) -> None:
+    settings.MEMORY_MODEL = "judge-model"
+    message = say(conversation, "I'm vegetarian")
+    fake_model.judge({"operations": []})
+
+    run(user, up_to=message)
+
+    assert ExtractionRun.objects.get().model == "judge-model"
 
 
 def test_a_message_after_the_trigger_waits_for_the_next_run(fake_model: Any, user: Any, conversation: Any) -> None:

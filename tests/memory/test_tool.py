@@ -70,8 +70,11 @@ def test_flush_update_and_forget_sentences(fake_model: Any, user: Any) -> None:
 @pytest.mark.django_db
 def test_each_outcome_has_its_own_sentence(fake_model: Any, user: Any, settings: Any, monkeypatch: Any) -> None:
     settings.MEMORY_FLUSH_WAIT_SECONDS = 0
-    later: list[tuple[int, int]] = []
-    monkeypatch.setattr("memory.tasks.enqueue_extraction", lambda **kw: later.append((kw["user_id"], kw["message_id"])))
+    later: list[tuple[int, int, float | None]] = []
+    monkeypatch.setattr(
+        "memory.tasks.enqueue_extraction",
+        lambda **kw: later.append((kw["user_id"], kw["message_id"], kw.get("countdown"))),
+    )
     sentences = {}
 
     sentences["nothing"] = tools.flush_memory.run(ctx_for(user), {})
@@ -79,7 +82,12 @@ def test_each_outcome_has_its_own_sentence(fake_model: Any, user: Any, settings:
     tools.flush_memory.run(ctx, {})
     sentences["covered"] = tools.flush_memory.run(ctx, {})
     fake_model.judge(LLMError("timeout", kind="timeout"))
-    sentences["failed"] = tools.flush_memory.run(ctx_for(user), {})
+    failed_ctx = ctx_for(user)
+    sentences["failed"] = tools.flush_memory.run(failed_ctx, {})
+    fake_model.judge(LLMError("timeout", kind="timeout"))
+    tools.flush_memory.run(failed_ctx, {})  # the second attempt may run at once; the last one waits
+    waiting_ctx = ctx_for(user)
+    sentences["backing_off"] = tools.flush_memory.run(waiting_ctx, {})
     token = pipeline.claim_take(user_id=user.pk)
     busy_ctx = ctx_for(user)
     sentences["busy"] = tools.flush_memory.run(busy_ctx, {})
@@ -93,12 +101,21 @@ def test_each_outcome_has_its_own_sentence(fake_model: Any, user: Any, settings:
         "nothing": tools.NOTHING_WORTH_KEEPING,
         "covered": tools.NOTHING_PENDING,
         "failed": tools.FAILED,
+        "backing_off": tools.BACKING_OFF,
         "busy": tools.BUSY,
         "temporary": tools.TEMPORARY,
         "off": tools.MEMORY_OFF,
     }
     assert len(set(sentences.values())) == len(sentences)
-    assert later == [(user.pk, busy_ctx.user_message.pk)]  # a busy flush is picked up later
+    # A failed or waiting flush is retried once its backoff window has passed; a busy one shortly.
+    window = pipeline.retry_delay(1)
+    assert [(m, c is not None and c > 0) for _, m, c in later] == [
+        (failed_ctx.user_message.pk, True),
+        (failed_ctx.user_message.pk, True),
+        (waiting_ctx.user_message.pk, True),
+        (busy_ctx.user_message.pk, False),
+    ]
+    assert later[0][2] == window
     assert "not" in tools.NOTHING_WORTH_KEEPING and "not" in tools.FAILED and "not" in tools.BUSY
 
 

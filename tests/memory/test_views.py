@@ -193,6 +193,33 @@ def test_empty_states_explain_memory_and_how_to_add_one(alice: Client) -> None:
     assert "When a memory is updated, edited or forgotten" in page
 
 
+def test_empty_state_after_forget_everything_points_to_the_history(alice: Client, user: User, memory: Memory) -> None:
+    services.memory_forget_all(user=user)
+
+    page = body(alice.get(PAGE))
+
+    assert "Nothing remembered yet" not in page
+    assert "No active memories" in page and "Forgotten ones are in History below" in page
+
+
+def test_deleting_the_last_active_memory_words_the_empty_state_by_what_is_left(
+    alice: Client, user: User, memory: Memory
+) -> None:
+    kept = make_memory(owner=user, content="Likes tea", invalid_at=timezone.now(), invalid_reason="retracted")
+    text = body(alice.post(reverse("memory:delete", args=[memory.pk]), headers=HTMX))
+    assert '<li id="memory-empty" class="memory-empty" hx-swap-oob="true">' in text
+    assert "No active memories" in text
+
+    text = body(alice.post(reverse("memory:delete", args=[kept.pk]), headers=HTMX))
+    assert "Nothing remembered yet" in text  # the history is empty now too
+
+
+def test_the_status_line_is_in_the_header_not_over_the_page(alice: Client) -> None:
+    page = body(alice.get(PAGE))
+    header = page[page.index('<header class="chat-header memory-header">') : page.index("</header>")]
+    assert 'id="memory-status"' in header
+
+
 def test_page_shows_the_named_buttons(alice: Client, memory: Memory, old_version: Memory) -> None:
     page = body(alice.get(PAGE))
     for name in ("Edit", "Delete", "Restore", "Delete permanently", "Forget everything", "Export"):

@@ -1,0 +1,103 @@
+"""The user's own writes: which ones skip the pending backlog, and how restore links versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chat.models import Message
+from memory import services
+from memory.models import Memory
+from tests.memory.conftest import make_memory, say
+
+pytestmark = pytest.mark.django_db
+
+
+def status(message: Message) -> str:
+    return Message.objects.get(pk=message.pk).memory_status
+
+
+def test_adding_a_memory_leaves_pending_messages_for_review(user: Any, conversation: Any) -> None:
+    backlog = say(conversation, "I've always liked small phones")
+
+    services.memory_add(user=user, content="Prefers metric units")
+
+    assert status(backlog) == Message.MemoryStatus.PENDING
+
+
+def test_restoring_a_memory_leaves_pending_messages_for_review(user: Any, conversation: Any) -> None:
+    old = make_memory(owner=user, content="Prefers tea")
+    services.memory_forget_all(user=user)
+    backlog = say(conversation, "I've always liked small phones")
+
+    services.memory_restore(user=user, memory=Memory.objects.get(pk=old.pk))
+
+    assert status(backlog) == Message.MemoryStatus.PENDING
+
+
+def test_edit_delete_and_forget_all_still_skip_the_backlog(user: Any, conversation: Any) -> None:
+    memory = make_memory(owner=user, content="Prefers tea")
+    for action in ("edit", "delete", "forget_all"):
+        backlog = say(conversation, f"A message before the {action}")
+        if action == "edit":
+            memory = services.memory_edit(user=user, memory=memory, content="Prefers green tea")
+        elif action == "delete":
+            services.memory_delete(user=user, memory=memory)
+        else:
+            services.memory_forget_all(user=user)
+        assert status(backlog) == Message.MemoryStatus.SKIPPED, action
+
+
+def forgotten_successor(user: Any) -> tuple[Memory, Memory]:
+    """Memory 1 updated to memory 2, which the user then asked to forget."""
+    first = make_memory(owner=user, content="Prefers small phones, finds them easier to use one-handed")
+    second = make_memory(owner=user, content="Prefers large-screen phones")
+    Memory.objects.filter(pk=first.pk).update(
+        invalid_at=second.created_at, invalid_reason=Memory.InvalidReason.UPDATED, superseded_by=second
+    )
+    Memory.objects.filter(pk=second.pk).update(
+        invalid_at=second.created_at, invalid_reason=Memory.InvalidReason.RETRACTED
+    )
+    return Memory.objects.get(pk=first.pk), Memory.objects.get(pk=second.pk)
+
+
+def test_restore_leaves_a_forgotten_later_version_forgotten_and_unlinked(user: Any) -> None:
+    first, second = forgotten_successor(user)
+
+    restored = services.memory_restore(user=user, memory=first)
+
+    second.refresh_from_db()
+    assert second.invalid_reason == Memory.InvalidReason.RETRACTED
+    assert second.superseded_by_id is None
+    assert restored.is_active and restored.content == first.content
+    assert not Memory.objects.filter(superseded_by=restored).exists()
+
+
+def test_deleting_the_restored_version_keeps_the_unrelated_forgotten_row(user: Any) -> None:
+    first, second = forgotten_successor(user)
+    restored = services.memory_restore(user=user, memory=first)
+
+    services.memory_delete(user=user, memory=restored)
+
+    assert Memory.objects.filter(pk=second.pk).exists()
+
+
+def test_restoring_a_forgotten_memory_itself_keeps_its_reason(user: Any) -> None:
+    _, second = forgotten_successor(user)
+
+    services.memory_restore(user=user, memory=second)
+
+    second.refresh_from_db()
+    assert second.invalid_reason == Memory.InvalidReason.RETRACTED and second.superseded_by_id is None
+
+
+def test_restore_replaces_and_links_the_active_later_version(user: Any) -> None:
+    old = make_memory(owner=user, content="Prefers tea")
+    newer = services.memory_edit(user=user, memory=old, content="Prefers green tea")
+
+    restored = services.memory_restore(user=user, memory=Memory.objects.get(pk=old.pk))
+
+    newer.refresh_from_db()
+    assert newer.invalid_reason == Memory.InvalidReason.REPLACED and newer.superseded_by_id == restored.pk
+    assert list(Memory.objects.filter(owner=user, invalid_at__isnull=True)) == [restored]
