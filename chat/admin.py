@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from chat.models import AgentState, Conversation, Message
 
@@ -33,6 +34,9 @@ class ConversationAdmin(admin.ModelAdmin):
     list_select_related = ("owner",)
     readonly_fields = ("id", "owner", "created_at", "updated_at", "lock_token", "lock_expires_at")
     inlines = [AgentStateInline, MessageInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:  # conversations belong to a user's chat
+        return False
 
 
 @admin.register(Message)

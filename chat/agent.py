@@ -34,6 +34,8 @@ from chat.models import Conversation, Message
 
 logger = logging.getLogger(__name__)
 PROMPTS = Path(__file__).parent / "prompts"
+# Appended, in the agent state only, to a reply that was stopped or failed half-way.
+CUT_SHORT = " [reply cut short]"
 
 
 @cache
@@ -188,7 +190,8 @@ class Turn:
         items = _answered(self._items)
         partial = "".join(self._step_text).strip()
         if status != Message.Status.COMPLETE and partial:
-            items.append({"role": "assistant", "content": partial})  # keep the state consistent
+            # Keep the state consistent, and tell the model next turn that this answer was cut short.
+            items.append({"role": "assistant", "content": partial + CUT_SHORT})
         self._finished = await database_sync_to_async(services.turn_finish)(
             turn=self.started, status=status, content="".join(self._text).strip(), error=error, new_items=items
         )

@@ -1,14 +1,24 @@
 from __future__ import annotations
 
 from django import forms
-from django.conf import settings
+
+from chat.services import InvalidMessage, message_content_clean
 
 
 class ConversationCreateForm(forms.Form):
     """New conversation, optionally with its first message (sent over the WebSocket on arrival)."""
 
-    message = forms.CharField(required=False, max_length=settings.CHAT_MAX_MESSAGE_CHARS, strip=False)
+    message = forms.CharField(required=False, strip=False)
     temporary = forms.BooleanField(required=False, label="Temporary chat")
+
+    def clean_message(self) -> str:
+        message: str = self.cleaned_data["message"]
+        if not message.strip():
+            return ""  # a conversation may start empty
+        try:
+            return message_content_clean(message)  # the same rules, and words, as every other way in
+        except InvalidMessage as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
 
 class ConversationRenameForm(forms.Form):

@@ -135,41 +135,31 @@ def _chain_head(*, user: User, memory: Memory) -> Memory:
     return head
 
 
-def _active_successor(*, user: User, memory: Memory) -> Memory | None:
-    """The active later version of `memory`, if its chain ends in one.
-
-    A chain that ends in a retracted or cleared row has no active version: that row was forgotten
-    on purpose, keeps its reason, and is not part of the restored version's history.
-    """
-    head = _chain_head(user=user, memory=memory)
-    return head if head.pk != memory.pk and head.invalid_at is None else None
-
-
 @transaction.atomic
 def memory_restore(*, user: User, memory: Memory) -> Memory:
     """Make an invalidated memory active again, as a new version at the end of its chain.
 
-    If a later version of it is active, that version is replaced (and linked to the new one), so
-    one fact never has two active versions. Otherwise nothing else changes: a later version that
-    was forgotten stays forgotten, with its own reason and no link. Pending messages are left
-    alone: restoring contradicts nothing the user said since.
+    The chain's last row leads to the new version (`superseded_by`), so a chain has at most one
+    active version and later restores find it. If that last row is active it is replaced; if it was
+    forgotten (retracted or cleared) it keeps its reason, and the page says it was restored later.
+    Pending messages are left alone: restoring contradicts nothing the user said since.
     """
     _check_owner(user, memory)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is None:
         raise MemoryConflict("This memory is already active.")
-    successor = _active_successor(user=user, memory=current)
-    same = Memory.objects.filter(owner=user, invalid_at__isnull=True, content=current.content)
-    if successor is not None:
-        same = same.exclude(pk=successor.pk)
+    head = _chain_head(user=user, memory=current)
+    same = Memory.objects.filter(owner=user, invalid_at__isnull=True, content=current.content).exclude(pk=head.pk)
     if same.exists():
         raise MemoryConflict("An active memory already says exactly this.")
     new = Memory.objects.create(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
     _copy_sources(source=current, target=new)
-    if successor is not None:
-        Memory.objects.filter(pk=successor.pk).update(
+    if head.invalid_at is None:
+        Memory.objects.filter(pk=head.pk).update(
             invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED, superseded_by=new
         )
+    else:
+        Memory.objects.filter(pk=head.pk).update(superseded_by=new)
     return new
 
 

@@ -70,3 +70,9 @@ def test_admin_list_pages_do_not_query_per_row(
         conversation_create(user=user, title=f"C{i}")
     with django_assert_max_num_queries(12):  # type: ignore[operator]
         assert admin_client.get(reverse("admin:chat_conversation_changelist")).status_code == 200
+
+
+def test_conversations_are_not_added_in_the_admin(admin_client: Client) -> None:
+    # A conversation needs an owner and an agent state; it is created by its user's chat.
+    assert admin_client.get("/admin/chat/conversation/add/").status_code == 403
+    assert "/admin/chat/conversation/add/" not in admin_client.get("/admin/chat/conversation/").content.decode()

@@ -392,10 +392,13 @@ async def test_provider_failure_keeps_the_user_message_and_saves_the_partial_rep
     # The state stays a valid conversation, and the next turn works and sees it.
     assert (await state_of(conversation)).context == [
         {"role": "user", "content": "Tell me"},
-        {"role": "assistant", "content": "Half an answer"},
+        {"role": "assistant", "content": "Half an answer [reply cut short]"},  # the model learns it was cut
     ]
     assert (await run_turn(user, conversation, "Again")).type == "done"
-    assert fake_model.requests[1]["messages"][-2] == {"role": "assistant", "content": "Half an answer"}
+    assert fake_model.requests[1]["messages"][-2] == {
+        "role": "assistant",
+        "content": "Half an answer [reply cut short]",
+    }
 
 
 async def test_provider_failure_before_any_text_leaves_only_the_user_message_in_the_state(
@@ -453,7 +456,7 @@ async def test_cancelling_a_streaming_turn_saves_it_interrupted_with_the_partial
     _, assistant = await messages_of(conversation)
     assert (assistant.status, assistant.content) == ("interrupted", "Partial")
     assert await lock_of(conversation) is None
-    assert (await state_of(conversation)).context[-1] == {"role": "assistant", "content": "Partial"}
+    assert (await state_of(conversation)).context[-1] == {"role": "assistant", "content": "Partial [reply cut short]"}
 
     settings.LLM_BACKEND = "demo"
     assert (await run_turn(user, conversation, "Next")).type == "done"

@@ -250,7 +250,7 @@ async def test_provider_timeout_through_the_adapter_ends_in_an_error_event(
     # The conversation stays usable, and the next request carries the partial reply as context.
     events = (await post(conversation.id, token, content="Again")).events()
     assert events[-1][0] == "done"
-    assert {"role": "assistant", "content": "Half"} in fake_openai.requests[1]["messages"]
+    assert {"role": "assistant", "content": "Half [reply cut short]"} in fake_openai.requests[1]["messages"]
 
 
 async def test_streamed_messages_are_shaped_like_the_json_routes(

@@ -127,7 +127,7 @@ def test_an_oversized_first_message_is_refused_with_its_text_kept(alice_client: 
     response = alice_client.post(reverse("chat:conversation_new"), {"message": text})
     body = response.content.decode()
     assert response.status_code == 400
-    assert "at most 8000 characters" in body
+    assert "Message is too long: 8,001 characters; the limit is 8,000." in body
     assert text in body  # nothing the user typed is lost
     assert not Conversation.objects.filter(owner=user).exists()
 

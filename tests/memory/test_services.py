@@ -62,34 +62,42 @@ def forgotten_successor(user: Any) -> tuple[Memory, Memory]:
     return Memory.objects.get(pk=first.pk), Memory.objects.get(pk=second.pk)
 
 
-def test_restore_leaves_a_forgotten_later_version_forgotten_and_unlinked(user: Any) -> None:
+def test_restore_after_a_forgotten_later_version_links_it_and_keeps_its_reason(user: Any) -> None:
     first, second = forgotten_successor(user)
 
     restored = services.memory_restore(user=user, memory=first)
 
     second.refresh_from_db()
-    assert second.invalid_reason == Memory.InvalidReason.RETRACTED
-    assert second.superseded_by_id is None
+    assert second.invalid_reason == Memory.InvalidReason.RETRACTED  # still says why it was forgotten
+    assert second.superseded_by_id == restored.pk  # the chain continues to the restored version
     assert restored.is_active and restored.content == first.content
-    assert not Memory.objects.filter(superseded_by=restored).exists()
 
 
-def test_deleting_the_restored_version_keeps_the_unrelated_forgotten_row(user: Any) -> None:
+def test_two_restores_from_one_chain_never_leave_two_active_versions(user: Any) -> None:
     first, second = forgotten_successor(user)
-    restored = services.memory_restore(user=user, memory=first)
 
-    services.memory_delete(user=user, memory=restored)
+    services.memory_restore(user=user, memory=first)
+    latest = services.memory_restore(user=user, memory=Memory.objects.get(pk=second.pk))
 
-    assert Memory.objects.filter(pk=second.pk).exists()
+    assert list(Memory.objects.filter(owner=user, invalid_at__isnull=True)) == [latest]
+    assert latest.content == "Prefers large-screen phones"
+
+
+def test_history_says_a_forgotten_row_was_restored_later_not_replaced(client: Any, user: Any) -> None:
+    first, _ = forgotten_successor(user)
+    services.memory_restore(user=user, memory=first)
+    client.force_login(user)
+    body = client.get("/settings/memory/").content.decode()
+    assert "Restored later as" in body
 
 
 def test_restoring_a_forgotten_memory_itself_keeps_its_reason(user: Any) -> None:
     _, second = forgotten_successor(user)
 
-    services.memory_restore(user=user, memory=second)
+    restored = services.memory_restore(user=user, memory=second)
 
     second.refresh_from_db()
-    assert second.invalid_reason == Memory.InvalidReason.RETRACTED and second.superseded_by_id is None
+    assert second.invalid_reason == Memory.InvalidReason.RETRACTED and second.superseded_by_id == restored.pk
 
 
 def test_restore_replaces_and_links_the_active_later_version(user: Any) -> None:

@@ -9,7 +9,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from accounts.models import User
 from memory import pipeline
 from memory.models import ExtractionRun
-from memory.tools import result_sentence
 
 
 class Command(BaseCommand):
@@ -26,8 +25,13 @@ class Command(BaseCommand):
         result = pipeline.extract(
             user_id=user.pk, trigger=trigger, up_to_message_id=None, **pipeline.extraction_params(trigger=trigger)
         )
-        self.stdout.write(f"{result.status}: {result_sentence(result)}")
+        changes = f"added {result.added}, updated {result.updated}, retracted {result.retracted}"
+        if result.cleared:
+            changes += ", cleared everything"
+        self.stdout.write(f"{result.status}: {result.batches} batch(es) judged; {changes}.")
+        for line in result.summary:
+            self.stdout.write(f"  {line.rstrip('.')}.")
         if result.run_ids:
-            self.stdout.write(f"runs: {', '.join(map(str, result.run_ids))}")
+            self.stdout.write(f"Extraction runs (see admin): {', '.join(map(str, result.run_ids))}")
         if result.status in (pipeline.Outcome.FAILED, pipeline.Outcome.DROPPED):
             raise CommandError(result.error or "Extraction failed.")
