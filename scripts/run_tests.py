@@ -2,7 +2,8 @@
 filesystem broker), then again on PostgreSQL + Redis when they are reachable.
 
 With CI=true, PostgreSQL, Redis and Chromium are required: their absence fails the run instead of
-skipping tests. Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
+skipping tests, and a smoke test of `make run` (scripts/smoke_run.py) runs first (MEMORA_SMOKE=1
+asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+SMOKE_PG_URL = os.environ.get("SMOKE_DATABASE_URL", PG_URL.rsplit("/", 1)[0] + "/memora_smoke")
+SMOKE_REDIS_URL = os.environ.get("SMOKE_REDIS_URL", "redis://127.0.0.1:6379/13")
 
 
 def reachable(url: str) -> bool:
@@ -63,6 +66,15 @@ def main() -> int:
         for command in ([str(bin_dir / "ruff"), "check", "."], [str(bin_dir / "mypy"), "."]):
             if subprocess.call(command, cwd=ROOT) != 0:
                 return 1
+
+    if CI or os.environ.get("MEMORA_SMOKE") == "1":
+        # What a newcomer runs, in a virtualenv with the runtime pins only (see smoke_run.py).
+        print("== Smoke test of make run (runtime dependencies only, real worker)", flush=True)
+        smoke = [sys.executable, str(ROOT / "scripts" / "smoke_run.py")]
+        if have_pg and have_redis:
+            smoke += ["--database-url", SMOKE_PG_URL, "--redis-url", SMOKE_REDIS_URL]
+        if subprocess.call(smoke, cwd=ROOT) != 0:
+            return 1
 
     print("== Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)", flush=True)
     code = pytest(browser, args)
