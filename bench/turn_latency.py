@@ -24,8 +24,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.processes import free_port, stop, wait_for_port  # noqa: E402
+
 PYTHON = sys.executable
 PORTS = range(18340, 18399)
 DEADLINE_SECONDS = 600
@@ -65,45 +66,6 @@ PROVIDER = textwrap.dedent(
     server.stop()
     """
 )
-
-
-# --- processes -------------------------------------------------------------------------------------
-
-
-def free_port(exclude: set[int] = frozenset()) -> int:  # type: ignore[assignment]
-    for port in PORTS:
-        if port in exclude:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port")
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"port {port} did not open")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # --- set-up through the ORM (same database file as the server) -------------------------------------
@@ -430,8 +392,8 @@ def main() -> int:
 
     scratch = Path(tempfile.mkdtemp(prefix="memora-bench-"))
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY"}}
-    provider_port = free_port()
-    app_port = free_port({provider_port})
+    provider_port = free_port(PORTS)
+    app_port = free_port(PORTS, exclude={provider_port})
     provider_url = f"http://127.0.0.1:{provider_port}/v1"
     env.update(
         MEMORA_VAR_DIR=str(scratch), DJANGO_SETTINGS_MODULE="config.settings", DJANGO_DEBUG="0",
@@ -441,7 +403,6 @@ def main() -> int:
     os.environ.update(env)
     for key in ("DATABASE_URL", "REDIS_URL"):
         os.environ.pop(key, None)
-    sys.path.insert(0, str(ROOT))
 
     processes: list[subprocess.Popen[bytes]] = []
     log = (scratch / "server.log").open("wb")

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,18 +24,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.processes import free_port, wait_for_port  # noqa: E402
+
 # The three messages of SPEC §1: the third (in a new conversation) starts a background extraction.
 MESSAGES = [
     (0, "I've always liked small phones, they're easy to use one-handed."),
     (0, "Today I'm helping a friend pick a phone — his budget this time is 3000."),
     (1, "I want a new phone, suggest a few."),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def runtime_venv(where: Path) -> Path:
@@ -66,14 +62,6 @@ def wait_until(check: Any, seconds: float, what: str) -> None:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 def smoke(python: Path, env: dict[str, str], label: str) -> None:
     manage = [str(python), str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
@@ -97,9 +85,7 @@ def smoke(python: Path, env: dict[str, str], label: str) -> None:
             start_new_session=True,
         )
     try:
-        wait_until(lambda: listening(port) or server.poll() is not None, 60, "the web server")
-        if server.poll() is not None:
-            raise RuntimeError(f"make run's server exited:\n{log.read_text()}")
+        wait_for_port(port, server, seconds=60, log=log)
         conversations = [api(port, "POST", "/conversations", token, {})["id"] for _ in range(2)]
         for index, text in MESSAGES:
             turn = api(port, "POST", f"/conversations/{conversations[index]}/messages", token, {"content": text})

@@ -4,10 +4,8 @@ to a local fake OpenAI-compatible provider that runs in this process. Chromium i
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.processes import free_port, stop, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -25,30 +24,6 @@ CHROMIUM_ARGS = [
 PORTS = range(int(os.environ.get("E2E_PORT_FIRST", "18310")), int(os.environ.get("E2E_PORT_LAST", "18399")))
 SERVER_START_SECONDS = 30
 PASSWORD = "correct-horse-battery-staple"
-
-
-def free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port for the test server")
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited:\n{log.read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"the server did not start:\n{log.read_text()}")
 
 
 def sign_up(page: Any, base: str, username: str) -> None:
@@ -110,7 +85,7 @@ def live_server_url(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpen
         CHAT_MODEL="local-model", LLM_MAX_RETRIES="0", DJANGO_DEBUG="1", LOG_LEVEL="WARNING",
     )  # fmt: skip
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-    port = free_port()
+    port = free_port(PORTS)
     log = var_dir / "server.log"
     with log.open("wb") as out:
         server = subprocess.Popen(
@@ -119,14 +94,10 @@ def live_server_url(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpen
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        wait_for_port(port, server, log)
+        wait_for_port(port, server, seconds=SERVER_START_SECONDS, log=log)
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import ROOT, free_port, sign_up, wait_for_port
+from tests.e2e.conftest import PORTS, ROOT, sign_up
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.processes import free_port, stop, wait_for_port
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +37,7 @@ def running_stack(var_dir: Path, settings: dict[str, str], *, worker: bool = Fal
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(MEMORA_VAR_DIR=str(var_dir), DJANGO_DEBUG="1", LOG_LEVEL="WARNING", **settings)
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-    port = free_port()
+    port = free_port(PORTS)
     log = var_dir / "server.log"
     procs: list[subprocess.Popen[bytes]] = []
     with log.open("wb") as out:
@@ -52,16 +53,11 @@ def running_stack(var_dir: Path, settings: dict[str, str], *, worker: bool = Fal
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
             ))  # fmt: skip
     try:
-        wait_for_port(port, procs[0], log)
+        wait_for_port(port, procs[0], log=log)
         yield f"http://127.0.0.1:{port}"
     finally:
         for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 @pytest.fixture(scope="module")

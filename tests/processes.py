@@ -1,0 +1,54 @@
+"""Local processes for the browser tests, the benchmarks and the smoke test of `make run`:
+a free port, waiting for a server to listen, and stopping it."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Collection, Iterable
+from pathlib import Path
+
+
+def free_port(ports: Iterable[int] | None = None, exclude: Collection[int] = ()) -> int:
+    """A free port on 127.0.0.1: the first in `ports` (a range the caller keeps to itself), or any
+    the system gives when no range is named. `exclude` holds ports already chosen but not yet bound."""
+    for port in ports if ports is not None else [0]:
+        if port in exclude:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            chosen = int(s.getsockname()[1])
+        if chosen not in exclude:
+            return chosen
+    raise RuntimeError("no free port")
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], *, seconds: float = 30, log: Path | None = None) -> None:
+    """Return once `port` accepts connections; fail at once if `process` exits, or after `seconds`."""
+    detail = (lambda: f":\n{log.read_text()}") if log is not None else (lambda: "")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}{detail()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} did not open within {seconds:g} s{detail()}")
+
+
+def stop(process: subprocess.Popen[bytes], *, seconds: float = 10) -> None:
+    """SIGTERM, then SIGKILL if it is still running after `seconds`."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
