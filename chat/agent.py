@@ -70,8 +70,8 @@ def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[d
 
 
 def _run_tool(ctx: TurnContext, call: ToolCall) -> str:
-    tool = extensions.get_tool(call.name)
-    if tool is None:
+    tool = extensions.get_tool(call.name, ctx)
+    if tool is None:  # unknown, or not offered in this turn
         return f"Error: there is no tool named {call.name!r}."
     try:
         arguments = json.loads(call.arguments or "{}")
@@ -154,7 +154,7 @@ class Turn:
         max_steps = settings.CHAT_MAX_TOOL_STEPS
         for step in range(max_steps + 1):
             # The last step offers no tools, so the loop always ends with an answer.
-            tools = extensions.tool_schemas() if step < max_steps else []
+            tools = extensions.tool_schemas(self.ctx) if step < max_steps else []
             calls: list[ToolCall] = []
             self._step_text = []
             stream = self.model.stream(messages=[*messages, *self._items], tools=tools or None)

@@ -1,7 +1,8 @@
 """Extension points chat owns and other apps plug into (the memory app registers in its AppConfig).
 
 - context providers: add a block to the model input of each turn; never stored in the agent state.
-- tools: functions the chat model may call during a turn (bounded in steps).
+- tools: functions the chat model may call during a turn (bounded in steps). A tool may say, per turn,
+  whether it can act (`available(ctx)`); one that cannot is neither offered to the model nor run.
 - `turn_finished`: sent after the turn's transaction commits, never on rollback.
 - page fragments: extra HTML on the conversation page (e.g. a poller for notices).
 """
@@ -36,6 +37,9 @@ PageFragment = Callable[["HttpRequest", "Conversation"], str]
 
 
 class Tool(Protocol):
+    """A tool may also define `available(ctx) -> bool`: cheap, no queries (it runs on the event loop
+    before every model request), False when the tool cannot act in this turn. Without it, always available."""
+
     name: str
     description: str
     parameters: dict[str, Any]
@@ -73,15 +77,24 @@ def unregister_tool(name: str) -> None:
     _tools.pop(name, None)
 
 
-def get_tool(name: str) -> Tool | None:
-    return _tools.get(name)
+def tool_available(tool: Tool, ctx: TurnContext | None) -> bool:
+    """Whether `tool` can act in the turn `ctx` (every tool can when no turn is named)."""
+    check: Callable[[TurnContext], bool] | None = getattr(tool, "available", None)
+    return ctx is None or check is None or bool(check(ctx))
 
 
-def tool_schemas() -> list[dict[str, Any]]:
-    """The registered tools in the Chat Completions `tools` format."""
+def get_tool(name: str, ctx: TurnContext | None = None) -> Tool | None:
+    """The tool called `name`, or None when there is none or it is not available in the turn `ctx`."""
+    tool = _tools.get(name)
+    return tool if tool is not None and tool_available(tool, ctx) else None
+
+
+def tool_schemas(ctx: TurnContext | None = None) -> list[dict[str, Any]]:
+    """The registered tools (those available in the turn `ctx`) in the Chat Completions `tools` format."""
     return [
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in _tools.values()
+        if tool_available(t, ctx)
     ]
 
 

@@ -85,6 +85,11 @@ class FlushMemoryTool:
     description = DESCRIPTION
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
+    def available(self, ctx: TurnContext) -> bool:
+        """Offered only where it can act: not in a temporary conversation, not with memory off.
+        `ctx.user.memory_enabled` is fresh: the turn re-reads it when it starts (chat.services.turn_start)."""
+        return bool(ctx.user.memory_enabled) and not ctx.conversation.temporary
+
     def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
         if ctx.conversation.temporary:
             return TEMPORARY

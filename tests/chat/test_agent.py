@@ -163,6 +163,42 @@ async def test_state_holds_the_tool_call_and_its_result_while_the_display_log_do
     } in fake_model.requests[0]["tools"]
 
 
+async def test_a_tool_unavailable_in_the_turn_is_neither_offered_nor_run(
+    fake_model: Any, user: User, conversation: Conversation, register_tool: Any
+) -> None:
+    class Unavailable(EchoTool):
+        def available(self, ctx: TurnContext) -> bool:
+            return ctx.conversation.title != "Tools off"
+
+    register_tool(EchoTool())
+    hidden = register_tool(Unavailable(name="hidden"))
+    await Conversation.objects.filter(pk=conversation.pk).aupdate(title="Tools off")
+    conversation.title = "Tools off"
+    fake_model.call_tool("hidden")  # a model calling it anyway gets an error, and nothing runs
+    fake_model.reply("Done.")
+    event = await run_turn(user, conversation)
+
+    assert event.type == "done"
+    offered = [t["function"]["name"] for t in fake_model.requests[0]["tools"]]
+    assert "lookup" in offered and "hidden" not in offered
+    assert hidden.calls == []
+    assert "no tool named 'hidden'" in fake_model.requests[1]["messages"][-1]["content"]
+
+
+async def test_without_an_available_tool_the_request_has_no_tools(
+    fake_model: Any, user: User, conversation: Conversation, register_tool: Any
+) -> None:
+    class Never(EchoTool):
+        def available(self, ctx: TurnContext) -> bool:
+            return False
+
+    extensions._tools.clear()  # restored by the register_tool fixture
+    register_tool(Never())
+    fake_model.reply("Hi.")
+    await run_turn(user, conversation)
+    assert fake_model.requests[0]["tools"] is None
+
+
 async def test_text_written_before_and_after_a_tool_call_is_kept_apart(
     fake_model: Any, user: User, conversation: Conversation, register_tool: Any
 ) -> None:

@@ -12,6 +12,7 @@ from chat.llm import LLMError
 from chat.services import conversation_create
 from memory import pipeline, tools
 from memory.models import Memory
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.memory.conftest import make_conversation, make_memory, make_user, say
 
 
@@ -26,6 +27,30 @@ def test_flush_memory_is_registered_with_no_parameters() -> None:
     description = schema["function"]["description"]
     assert "remember, correct or forget" in description
     assert "Never tell the user that something was remembered" in description
+
+
+def _offered_tools(request: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools", [])]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "memory_enabled, temporary, offered",
+    [(True, False, True), (False, False, False), (True, True, False), (False, True, False)],
+)
+async def test_the_provider_is_offered_flush_memory_only_where_it_can_act(
+    fake_openai: FakeOpenAIServer, memory_enabled: bool, temporary: bool, offered: bool
+) -> None:
+    user = await sync_to_async(make_user)()
+    conversation = await sync_to_async(conversation_create)(user=user, temporary=temporary)
+    # Switched in the database only: the turn must read the current setting, not the stale object.
+    await type(user).objects.filter(pk=user.pk).aupdate(memory_enabled=memory_enabled)
+    fake_openai.queue(FakeResponse("Hello."))
+
+    turn = await Turn.begin(user=user, conversation=conversation, content="I'm vegetarian")
+    assert (await turn.run_to_end()).type == "done"
+
+    assert ("flush_memory" in _offered_tools(fake_openai.requests[0])) is offered
 
 
 @pytest.mark.django_db
