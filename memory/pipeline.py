@@ -45,6 +45,7 @@ from accounts.models import User
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
 from memory import judge
+from memory.judge_call import call_judge
 from memory.models import ExtractionRun, Memory, MemoryClaim, MemorySource
 from memory.signals import memories_changed
 
@@ -52,8 +53,6 @@ logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 40
 MAX_ATTEMPTS = 3
-JUDGE_TEMPERATURE = 0.3
-JUDGE_TIMEOUT_SECONDS = 120.0
 
 Status = ExtractionRun.Status
 Trigger = ExtractionRun.Trigger
@@ -305,12 +304,7 @@ def _judge_and_commit(batch: _Batch) -> Result:
     run = batch.run
     started = time.monotonic()
     try:
-        raw = get_chat_model().complete_json(
-            messages=run.judge_input,
-            model=settings.MEMORY_MODEL,
-            temperature=JUDGE_TEMPERATURE,
-            timeout=JUDGE_TIMEOUT_SECONDS,
-        )
+        raw = call_judge(run.judge_input)
     except LLMError as exc:
         run.judge_ms = int((time.monotonic() - started) * 1000)
         return _fail(batch, f"Judge call failed ({exc.kind}): {exc}")

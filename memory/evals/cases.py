@@ -1,0 +1,183 @@
+"""The golden set: loading and checking the case file (the format is described in README.md here).
+
+A case is what the judge would be shown in production (the user's active memories and their pending
+messages, split into conversations) and what a good judge does with it, in a form a program can check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memory import judge
+
+GOLDEN_PATH = Path(__file__).parent / "golden.yaml"
+CATEGORIES = (
+    "stable_fact",
+    "other_people",
+    "one_off",
+    "restated_request",
+    "task_progress",
+    "system_of_record",
+    "permission",
+    "preference",
+    "change_of_mind",
+    "forget_one",
+    "forget_all",
+    "cross_break",
+    "secret",
+    "already_known",
+    "mixed_language",
+    "long_batch",
+)
+LANGUAGES = ("en", "zh", "mixed")
+# The message ids the judge's numbers map to; far from the memory ids so a mix-up cannot pass.
+FIRST_MESSAGE_ID = 1001
+
+
+class CaseError(ValueError):
+    """The case file does not follow the format."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One operation a good answer contains.
+
+    `must` holds groups of alternatives: the content contains at least one term of every group.
+    `must_not` terms may not appear. Matching ignores case and repeated whitespace.
+    `optional` operations are accepted when present and not missed when absent.
+    """
+
+    op: str
+    id: int | None = None
+    must: tuple[tuple[str, ...], ...] = ()
+    must_not: tuple[str, ...] = ()
+    optional: bool = False
+
+    def describe(self) -> str:
+        parts = [self.op]
+        if self.id is not None:
+            parts.append(f"#{self.id}")
+        if self.must:
+            parts.append("with " + " + ".join("/".join(group) for group in self.must))
+        if self.must_not:
+            parts.append("without " + ", ".join(self.must_not))
+        if self.optional:
+            parts.append("(optional)")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    category: str
+    lang: str
+    memories: dict[int, str]
+    conversations: tuple[tuple[str, ...], ...]
+    expect: tuple[Expectation, ...]
+    note: str = ""
+    # The offline demo judge's rules cover this case: CI requires the demo judge to pass it.
+    demo: bool = False
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def required(self) -> tuple[Expectation, ...]:
+        return tuple(e for e in self.expect if not e.optional)
+
+    def judge_input(self) -> judge.JudgeInput:
+        """Exactly what the pipeline would show the judge for this user and these messages."""
+        memories = [judge.ActiveMemory(memory_id, content) for memory_id, content in self.memories.items()]
+        pending: list[judge.PendingMessage] = []
+        for index, conversation in enumerate(self.conversations):
+            for text in conversation:
+                pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text))
+        return judge.render_input(memories=memories, pending=pending)
+
+
+def _terms(value: Any, where: str) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(item, str | int) and str(item).strip() for item in items):
+        raise CaseError(f"{where}: expected a term or a list of terms")
+    return tuple(str(item) for item in items)
+
+
+def _expectation(data: Any, where: str) -> Expectation:
+    if not isinstance(data, dict) or data.get("op") not in judge.OPS:
+        raise CaseError(f"{where}: each expectation needs an op, one of {', '.join(judge.OPS)}")
+    unknown = set(data) - {"op", "id", "must", "must_not", "optional"}
+    if unknown:
+        raise CaseError(f"{where}: unknown keys {sorted(unknown)}")
+    op = data["op"]
+    memory_id = data.get("id")
+    if (op in ("update", "retract")) != isinstance(memory_id, int):
+        raise CaseError(f"{where}: {op} {'needs' if op in ('update', 'retract') else 'takes no'} id")
+    must = tuple(_terms(group, where) for group in data.get("must") or [])
+    must_not = tuple(t for item in data.get("must_not") or [] for t in _terms(item, where))
+    if op in ("add", "update") and not must:
+        raise CaseError(f"{where}: {op} needs `must` terms")
+    return Expectation(op=op, id=memory_id, must=must, must_not=must_not, optional=bool(data.get("optional")))
+
+
+CASE_KEYS = {"id", "category", "lang", "memories", "conversations", "expect", "note", "demo", "tags"}
+
+
+def _case(data: Any, index: int) -> Case:
+    where = f"case {index + 1}"
+    if not isinstance(data, dict):
+        raise CaseError(f"{where}: not a mapping")
+    where = f"case {data.get('id') or index + 1}"
+    unknown = set(data) - CASE_KEYS
+    if unknown:
+        raise CaseError(f"{where}: unknown keys {sorted(unknown)}")
+    if not isinstance(data.get("id"), str) or not data["id"]:
+        raise CaseError(f"{where}: needs an id")
+    if data.get("category") not in CATEGORIES:
+        raise CaseError(f"{where}: category must be one of {', '.join(CATEGORIES)}")
+    if data.get("lang") not in LANGUAGES:
+        raise CaseError(f"{where}: lang must be one of {', '.join(LANGUAGES)}")
+    memories = data.get("memories") or {}
+    typed = isinstance(memories, dict) and all(isinstance(k, int) and isinstance(v, str) for k, v in memories.items())
+    if not typed:
+        raise CaseError(f"{where}: memories must map integer ids to sentences")
+    conversations = data.get("conversations")
+    if (
+        not isinstance(conversations, list)
+        or not conversations
+        or not all(isinstance(c, list) and c and all(isinstance(m, str) for m in c) for c in conversations)
+    ):
+        raise CaseError(f"{where}: conversations must be a list of lists of messages")
+    expect = tuple(_expectation(e, where) for e in data.get("expect") or [])
+    for expectation in expect:
+        if expectation.id is not None and expectation.id not in memories:
+            raise CaseError(f"{where}: expectation names memory {expectation.id}, which the case does not have")
+    return Case(
+        id=data["id"],
+        category=data["category"],
+        lang=data["lang"],
+        memories=dict(memories),
+        conversations=tuple(tuple(c) for c in conversations),
+        expect=expect,
+        note=str(data.get("note") or ""),
+        demo=bool(data.get("demo")),
+        tags=tuple(data.get("tags") or ()),
+    )
+
+
+def load_cases(path: Path | str = GOLDEN_PATH) -> list[Case]:
+    """Read and check a case file. Raises CaseError (or OSError) with what is wrong."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CaseError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, list):
+        raise CaseError(f"{path}: expected a list of cases")
+    cases = [_case(item, i) for i, item in enumerate(data)]
+    seen: set[str] = set()
+    for case in cases:
+        if case.id in seen:
+            raise CaseError(f"case {case.id}: the id is used twice")
+        seen.add(case.id)
+    return cases

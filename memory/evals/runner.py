@@ -1,0 +1,91 @@
+"""Running golden cases through the judge: the pipeline's own call and checks, and no database.
+
+Each case is rendered with `judge.render_input` (what extraction shows the judge), answered by
+`memory.judge_call.call_judge` (how extraction asks), and scored by `memory.evals.scoring` (which parses
+and validates the answer as extraction does). Nothing is written anywhere.
+
+Every call has a wall-clock deadline of its own, so one model that never stops cannot hold up the
+run: past the deadline the case fails as "no answer" and the next one starts.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from chat.llm import ChatModel, LLMError
+from memory.evals.cases import Case
+from memory.evals.scoring import CaseScore, score_answer
+from memory.judge_call import call_judge
+
+DEFAULT_DEADLINE_SECONDS = 120.0
+
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count for reports (about one per CJK character, one per four other characters)."""
+    cjk = len(_CJK.findall(text))
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+@dataclass(frozen=True)
+class Target:
+    """The model under evaluation: a chat model instance (the project's adapter or the demo) and a name."""
+
+    chat_model: ChatModel
+    model: str
+    deadline: float = DEFAULT_DEADLINE_SECONDS
+
+
+def call_with_deadline(call: Callable[[], str], deadline: float) -> tuple[str | None, str]:
+    """(answer, "") or (None, what went wrong). Gives up waiting after `deadline` seconds.
+
+    The call runs in a daemon thread: a provider that keeps the connection open cannot keep the
+    evaluation (or the process's exit) waiting, whatever the client's own timeouts do.
+    """
+    outcome: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            outcome["answer"] = call()
+        except LLMError as exc:
+            outcome["error"] = f"{exc.kind}: {exc}"
+        except Exception as exc:  # a broken client or adapter: report it as this case's failure
+            outcome["error"] = f"{exc.__class__.__name__}: {exc}"
+
+    thread = threading.Thread(target=work, name="eval-judge-call", daemon=True)
+    thread.start()
+    thread.join(deadline)
+    if thread.is_alive():
+        return None, f"no answer within the {deadline:g} s deadline"
+    if "error" in outcome:
+        return None, str(outcome["error"])
+    answer = outcome.get("answer")
+    if not isinstance(answer, str):
+        return None, f"the call returned {type(answer).__name__}, not text"
+    return answer, ""
+
+
+def run_case(case: Case, target: Target) -> CaseScore:
+    messages = case.judge_input().messages
+    started = time.monotonic()
+    raw, error = call_with_deadline(
+        lambda: call_judge(messages, chat_model=target.chat_model, model=target.model), target.deadline
+    )
+    ms = int((time.monotonic() - started) * 1000)
+    score = score_answer(case, raw, error=error)
+    score.ms = ms
+    score.prompt_tokens = sum(estimate_tokens(str(m["content"])) for m in messages)
+    score.answer_tokens = estimate_tokens(raw or "")
+    return score
+
+
+def run_cases(cases: Iterable[Case], target: Target, *, repeat: int = 1) -> Iterator[CaseScore]:
+    """Score every case `repeat` times, in order, yielding each result as soon as it is known."""
+    for case in cases:
+        for _ in range(repeat):
+            yield run_case(case, target)
