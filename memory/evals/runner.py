@@ -10,26 +10,18 @@ run: past the deadline the case fails as "no answer" and the next one starts.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from chat.llm import ChatModel, LLMError
+from chat.tokens import estimate_request, estimate_text
 from memory.evals.cases import Case
 from memory.evals.scoring import CaseScore, score_answer
 from memory.judge_call import call_judge
 
 DEFAULT_DEADLINE_SECONDS = 120.0
-
-_CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count for reports (about one per CJK character, one per four other characters)."""
-    cjk = len(_CJK.findall(text))
-    return cjk + (len(text) - cjk + 3) // 4
 
 
 @dataclass(frozen=True)
@@ -79,8 +71,9 @@ def run_case(case: Case, target: Target) -> CaseScore:
     ms = int((time.monotonic() - started) * 1000)
     score = score_answer(case, raw, error=error)
     score.ms = ms
-    score.prompt_tokens = sum(estimate_tokens(str(m["content"])) for m in messages)
-    score.answer_tokens = estimate_tokens(raw or "")
+    # Estimates (chat.tokens, deliberately on the high side): the adapter does not report usage.
+    score.prompt_tokens = estimate_request(messages)
+    score.answer_tokens = estimate_text(raw or "")
     return score
 
 

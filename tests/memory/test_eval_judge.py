@@ -124,7 +124,15 @@ def test_against_an_openai_compatible_server(fake_openai: FakeOpenAIServer, case
         FakeResponse('{"source": [1]}'),
     )
     out = eval_judge(
-        "--base-url", fake_openai.base_url, "--api-key", "k", "--model", "tiny-judge", "--cases", str(case_file), "--json"
+        "--base-url",
+        fake_openai.base_url,
+        "--api-key",
+        "k",
+        "--model",
+        "tiny-judge",
+        "--cases",
+        str(case_file),
+        "--json",
     )
     report = json.loads(out)
     assert report["model"] == "tiny-judge" and report["endpoint"] == fake_openai.base_url
