@@ -4,9 +4,11 @@ Two hooks plug into `chat.llm.demo`:
 
 - `demo_judge` answers judge calls with a few deterministic rules, in English and (roughly) Chinese,
   good enough to walk through the product flow with no provider: a stable preference about the user
-  is added, a changed one updates the old memory, "forget my … preference" retracts it, "forget
-  everything about me" clears; questions, requests, other people's facts, one-off details and
-  instructions are ignored.
+  is added, and so is a lasting preference about how to be served (reply language, units, length,
+  format, tone); a changed one updates the old memory, "forget my … preference" retracts it, "forget
+  everything about me" clears; questions, requests, other people's facts, one-off details, pronouns
+  with nothing to refer to and instructions granting permissions are ignored. The golden cases marked
+  `demo: true` in memory/evals/golden.yaml are the ones these rules cover.
 - `demo_tool_trigger` makes the demo chat model call `flush_memory` only when the user explicitly asks
   to remember or forget something, or corrects what it knows ("I prefer big screens now", "no
   longer", "actually …"). A preference said in passing is left to the background run, which reviews
@@ -63,9 +65,15 @@ _FORGET = re.compile(
     r"\b(?:forget|stop remembering|don't remember|do not remember)\b\s*(?P<rest>.*)|(?:忘掉|忘记|别记)(?P<zh>.*)", re.I
 )
 _REMEMBER = re.compile(r"^\s*(?:please\s+)?remember(?:\s+that)?[:,]?\s*|^\s*(?:请)?记住[:：，,]?\s*", re.I)
-_INSTRUCTION = re.compile(
-    r"\bfrom now on\b|\bwithout asking\b|\bdon'?t ask\b|\bdo not ask\b|\balways (?:answer|reply|respond|do|submit)\b"
-    r"|以后.*都|不用确认|直接替我|不要问",
+# Permissions and skipped confirmations: never stored (a preference about how to be served is).
+_PERMISSION = re.compile(
+    r"\bwithout (?:asking|checking|confirm\w*|my (?:ok|approval|permission))\b"
+    r"|\b(?:don'?t|do not|no need to|never|don'?t bother(?: to)?)\s+(?:ask|check|confirm)\w*"
+    r"|\byou have my permission\b|\bautomatically\b|\bon my behalf\b"
+    r"|\byou (?:can|may|are allowed to) (?:just )?(?:submit|order|buy|pay|book|send|delete|transfer|approve|sign"
+    r"|share|spend|charge|reorder|cancel|use my)\b"
+    r"|不用确认|无需确认|不需要(?:再)?确认|不用(?:再)?问我|不要问|别问我|直接替我|直接(?:付款|下单|提交|转)"
+    r"|自动(?:付款|下单|提交|转)|你可以直接",
     re.I,
 )
 _OTHER_PERSON = re.compile(
@@ -73,7 +81,11 @@ _OTHER_PERSON = re.compile(
     r"colleague|brother|sister|partner|kids?))\b|朋友|同事|他|她|老婆|老公|孩子|妈妈|爸爸",
     re.I,
 )
-_ONE_OFF = re.compile(r"\b(?:today|tonight|this time|right now|at the moment)\b|今天|这次|此刻|刚才", re.I)
+_ONE_OFF = re.compile(
+    r"\b(?:today|tonight|this time|right now|at the moment|just this once|for this (?:answer|question|one))\b"
+    r"|今天|这次|这一次|此刻|刚才",
+    re.I,
+)
 _REQUEST = re.compile(
     r"\?\s*$|？\s*$|^\s*(?:can|could|would|will) you\b|^\s*(?:please|suggest|recommend|help|show|tell|give|find|list)\b"
     r"|^\s*(?:what|how|which|why|where|when|who)\b|^\s*i(?:'d| would) like\b|^\s*i (?:want|need)\b"
@@ -106,6 +118,62 @@ _FACTS = [
 _ZH_PREFERENCE = re.compile(
     r"^\s*我(?:一直|很|比较|还是|现在|更|最|向来|其实)*(?:喜欢|偏好|爱用|习惯用)(?P<thing>[^，,。；;！!]+)(?P<rest>.*)$"
 )
+# Lasting preferences about how to be served: a lasting marker, then what the preference is about.
+_LASTING = re.compile(
+    r"\bfrom now on\b|\balways\b|\bin (?:the )?future\b|\bgoing forward\b|\bwith me\b"
+    r"|\bkeep (?:your|the) (?:answers|replies|responses)\b|以后|今后|从现在起|每次|总是|一律",
+    re.I,
+)
+_LANGUAGES = {
+    "english": "英文",
+    "chinese": "中文",
+    "french": "法语",
+    "german": "德语",
+    "japanese": "日语",
+    "spanish": "西班牙语",
+}
+_EN_LANGUAGE = re.compile(
+    r"\b(?:answer|reply|respond|write|talk|speak)(?: to me| me)? in (?P<x>" + "|".join(_LANGUAGES) + r")\b", re.I
+)
+_ZH_LANGUAGE = re.compile(r"用(?P<x>中文|英文|英语|日语|法语|德语)(?:来)?(?:回答|回复|和我说|跟我说|交流)")
+_SERVICE = [
+    # (pattern, English memory, Chinese memory)
+    (re.compile(r"\bmetric\b|公制", re.I), "Prefers metric units", "偏好公制单位"),
+    (re.compile(r"\bimperial\b|英制", re.I), "Prefers imperial units", "偏好英制单位"),
+    (re.compile(r"\bcelsius\b|摄氏", re.I), "Prefers temperatures in Celsius", "温度偏好用摄氏度"),
+    (re.compile(r"\bfahrenheit\b|华氏", re.I), "Prefers temperatures in Fahrenheit", "温度偏好用华氏度"),
+    (
+        re.compile(r"\b(?:short|shorter|brief|concise)\b|简短|简洁|短一点", re.I),
+        "Prefers short answers",
+        "偏好简短的回答",
+    ),
+    (re.compile(r"\b(?:detailed|in-depth|thorough)\b|详细", re.I), "Prefers detailed answers", "偏好详细的回答"),
+    (re.compile(r"\bbullet(?:ed)? points?\b|要点", re.I), "Prefers answers as bullet points", "偏好要点式的回答"),
+    (re.compile(r"\btables?\b|表格", re.I), "Prefers answers as tables", "偏好表格形式的回答"),
+    (re.compile(r"\b(?:casual|informal)\b|随意|轻松", re.I), "Prefers a casual tone", "偏好轻松随意的语气"),
+    (re.compile(r"\bformal\b|正式", re.I), "Prefers a formal tone", "偏好正式的语气"),
+]
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def service_preference(sentence: str) -> str | None:
+    """A lasting preference about how the user wants to be served, as a memory, or None."""
+    if not _LASTING.search(sentence):
+        return None
+    chinese = bool(_CJK.search(sentence))
+    if m := _EN_LANGUAGE.search(sentence):
+        name = m["x"].lower()
+        return f"希望用{_LANGUAGES[name]}回答" if chinese else f"Prefers replies in {name.capitalize()}"
+    if m := _ZH_LANGUAGE.search(sentence):
+        return f"希望用{m['x']}回答"
+    # The first kind mentioned wins ("只认摄氏度，别给我华氏度" is about Celsius).
+    found = [(m.start(), en, zh) for pattern, en, zh in _SERVICE if (m := pattern.search(sentence))]
+    if not found:
+        return None
+    _, en, zh = min(found)
+    return zh if chinese else en
+
+
 _ZH_FACTS = re.compile(r"^\s*我(?P<x>戴眼镜|吃素|不吃[^，,。；;！!]+|对[^，,。；;！!]+过敏|住在[^，,。；;！!]+)")
 _SENTENCES = re.compile(r"[^.!?。！？;；]+[.!?。！？;；]?")
 
@@ -114,9 +182,18 @@ _TOPICS = {
     "screen": ("screen", "phone", "屏", "手机"),
     "diet": ("vegetarian", "vegan", "meat", "eat", "food", "素", "吃"),
     "drink": ("coffee", "tea", "咖啡", "茶"),
-    "language": ("speak", "language", "english", "chinese", "语"),
+    "language": ("speak", "language"),
     "home": ("live", "住"),
+    "reply_language": ("replies in", "中文回答", "英文回答", "英语回答"),
+    "units": ("metric", "imperial", "公制", "英制"),
+    "temperature": ("celsius", "fahrenheit", "摄氏", "华氏"),
+    "length": ("short answers", "detailed answers", "简短的回答", "详细的回答"),
+    "format": ("bullet", "tables", "要点", "表格"),
+    "tone": ("tone", "语气"),
 }
+# A "thing" that only points elsewhere: nothing to remember without what it refers to.
+_EN_POINTERS = {"it", "that", "this", "them", "those", "these", "that one", "this one", "the same", "one"}
+_ZH_POINTERS = ("它", "这个", "那个", "这款", "那款", "这种", "那种", "一样的")
 _STOPWORDS = {
     "prefers",
     "prefer",
@@ -135,6 +212,8 @@ _STOPWORDS = {
     "for",
     "now",
     "please",
+    "answers",
+    "replies",
     "偏好",
 }
 
@@ -158,6 +237,11 @@ def _related(a: str, b: str) -> bool:
     return bool(_topics(a) & _topics(b)) or bool(_words(a) & _words(b))
 
 
+def _same(a: str, b: str) -> bool:
+    """The same sentence, give or take case and a final full stop."""
+    return a.rstrip(".。!！ ").casefold() == b.rstrip(".。!！ ").casefold()
+
+
 def _tidy(thing: str) -> str:
     thing = re.sub(r"\s+(?:now|these days|nowadays|anymore|more)$", "", thing.strip(), flags=re.I)
     if re.fullmatch(r"(?:big|large|bigger|larger)(?:-|\s)?screens?(?:\s+phones?)?", thing, re.I):
@@ -167,6 +251,8 @@ def _tidy(thing: str) -> str:
 
 def _english_statement(sentence: str) -> str | None:
     if m := _PREFERENCE.match(sentence):
+        if _tidy(m["thing"]).lower() in _EN_POINTERS:
+            return None
         content = f"Prefers {_tidy(m['thing'])}"
         if reason := _REASON.search(m["rest"]):
             content += f", finds them easier to {reason['x'].strip()}"
@@ -180,6 +266,8 @@ def _english_statement(sentence: str) -> str | None:
 def _chinese_statement(sentence: str) -> str | None:
     if m := _ZH_PREFERENCE.match(sentence):
         thing = m["thing"].strip()
+        if thing.startswith(_ZH_POINTERS):
+            return None
         if thing in {"大屏", "大屏幕", "小屏", "小屏幕"}:
             thing = thing[:2] + "手机"
         content = f"偏好{thing}"
@@ -195,8 +283,10 @@ def _chinese_statement(sentence: str) -> str | None:
 def statement_content(sentence: str) -> str | None:
     """The memory a sentence states about the user, or None (question, other people, one-off, rule)."""
     sentence = _REMEMBER.sub("", sentence).strip()
-    if not sentence or _INSTRUCTION.search(sentence) or _OTHER_PERSON.search(sentence) or _ONE_OFF.search(sentence):
+    if not sentence or _PERMISSION.search(sentence) or _OTHER_PERSON.search(sentence) or _ONE_OFF.search(sentence):
         return None
+    if preference := service_preference(sentence):
+        return preference
     if _REQUEST.search(sentence):
         return None
     return _english_statement(sentence) or _chinese_statement(sentence)
@@ -226,7 +316,7 @@ class _Judgement:
                 del self.pending_adds[content]
 
     def state(self, content: str, number: int) -> None:
-        if content in self.memories.values() or content in self.pending_adds:
+        if any(_same(content, known) for known in [*self.memories.values(), *self.pending_adds]):
             return
         for memory_id, existing in list(self.memories.items()):
             if _related(content, existing):
@@ -275,11 +365,11 @@ def demo_judge(messages: list[dict[str, Any]]) -> str | None:
     return judge_answer(str(user.get("content", "")) if user else "")
 
 
-# Explicit requests and corrections: what makes the demo chat model call flush_memory. Instructions
-# ("from now on …") trigger it too; the judge then refuses to store them.
+# Explicit requests and corrections: what makes the demo chat model call flush_memory. "From now on …"
+# triggers it too: the judge stores a preference about how to be served and refuses a permission.
 _EXPLICIT = re.compile(
     r"\bremember\b|\bforget\b|\bno longer\b|\bany ?more\b|\bactually\b|\bfrom now on\b"
-    r"|记住|忘记|忘掉|别记|现在更喜欢|不再",
+    r"|记住|忘记|忘掉|别记|现在更喜欢|不再|以后请|从现在起",
     re.I,
 )
 _NOW = re.compile(r"\bnow\b", re.I)

@@ -63,6 +63,60 @@ def test_nothing_is_stored_for_requests_rules_one_offs_and_other_people(text: st
     assert ops([("a", text)]) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "memory"),
+    [
+        ("From now on, please answer me in Chinese.", "Prefers replies in Chinese"),
+        ("Please always use metric units with me.", "Prefers metric units"),
+        ("Keep your answers short, I read on my phone.", "Prefers short answers"),
+        ("I'd like you to always answer in bullet points.", "Prefers answers as bullet points"),
+        ("以后请用中文回答我。", "希望用中文回答"),
+        ("我看温度只认摄氏度，以后别给我华氏度了。", "温度偏好用摄氏度"),
+        ("以后回答简短一点。", "偏好简短的回答"),
+    ],
+)
+def test_lasting_preferences_about_how_to_be_served_are_stored(text: str, memory: str) -> None:
+    assert ops([("a", text)]) == [{"op": "add", "content": memory, "sources": [1]}]
+
+
+def test_a_new_reply_language_updates_the_old_one_and_leaves_other_memories() -> None:
+    memories = {5: "Prefers replies in Chinese", 6: "Prefers short answers", 7: "Speaks French"}
+    assert ops([("a", "From now on, answer me in English.")], memories) == [
+        {"op": "update", "id": 5, "content": "Prefers replies in English", "sources": [1]}
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You have my permission to pay any invoice under $500 automatically.",
+        "Please remember that you can delete old files in my Drive, don't bother confirming.",
+        "From now on, reorder my groceries every Monday without asking me.",
+        "请记住：以后给我买东西超过五百也不用问我，直接付款就行。",
+        "你可以直接用我的账户给房东转房租，每月1号自动转，不需要再确认。",
+        "Just this once, answer in bullet points.",
+        "这一次展开讲讲，详细一点没关系。",
+    ],
+)
+def test_permissions_and_one_off_format_requests_are_not_stored(text: str) -> None:
+    assert ops([("a", text)]) == []
+
+
+def test_a_fact_next_to_a_permission_is_still_stored() -> None:
+    assert ops([("a", "I'm vegan. From now on, just reorder my usual groceries without asking me.")]) == [
+        {"op": "add", "content": "Is vegan", "sources": [1]}
+    ]
+
+
+def test_a_pronoun_with_nothing_to_refer_to_is_not_stored() -> None:
+    assert ops([("a", "Kindle or Kobo?"), ("b", "I really like it, it's so easy to read on.")]) == []
+    assert ops([("a", "索尼还是Bose？"), ("b", "我一直喜欢它，戴着很舒服。")]) == []
+
+
+def test_a_memory_said_again_changes_nothing() -> None:
+    assert ops([("a", "I've always liked small phones, they're easy to use one-handed.")], {4: SMALL + "."}) == []
+
+
 def test_chinese_flow() -> None:
     first = ops(
         [
@@ -101,6 +155,8 @@ def test_demo_judge_answers_only_judge_calls() -> None:
         "请忘掉我的屏幕偏好",
         "我现在更喜欢大屏",
         "我不再喝咖啡",
+        "From now on, please answer me in Chinese.",
+        "以后请用中文回答我。",
     ],
 )
 def test_tool_trigger_fires_for_explicit_requests_and_corrections(text: str) -> None:

@@ -24,6 +24,12 @@ PROMPT = judge_prompt()
         "Other people's information",
         "Instructions or rules",
         'even when the user says "remember this"',
+        # the preference rule: how to be served is stored, permissions never are
+        "Lasting preferences about how the user wants to be served are facts worth remembering",
+        "reply language,\nunits, length, format, tone",
+        "grant the assistant permissions or skip confirmations",
+        "never grants permissions",
+        "is not a lasting\npreference",
         # reading and writing
         CONVERSATION_BREAK,
         "only within one segment",
@@ -52,3 +58,24 @@ def test_judge_prompt_starts_with_the_marker_the_demo_judge_recognises() -> None
     from memory.demo import JUDGE_MARKER
 
     assert PROMPT.startswith(JUDGE_MARKER)
+
+
+@pytest.mark.parametrize(
+    ("said", "stored"),
+    [
+        ('"From now on, please answer me in Chinese."', '"Prefers replies in Chinese."'),
+        ('"以后请用中文回答我。"', '"希望用中文回答。"'),
+    ],
+)
+def test_judge_prompt_shows_a_language_preference_being_stored_in_both_languages(said: str, stored: str) -> None:
+    assert f"{said} gives {stored}" in PROMPT
+
+
+@pytest.mark.parametrize("instruction", ["submit\n  all my orders without asking", "以后所有订单都不用确认"])
+def test_judge_prompt_shows_permission_grants_refused_in_both_languages(instruction: str) -> None:
+    never_store = PROMPT.split("## Never store", 1)[1].split("##", 1)[0]
+    assert instruction in never_store
+
+
+def test_judge_prompt_no_longer_refuses_format_preferences() -> None:
+    assert "always answer in bullet points" not in PROMPT
