@@ -22,4 +22,6 @@ class ConversationCreateForm(forms.Form):
 
 
 class ConversationRenameForm(forms.Form):
-    title = forms.CharField(max_length=200, label="Title")
+    title = forms.CharField(
+        max_length=200, label="Title", error_messages={"required": "A title cannot be empty. Type one, or Cancel."}
+    )

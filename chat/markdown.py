@@ -3,9 +3,17 @@
 Raw HTML in the model's text is never passed through: python-markdown's HTML handling is switched
 off, so `<script>` shows up as the literal text the model wrote, and nh3 then removes anything that
 is not on a short allow-list (defence in depth). Links open in a new tab with rel="nofollow noopener".
+
+Two adjustments for how models write and how people read:
+- nested lists indented by two spaces (as most models write them) nest, as they do with four
+  (`normalise_list_indents`);
+- wide code blocks and tables sit in a labelled, keyboard-focusable scroll box (`_scroll_boxes`),
+  added after sanitising, around elements that carry no attributes of their own.
 """
 
 from __future__ import annotations
+
+import re
 
 import markdown as md
 import nh3
@@ -36,9 +44,64 @@ def _converter() -> md.Markdown:
     return converter
 
 
+LIST_ITEM = re.compile(r"^( *)([-*+]|\d{1,9}[.)])( +|$)")
+FENCE = re.compile(r"^ *(```|~~~)")
+NESTED_INDENT = 4  # what python-markdown needs for a nested list
+
+
+def normalise_list_indents(text: str) -> str:
+    """Re-indent list items so each nesting level is four spaces deeper than its parent, whatever
+    step the text used (two, three or four spaces). Lines inside fenced code are left alone."""
+    out: list[str] = []
+    stack: list[int] = []  # the original indents of the open list levels
+    shift = 0  # how far the current item's lines move
+    in_fence = False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            in_fence = not in_fence
+        if in_fence or FENCE.match(line):
+            out.append(line)
+            continue
+        item = LIST_ITEM.match(line)
+        if item:
+            indent = len(item.group(1))
+            while stack and indent < stack[-1]:
+                stack.pop()
+            if not stack or indent > stack[-1]:
+                stack.append(indent)
+            shift = NESTED_INDENT * (len(stack) - 1) - indent
+        elif line.strip() and not line.startswith(" "):
+            stack, shift = [], 0  # a paragraph at the left margin ends the list
+        if stack and shift and line.strip():
+            line = " " * max(0, len(line) - len(line.lstrip(" ")) + shift) + line.lstrip(" ")
+        out.append(line)
+    return "\n".join(out)
+
+
+def _language(match: re.Match[str]) -> str:
+    language = match.group(1)
+    return f"{language.capitalize()} code" if language else "Code"
+
+
+def _scroll_boxes(html: str) -> str:
+    """Wide code and tables scroll sideways; a keyboard user can focus the box to scroll it, and
+    a screen reader hears what it is. nh3 has already removed every attribute of <pre> and <table>."""
+    html = re.sub(
+        r'<pre><code(?: class="language-([\w+#-]{1,30})")?',
+        lambda m: (
+            f'<div class="code-block"><pre tabindex="0" role="region" aria-label="{_language(m)}">'
+            + m.group(0)[len("<pre>") :]
+        ),
+        html,
+    )
+    html = html.replace("</code></pre>", "</code></pre></div>")
+    html = html.replace("<table>", '<div class="table-scroll" tabindex="0" role="region" aria-label="Table"><table>')
+    return html.replace("</table>", "</table></div>")
+
+
 def render_markdown(text: str) -> SafeString:
     """Markdown text from the model to sanitised HTML that is safe to insert into the page."""
-    html = _converter().convert(text)
+    html = _converter().convert(normalise_list_indents(text))
     cleaned = nh3.clean(
         html,
         tags=ALLOWED_TAGS,
@@ -47,4 +110,4 @@ def render_markdown(text: str) -> SafeString:
         link_rel="nofollow noopener",
         set_tag_attribute_values={"a": {"target": "_blank"}},
     )
-    return mark_safe(cleaned)
+    return mark_safe(_scroll_boxes(cleaned))

@@ -99,9 +99,12 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
         if not request.htmx:  # type: ignore[attr-defined]
             return redirect("chat:conversation", conversation_id=conversation.pk)
         return render(request, "chat/_title_renamed.html", {"conversation": conversation, "current": conversation})
-    template = "chat/_rename_form.html" if request.htmx else "chat/rename.html"  # type: ignore[attr-defined]
+    if request.htmx:  # type: ignore[attr-defined]
+        # In place of the title; a refused title comes back with its error (422, swapped by page.js).
+        context = {"conversation": conversation, "form": form, "inline": True}
+        return render(request, "chat/_rename_form.html", context, status=422 if form.is_bound else 200)
     context = {**_chat_context(request, conversation), "conversation": conversation, "form": form}
-    return render(request, template, context, status=400 if form.is_bound else 200)
+    return render(request, "chat/rename.html", context, status=400 if form.is_bound else 200)
 
 
 @login_required

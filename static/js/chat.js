@@ -21,8 +21,6 @@
     var toggle = e.target.closest("[data-sidebar-toggle]");
     if (toggle) { setSidebar($(".shell").dataset.sidebar !== "open"); return; }
     if (e.target.closest("#stop-btn")) { $("#stop-form").requestSubmit(); return; }
-    var close = e.target.closest(".notice-close");
-    if (close) { close.closest(".notice").remove(); return; }
     // Close an open <details> menu when clicking elsewhere.
     document.querySelectorAll("details.menu[open], details.user-menu[open]").forEach(function (d) {
       if (!d.contains(e.target)) d.open = false;
@@ -93,22 +91,13 @@
     var scroller = $("#scroller");
     stick = !scroller || nearBottom(scroller);
   });
-  // Notices go away on their own after a while (they can also be dismissed), whether they came
-  // over the WebSocket or from a poll.
-  function timeNotices() {
-    document.querySelectorAll(".notice:not([data-timed])").forEach(function (notice) {
-      notice.dataset.timed = "1";
-      setTimeout(function () { notice.remove(); }, 8000);
-    });
-  }
   function syncTitle() {
     var title = $(".chat-header .title");
     if (title) document.title = title.textContent + " · Memora";
   }
-  document.addEventListener("htmx:afterSettle", function () { timeNotices(); syncTitle(); });
+  document.addEventListener("htmx:afterSettle", syncTitle);
   document.addEventListener("htmx:wsAfterMessage", function () {
     applyTurnState();
-    timeNotices();
     syncTitle();
     if (stick) scrollToBottom();
   });

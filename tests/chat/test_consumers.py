@@ -193,7 +193,8 @@ async def test_a_second_send_while_a_reply_streams_is_refused_as_busy(
     await socket.disconnect()
 
     assert "Another reply is still being written" in busy
-    assert 'role="alert"' in busy
+    assert 'hx-swap-oob="beforeend"' in busy and "notice-error" in busy
+    assert "role=" not in busy  # the notices area is the page's one live region for notices
     assert await Message.objects.filter(conversation=conversation, role=Message.Role.USER).acount() == 1
 
 

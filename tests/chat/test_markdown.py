@@ -29,7 +29,27 @@ def test_code_blocks_lists_and_emphasis_are_rendered() -> None:
     assert "<strong>bold</strong>" in html
     assert "<code>code</code>" in html
     assert "<ul>\n<li>one</li>\n<li>two</li>\n</ul>" in html
-    assert "<pre><code class=\"language-python\">print('&lt;b&gt;')" in html
+    assert "<code class=\"language-python\">print('&lt;b&gt;')" in html
+
+
+def test_lists_indented_by_two_spaces_nest() -> None:
+    html = render_markdown("- phones\n  - small\n    - iPhone mini\n  - light\n- laptops")
+    assert html.count("<ul>") == 3
+    assert "<li>small<ul>\n<li>iPhone mini</li>" in html
+    assert html.index("laptops") > html.rindex("</ul>\n</li>")
+
+
+def test_four_space_nesting_and_code_in_fences_are_unchanged() -> None:
+    assert render_markdown("- a\n    - b") == render_markdown("- a\n  - b")
+    html = render_markdown("```\n- a\n  - b\n```")
+    assert "- a\n  - b" in html and "<ul>" not in html
+
+
+def test_wide_code_and_tables_scroll_in_labelled_focusable_boxes() -> None:
+    html = render_markdown("```python\nprint(1)\n```\n\n| a |\n|---|\n| 1 |")
+    assert '<div class="code-block"><pre tabindex="0" role="region" aria-label="Python code"><code' in html
+    assert '<div class="table-scroll" tabindex="0" role="region" aria-label="Table"><table>' in html
+    assert html.count("<div") == html.count("</div>") == 2
 
 
 def test_links_open_in_a_new_tab_without_passing_authority() -> None:

@@ -226,7 +226,7 @@ def test_rename_with_htmx_returns_the_title_and_updates_the_sidebar(
     assert form.strip().startswith('<form id="conversation-title"')
     response = alice_client.post(url, {"title": "Small phones"}, headers=HTMX)
     body = response.content.decode()
-    assert '<h1 class="title">Small phones</h1>' in body
+    assert '<h1 class="title" tabindex="-1">Small phones</h1>' in body
     assert f'<li id="conversation-{conversation.pk}" hx-swap-oob="true">' in body
     conversation.refresh_from_db()
     assert conversation.title == "Small phones"
@@ -241,12 +241,15 @@ def test_rename_without_javascript_redirects_back(alice_client: Client, conversa
     assert conversation.title == "Plain"
 
 
-def test_rename_to_blank_is_refused_with_a_message(alice_client: Client, conversation: Conversation) -> None:
+def test_rename_to_blank_is_refused_inline_with_a_message(alice_client: Client, conversation: Conversation) -> None:
     response = alice_client.post(
         reverse("chat:conversation_rename", args=[conversation.pk]), {"title": "  "}, headers=HTMX
     )
-    assert response.status_code == 400
-    assert "This field is required." in response.content.decode()
+    assert response.status_code == 422
+    body = response.content.decode()
+    assert body.startswith('<form id="conversation-title"')  # the form in place of the title, not a page
+    assert "A title cannot be empty." in body
+    assert 'aria-describedby="rename-errors"' in body and 'id="rename-errors"' in body
     conversation.refresh_from_db()
     assert conversation.title == "Phones"
 

@@ -51,6 +51,11 @@ def reply_for(body: dict[str, Any]) -> FakeResponse:
 
 
 SCRIPT = {
+    "wide code": FakeResponse(
+        "Here is one:\n\n```python\n"
+        "def describe(items):  # " + "a long comment that does not fit on one line " * 4 + "\n"
+        "    return ', '.join(str(item) for item in items)\n```\n\nAsk if you want more."
+    ),
     "small phones": FakeResponse(
         "Small phones are getting rarer, but there are still good ones. A few to look at:\n\n"
         "1. **iPhone 13 mini** — 5.4″ screen, easy to use one-handed, great camera for its size.\n"

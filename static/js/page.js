@@ -1,0 +1,137 @@
+// Memora page behaviour that is not about the live reply (that is chat.js): copy buttons, the
+// announcement of a finished reply, notices that stay until dismissed, focus after renaming and
+// stopping, the phone sidebar's focus trap, and the start page's suggestions. Everything here is an
+// enhancement: without JavaScript the pages work (the copy buttons stay hidden).
+(function () {
+  "use strict";
+
+  function $(selector, root) { return (root || document).querySelector(selector); }
+  function composer() { return $("#composer-input") || $("#start-input"); }
+
+  // --- Copy buttons: on each reply (rendered hidden) and on each code block (added here) ---
+  function copyText(text, button) {
+    function done() {
+      var label = button.textContent;
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = label; }, 1500);
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
+    } else {
+      fallbackCopy(text);
+      done();
+    }
+  }
+  function fallbackCopy(text) {
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "visually-hidden";
+    document.body.appendChild(area);
+    area.select();
+    try { document.execCommand("copy"); } catch (ignored) { /* nothing more to try */ }
+    area.remove();
+  }
+  function enhance(root) {
+    (root || document).querySelectorAll("button[data-copy][hidden]").forEach(function (b) { b.hidden = false; });
+    (root || document).querySelectorAll(".code-block:not([data-copy-ready])").forEach(function (block) {
+      block.setAttribute("data-copy-ready", "");
+      var pre = block.querySelector("pre");
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy-btn";
+      button.textContent = "Copy";
+      button.setAttribute("aria-label", "Copy " + (pre.getAttribute("aria-label") || "code").toLowerCase());
+      button.dataset.copyCode = "";
+      block.appendChild(button);
+    });
+  }
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest("[data-copy], [data-copy-code]");
+    if (!button) return;
+    var source = button.hasAttribute("data-copy-code") ? button.parentElement.querySelector("pre") : $(button.dataset.copy);
+    if (source) copyText(source.innerText.replace(/\n+$/, ""), button);
+  });
+
+  // --- A finished reply is announced once, in the page's polite live region ---
+  function announceFinished() {
+    var box = $("#reply-announcer");
+    document.querySelectorAll("#messages [data-announce]").forEach(function (message) {
+      message.removeAttribute("data-announce");
+      if (!box) return;
+      var text = message.querySelector(".message-text");
+      var problem = message.querySelector(".message-error p, .message-note");
+      var status = message.dataset.status;
+      var words = status === "complete" ? "Memora replied: " : status === "interrupted" ? "Reply stopped. " : "The reply failed. ";
+      box.textContent = words + (text ? text.innerText.trim() : "") + (problem && status !== "complete" ? " " + problem.textContent.trim() : "");
+    });
+  }
+
+  // --- Notices stay until dismissed, or until the next message is sent ---
+  document.addEventListener("click", function (e) {
+    var close = e.target.closest(".notice-close");
+    if (!close) return;
+    close.closest(".notice").remove();
+    var input = composer();
+    if (input) input.focus();
+  });
+  document.addEventListener("htmx:wsAfterSend", function (e) {
+    if (e.target.id === "composer" || e.target.classList.contains("retry-form")) {
+      document.querySelectorAll("#notices .notice").forEach(function (n) { n.remove(); });
+    }
+  });
+
+  // --- Focus: back to the composer after a reply stopped by keyboard; the title after renaming ---
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    enhance();
+    announceFinished();
+    var chat = $(".chat");
+    var active = document.activeElement;
+    if (chat && chat.dataset.turn === "idle" && (!active || active === document.body || active.id === "stop-btn")) {
+      var input = $("#composer-input");
+      if (input) input.focus();
+    }
+  });
+  // A blank title comes back as the form with its error (422), shown in place.
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    if (e.detail.xhr.status === 422 && e.detail.elt.closest && e.detail.elt.closest("#conversation-title")) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    enhance(e.detail.elt);
+    var title = $("#conversation-title");
+    if (!title || !title.contains(e.detail.elt) && e.detail.elt !== title) return;
+    var input = $("#rename-title", title);
+    if (input) { input.focus(); if (!input.hasAttribute("aria-invalid")) input.select(); return; }
+    var cancelled = (e.detail.pathInfo && e.detail.pathInfo.requestPath || "").indexOf("cancel=") !== -1;
+    var target = cancelled ? $("summary", title) : $("h1", title);
+    if (target) target.focus();
+  });
+
+  // --- The phone sidebar keeps focus inside while it is open ---
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Tab") return;
+    var shell = $(".shell"), sidebar = $("#sidebar");
+    if (!shell || !sidebar || shell.dataset.sidebar !== "open" || !$(".sidebar-close").offsetParent) return;
+    var items = Array.prototype.filter.call(
+      sidebar.querySelectorAll("a[href], button:not([disabled]), summary, input, textarea, [tabindex='0']"),
+      function (el) { return el.offsetParent !== null; }
+    );
+    if (!items.length) return;
+    var first = items[0], last = items[items.length - 1];
+    if (!sidebar.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
+    else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
+    else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
+  });
+
+  // --- Start page: a suggestion fills the composer, then is sent ---
+  document.addEventListener("click", function (e) {
+    var suggestion = e.target.closest("button[data-suggestion]");
+    var input = $("#start-input");
+    if (suggestion && input) input.value = suggestion.value;
+  });
+
+  document.addEventListener("DOMContentLoaded", function () { enhance(); });
+})();
