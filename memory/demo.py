@@ -153,6 +153,7 @@ _SERVICE = [
     (re.compile(r"\b(?:casual|informal)\b|随意|轻松", re.I), "Prefers a casual tone", "偏好轻松随意的语气"),
     (re.compile(r"\bformal\b|正式", re.I), "Prefers a formal tone", "偏好正式的语气"),
 ]
+_REFUSED = re.compile(r"\b(?:drop|no|not|less|stop|don'?t|without)\b|别|不要|不用|不想", re.I)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -166,8 +167,13 @@ def service_preference(sentence: str) -> str | None:
         return f"希望用{_LANGUAGES[name]}回答" if chinese else f"Prefers replies in {name.capitalize()}"
     if m := _ZH_LANGUAGE.search(sentence):
         return f"希望用{m['x']}回答"
-    # The first kind mentioned wins ("只认摄氏度，别给我华氏度" is about Celsius).
-    found = [(m.start(), en, zh) for pattern, en, zh in _SERVICE if (m := pattern.search(sentence))]
+    # The first kind mentioned wins ("只认摄氏度" is about Celsius), unless it is refused ("drop the formal
+    # tone", "别给我华氏度").
+    found = [
+        (m.start(), en, zh)
+        for pattern, en, zh in _SERVICE
+        if (m := pattern.search(sentence)) and not _REFUSED.search(sentence[max(0, m.start() - 12) : m.start()])
+    ]
     if not found:
         return None
     _, en, zh = min(found)

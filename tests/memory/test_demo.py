@@ -73,6 +73,7 @@ def test_nothing_is_stored_for_requests_rules_one_offs_and_other_people(text: st
         ("以后请用中文回答我。", "希望用中文回答"),
         ("我看温度只认摄氏度，以后别给我华氏度了。", "温度偏好用摄氏度"),
         ("以后回答简短一点。", "偏好简短的回答"),
+        ("You can drop the formal tone with me, casual is fine.", "Prefers a casual tone"),
     ],
 )
 def test_lasting_preferences_about_how_to_be_served_are_stored(text: str, memory: str) -> None:
