@@ -27,9 +27,9 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from accounts.models import User
-from chat import extensions, services
+from chat import compaction, extensions, services, tokens
 from chat.extensions import TurnContext
-from chat.llm import ChatModel, LLMError, ToolCall, ToolCalls, get_chat_model
+from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage, get_chat_model
 from chat.models import Conversation, Message
 
 logger = logging.getLogger(__name__)
@@ -100,6 +100,8 @@ def _answered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # Tools may block for long (a judge call); keep them off the shared ORM thread.
 _run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
+# Summarizing waits for the model: off the shared ORM thread too.
+_fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=False)
 
 
 @dataclass
@@ -110,6 +112,11 @@ class Turn:
     _items: list[dict[str, Any]] = field(default_factory=list)
     _step_text: list[str] = field(default_factory=list)
     _finished: Message | None = None
+    # Context budget (chat.compaction): loaded at the first step; whether a refusal for length was already
+    # retried; whether the turn failed for length (then it leaves the state as it found it, or smaller).
+    _budget: compaction.Budget | None = None
+    _refused: bool = False
+    _too_long: bool = False
 
     @classmethod
     async def begin(cls, *, user: User, conversation: Conversation, content: str) -> Turn:
@@ -157,10 +164,12 @@ class Turn:
             tools = extensions.tool_schemas(self.ctx) if step < max_steps else []
             calls: list[ToolCall] = []
             self._step_text = []
-            stream = self.model.stream(messages=[*messages, *self._items], tools=tools or None)
-            async with aclosing(stream):  # type: ignore[type-var]
+            stream = self._fitted_stream(messages, tools or None)
+            async with aclosing(stream):
                 async for chunk in stream:
-                    if isinstance(chunk, ToolCalls):
+                    if isinstance(chunk, TurnEvent):  # summarizing earlier messages first
+                        yield chunk
+                    elif isinstance(chunk, ToolCalls):
                         calls = chunk.calls
                     elif chunk.text:
                         text = "\n\n" + chunk.text if self._text and not self._step_text else chunk.text
@@ -184,6 +193,76 @@ class Turn:
             # the next step sees the blocks as they are now, not as they were before the tool ran.
             messages = await database_sync_to_async(build_model_input)(self.ctx, self.started.context)
 
+    async def _fitted_stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> AsyncGenerator[TextDelta | ToolCalls | TurnEvent, None]:
+        """The model's stream for one step, within the context budget: a request that would not fit is
+        preceded by a compaction of the state (announced by a "tool" event), and a refusal for length
+        compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
+        s = self.started
+        if self._budget is None:
+            self._budget = await database_sync_to_async(compaction.budget_load)(conversation_id=s.conversation.pk)
+        request = [*messages, *self._items]
+        size = self._budget.measure(request, tools)
+        if size > self._budget.input:
+            yield TurnEvent("tool", tool=compaction.SUMMARIZING)
+            request, size = await self._fit(tools, hard=False)
+        while True:
+            answered = False
+            try:
+                stream = self.model.stream(messages=request, tools=tools)
+                async with aclosing(stream):  # type: ignore[type-var]
+                    async for chunk in stream:
+                        if isinstance(chunk, Usage):
+                            await self._calibrate(chunk.prompt_tokens, tokens.estimate_request(request, tools))
+                            continue
+                        answered = True
+                        yield chunk
+                return
+            except LLMError as exc:
+                overflow = compaction.is_overflow(exc, request_tokens=size, budget=self._budget)
+                if not overflow or answered or self._refused:
+                    self._too_long = self._too_long or (overflow and not answered)
+                    raise
+                refusal = exc
+            self._refused = True
+            self._budget = await database_sync_to_async(compaction.after_refusal)(
+                conversation_id=s.conversation.pk, exc=refusal, budget=self._budget, request_tokens=size
+            )
+            yield TurnEvent("tool", tool=compaction.SUMMARIZING)
+            request, size = await self._fit(tools, hard=True)
+
+    async def _fit(self, tools: list[dict[str, Any]] | None, *, hard: bool) -> tuple[list[dict[str, Any]], int]:
+        """Compact the state so this step's request fits; the new request and its estimate."""
+        s, budget = self.started, self._budget
+        assert budget is not None
+        bare = await database_sync_to_async(build_model_input)(self.ctx, [])
+        try:
+            fit = await _fit_turn_async(
+                conversation_id=s.conversation.pk,
+                lock_token=s.lock_token,
+                context=s.context,
+                version=s.state_version,
+                measure_without_state=budget.measure([*bare, *self._items], tools),
+                budget=budget,
+                hard=hard,
+            )
+        except compaction.InputTooLong:
+            self._too_long = True
+            raise
+        s.context, s.state_version = fit.context, fit.version
+        messages = await database_sync_to_async(build_model_input)(self.ctx, s.context)
+        request = [*messages, *self._items]
+        return request, budget.measure(request, tools)
+
+    async def _calibrate(self, reported: int, estimated: int) -> None:
+        budget = self._budget
+        assert budget is not None
+        ratio = await database_sync_to_async(compaction.state_calibrate)(
+            conversation_id=self.started.conversation.pk, reported=reported, estimated=estimated, previous=budget.ratio
+        )
+        self._budget = compaction.Budget(window=budget.window, reply=budget.reply, ratio=ratio)
+
     async def _finish(self, status: str, error: str) -> Message:
         if self._finished is not None:  # a turn is saved once, whichever way it ends
             return self._finished
@@ -195,6 +274,12 @@ class Turn:
         self._finished = await database_sync_to_async(services.turn_finish)(
             turn=self.started, status=status, content="".join(self._text).strip(), error=error, new_items=items
         )
+        if self._too_long:  # a turn that failed for length must not leave the state bigger
+            await database_sync_to_async(compaction.failed_turn_discard)(
+                conversation_id=self.started.conversation.pk,
+                version=self.started.state_version + 1,
+                context=self.started.context,
+            )
         return self._finished
 
     async def run_to_end(self) -> TurnEvent:

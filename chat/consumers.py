@@ -76,7 +76,7 @@ def delta_html(message_id: int, text: str) -> str:
     return f'<span hx-swap-oob="beforeend:#message-{message_id}-text">{escape(text)}</span>'
 
 
-TOOL_ACTIVITY = {"flush_memory": "Updating memory…"}
+TOOL_ACTIVITY = {"flush_memory": "Updating memory…", "summarize_context": "Summarizing earlier messages…"}
 
 
 def activity_html(message_id: int, tool: str) -> str:

@@ -45,6 +45,18 @@ class AgentState(models.Model):
     # Optimistic concurrency: a save must name the version it read.
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
+    # Compaction (chat.compaction): how often the oldest part of `context` was replaced by a summary,
+    # and the last user message (display log) whose turn the summary covers, where the page shows it.
+    compactions = models.PositiveIntegerField(default=0)
+    summarized_through = models.ForeignKey(
+        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    # Set while a background compaction is queued or running, so there is at most one per conversation.
+    compacting_since = models.DateTimeField(null=True, blank=True, editable=False)
+    # The provider's own prompt size over our estimate (chat.tokens.calibrated_ratio); None until reported.
+    token_ratio = models.FloatField(null=True, blank=True, editable=False)
+    # A context window the provider stated when refusing a request, when smaller than CHAT_CONTEXT_TOKENS.
+    context_window = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     def __str__(self) -> str:
         return f"State of {self.conversation_id} (v{self.version}, {len(self.context)} messages)"

@@ -163,6 +163,14 @@ CHAT_MAX_TOOL_STEPS = env_int("CHAT_MAX_TOOL_STEPS", 4)
 CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
 CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 600)
 
+# --- Context budget and compaction (chat.tokens, chat.compaction) ---
+# The chat model's context window, the room kept in it for the reply (at most half the window), and the
+# fraction of the rest at which the agent state is summarized in the background.
+CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 32000)
+CHAT_REPLY_TOKENS = env_int("CHAT_REPLY_TOKENS", 4000)
+CHAT_COMPACT_AT = float(os.environ.get("CHAT_COMPACT_AT", "0.75"))
+SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
+
 # --- Memory ---
 MEMORY_EXTRACT_MIN_TURNS = env_int("MEMORY_EXTRACT_MIN_TURNS", 3)
 MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)

@@ -15,6 +15,13 @@ Replies are scripted with `FakeResponse` and consumed in order from `queue(...)`
         server.queue(FakeResponse("Hello there"), FakeResponse(status=500))
         client = openai.OpenAI(base_url=server.base_url, api_key="test-key")
 
+With `context_window` set it behaves like a provider with a context window: a request whose prompt
+(counted by `count_tokens`, a tokenizer-like count: words, punctuation, CJK characters, a few tokens per
+message, the tool schemas) plus its `max_tokens` exceeds the window is refused with HTTP 400 and code
+`context_length_exceeded`, in OpenAI's words. With `overflow="empty_stream"` an over-long *streaming*
+request gets HTTP 200 and an empty stream instead, as llama.cpp's server does. Refused requests are
+recorded in `requests` too, and their prompt sizes in `prompt_sizes`.
+
 For benchmarks it also runs on its own and answers every request with N word tokens:
 
     python -m tests.fake_openai --port 18100 --tokens 200 --token-delay 0.005
@@ -104,9 +111,15 @@ class _Stats:
 class FakeOpenAIServer:
     """A threaded HTTP server speaking enough of the OpenAI Chat Completions API for the adapter."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, *, context_window: int | None = None, overflow: str = "error"
+    ) -> None:
         self.host = host
         self.port = port
+        self.context_window = context_window
+        self.overflow = overflow  # "error" (HTTP 400) or "empty_stream" (llama.cpp, streaming requests only)
+        self.prompt_sizes: list[int] = []  # count_tokens of each request's prompt, in order
+        self.refused = 0
         self.responder: Responder | None = None
         self._queue: list[FakeResponse] = []
         self._stats = _Stats()
@@ -176,12 +189,20 @@ class FakeOpenAIServer:
             self._queue.clear()
             self._stats.requests.clear()
             self._stats.headers.clear()
+            self.prompt_sizes.clear()
+            self.refused = 0
 
     # --- used by the handler ---
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> FakeResponse:
         with self._stats.lock:
             self._stats.requests.append(body)
             self._stats.headers.append(headers)
+            prompt = count_tokens(body)
+            self.prompt_sizes.append(prompt)
+            requested = prompt + int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+            if self.context_window is not None and requested > self.context_window:
+                self.refused += 1
+                return _overflow_response(self.context_window, requested, body, self.overflow)
             scripted = self._queue.pop(0) if self._queue else None
         if scripted is not None:
             return scripted
@@ -295,7 +316,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         # With `hang` or `cut`, everything but the final chunk is sent, then the stream stalls or ends.
-        body_chunks = chunks[:-1] if response.hang or response.cut else chunks
+        body_chunks = [c for c in chunks if c["choices"] and not c["choices"][0]["finish_reason"]]
+        body_chunks = body_chunks if response.hang or response.cut else chunks
         for i, chunk in enumerate(body_chunks):
             if i and response.chunk_delay and fake._wait(response.chunk_delay):
                 return
@@ -330,6 +352,39 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
+
+
+_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]|\w+|[^\w\s]")
+
+
+def count_tokens(body: dict[str, Any]) -> int:
+    """The prompt size of a request as this fake provider counts it: a tokenizer-like count (words,
+    punctuation marks and CJK characters are one token each), 4 tokens per message, the tool schemas."""
+
+    def count(text: str) -> int:
+        return len(_TOKEN.findall(text))
+
+    total = 3
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        total += 4 + count(content if isinstance(content, str) else json.dumps(content or ""))
+        for call in message.get("tool_calls") or []:
+            total += 4 + count(json.dumps(call))
+    for tool in body.get("tools") or []:
+        total += count(json.dumps(tool))
+    return total
+
+
+def _overflow_response(window: int, requested: int, body: dict[str, Any], overflow: str) -> FakeResponse:
+    if overflow == "empty_stream" and body.get("stream"):
+        return FakeResponse(raw="")
+    message = (
+        f"This model's maximum context length is {window} tokens. However, you requested {requested} tokens. "
+        "Please reduce the length of the messages."
+    )
+    code = "context_length_exceeded"
+    error = {"message": message, "type": "invalid_request_error", "param": "messages", "code": code}
+    return FakeResponse(status=400, error_body={"error": error})
 
 
 def _error_body(message: str, kind: str) -> dict[str, Any]:
@@ -374,7 +429,7 @@ def _stream_chunks(chunk_id: str, body: dict[str, Any], response: FakeResponse) 
 
 
 def _usage(body: dict[str, Any], response: FakeResponse) -> dict[str, int]:
-    prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+    prompt = count_tokens(body)
     completion = len(response.text_chunks())
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -417,10 +472,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=200, help="word tokens per reply")
     parser.add_argument("--token-delay", type=float, default=0.005, help="seconds between stream chunks")
     parser.add_argument("--first-token-delay", type=float, default=0.0, help="seconds before the first chunk")
+    parser.add_argument("--context-window", type=int, default=0, help="refuse longer requests (0: no window)")
     parser.add_argument("--max-seconds", type=float, default=0.0, help="stop after this long (0: until interrupted)")
     args = parser.parse_args(argv)
 
-    server = FakeOpenAIServer(args.host, args.port)
+    server = FakeOpenAIServer(args.host, args.port, context_window=args.context_window or None)
     server.responder = _benchmark_responder(args.tokens, args.token_delay, args.first_token_delay)
     server.start()
     print(f"fake OpenAI server on {server.base_url}", flush=True)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from chat.llm.base import ChatModel, LLMError, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
+from chat.llm.base import ChatModel, LLMError, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls, Usage
 
 
 @dataclass
@@ -23,6 +23,7 @@ class Step:
     error: LLMError | None = None
     delay: float = 0.0  # seconds before each chunk
     gate: asyncio.Event | None = None  # when set, the step waits for it before its first chunk
+    usage: int | None = None  # a prompt size to report at the end, as providers do with usage
 
 
 class ScriptedChatModel(ChatModel):
@@ -31,10 +32,13 @@ class ScriptedChatModel(ChatModel):
     requests: ClassVar[list[dict[str, Any]]] = []
     judge_answers: ClassVar[list[str | Exception | Callable[[Messages], str]]] = []
     judge_requests: ClassVar[list[dict[str, Any]]] = []
+    summary_answers: ClassVar[list[str | Exception]] = []
+    summary_requests: ClassVar[list[dict[str, Any]]] = []
 
     @classmethod
     def reset(cls) -> None:
         cls.steps, cls.requests, cls.judge_answers, cls.judge_requests = [], [], [], []
+        cls.summary_answers, cls.summary_requests = [], []
 
     async def stream(
         self, *, messages: Messages, tools: list[dict[str, Any]] | None = None
@@ -49,6 +53,8 @@ class ScriptedChatModel(ChatModel):
             yield TextDelta(text)
         if step.error is not None:
             raise step.error
+        if step.usage is not None:
+            yield Usage(step.usage)
         if step.tool_calls:
             yield ToolCalls(list(step.tool_calls))
 
@@ -68,6 +74,15 @@ class ScriptedChatModel(ChatModel):
             raise answer
         if callable(answer):
             return answer(messages)
+        return answer
+
+    def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
+        type(self).summary_requests.append(
+            {"messages": json.loads(json.dumps(messages)), "model": model, "max_tokens": max_tokens}
+        )
+        answer = type(self).summary_answers.pop(0) if type(self).summary_answers else "The earlier talk, summarized."
+        if isinstance(answer, Exception):
+            raise answer
         return answer
 
 
@@ -94,9 +109,17 @@ class FakeModelController:
     def judge(self, answer: str | dict[str, Any] | Exception | Callable[[Messages], str]) -> None:
         ScriptedChatModel.judge_answers.append(json.dumps(answer) if isinstance(answer, dict) else answer)
 
+    def summary(self, answer: str | Exception) -> None:
+        """The next summary the model writes (chat.compaction), or the error it raises instead."""
+        ScriptedChatModel.summary_answers.append(answer)
+
     @property
     def requests(self) -> list[dict[str, Any]]:
         return ScriptedChatModel.requests
+
+    @property
+    def summary_requests(self) -> list[dict[str, Any]]:
+        return ScriptedChatModel.summary_requests
 
     @property
     def judge_requests(self) -> list[dict[str, Any]]:

@@ -10,9 +10,19 @@ from functools import lru_cache
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from chat.llm.base import ChatModel, LLMError, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
+from chat.llm.base import ChatModel, LLMError, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls, Usage
 
-__all__ = ["ChatModel", "LLMError", "Messages", "StreamChunk", "TextDelta", "ToolCall", "ToolCalls", "get_chat_model"]
+__all__ = [
+    "ChatModel",
+    "LLMError",
+    "Messages",
+    "StreamChunk",
+    "TextDelta",
+    "ToolCall",
+    "ToolCalls",
+    "Usage",
+    "get_chat_model",
+]
 
 _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.llm.demo.DemoChatModel"}
 

@@ -13,9 +13,13 @@ Messages = list[dict[str, Any]]
 class LLMError(Exception):
     """Any provider failure: connection, timeout, HTTP error, refusal or garbage. `kind` says which."""
 
-    def __init__(self, message: str, *, kind: str = "error") -> None:
+    def __init__(self, message: str, *, kind: str = "error", context_window: int | None = None) -> None:
         super().__init__(message)
-        self.kind = kind  # "timeout" | "connection" | "status" | "bad_response" | "error"
+        # "timeout" | "connection" | "status" | "bad_response" | "error";
+        # "context_length": the provider refused the request as longer than its context window;
+        # "empty": a stream that ended without sending anything (llama.cpp's answer to an over-long stream).
+        self.kind = kind
+        self.context_window = context_window  # the window the provider stated in its refusal, if any
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,14 @@ class ToolCalls:
     calls: list[ToolCall] = field(default_factory=list)
 
 
-StreamChunk = TextDelta | ToolCalls
+@dataclass(frozen=True)
+class Usage:
+    """Emitted at most once, at the end of a streamed step, when the provider reported its prompt size."""
+
+    prompt_tokens: int
+
+
+StreamChunk = TextDelta | ToolCalls | Usage
 
 
 class ChatModel(ABC):
@@ -55,3 +66,7 @@ class ChatModel(ABC):
     @abstractmethod
     def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
         """One blocking, non-streaming call answering a JSON object (`response_format=json_object`)."""
+
+    def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
+        """One blocking, non-streaming call answering plain text (conversation summaries)."""
+        raise LLMError("This model provider cannot write summaries.", kind="error")

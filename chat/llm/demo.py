@@ -80,6 +80,13 @@ class DemoChatModel(ChatModel):
             await asyncio.sleep(WORD_DELAY_SECONDS)
             yield TextDelta(word)
 
+    def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
+        """A summary made of the user's own lines (the demo writes no prose of its own)."""
+        text = str(messages[-1].get("content", "")) if messages else ""
+        said = [line[6:].strip() for line in text.splitlines() if line.startswith("User: ")]
+        summary = "Earlier, the user said: " + "; ".join(s[:120] for s in said[-8:]) if said else "Nothing to note."
+        return summary[: max_tokens * 3]
+
     def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
         for responder in json_responders:
             answer = responder(messages)

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from chat.llm import ChatModel, TextDelta, ToolCalls, get_chat_model
+from chat.llm import ChatModel, TextDelta, ToolCalls, Usage, get_chat_model
 from chat.llm import demo as demo_module
 from tests.fake_openai import FakeResponse
 
@@ -55,14 +55,23 @@ def test_has_a_label(chat_model: ChatModel) -> None:
 
 
 async def test_stream_yields_text_deltas_that_form_a_non_empty_answer(chat_model: ChatModel) -> None:
-    chunks = await _stream(chat_model)
+    chunks = [c for c in await _stream(chat_model) if not isinstance(c, Usage)]
     assert chunks and all(isinstance(c, TextDelta) for c in chunks)
     assert "".join(c.text for c in chunks).strip()
 
 
+async def test_stream_reports_the_prompt_size_at_most_once_after_the_text(chat_model: ChatModel) -> None:
+    chunks = await _stream(chat_model)
+    usage = [i for i, c in enumerate(chunks) if isinstance(c, Usage)]
+    assert len(usage) <= 1
+    if usage:
+        assert all(isinstance(c, TextDelta) for c in chunks[: usage[0]])
+        assert cast(Usage, chunks[usage[0]]).prompt_tokens > 0
+
+
 async def test_stream_with_tools_offered_ends_with_at_most_one_tool_calls(chat_model: ChatModel) -> None:
     chunks = await _stream(chat_model, tools=TOOLS)
-    assert all(isinstance(c, TextDelta | ToolCalls) for c in chunks)
+    assert all(isinstance(c, TextDelta | ToolCalls | Usage) for c in chunks)
     tool_calls = [c for c in chunks if isinstance(c, ToolCalls)]
     assert len(tool_calls) <= 1
     if tool_calls:
@@ -88,3 +97,11 @@ async def test_complete_json_answers_a_json_object(chat_model: ChatModel) -> Non
         chat_model.complete_json, messages=MESSAGES, model="judge", temperature=0.3, timeout=5
     )
     assert isinstance(json.loads(answer), dict)
+
+
+async def test_complete_text_answers_non_empty_text(chat_model: ChatModel) -> None:
+    messages = [MESSAGES[0], {"role": "user", "content": "User: I want a small phone.\n\nAssistant: Noted."}]
+    answer = await asyncio.to_thread(
+        chat_model.complete_text, messages=messages, model="summary", max_tokens=200, timeout=5
+    )
+    assert isinstance(answer, str) and answer.strip()

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from chat.llm import LLMError, TextDelta, ToolCalls, get_chat_model
+from chat.llm import LLMError, TextDelta, ToolCalls, Usage, get_chat_model
 from chat.llm.openai_adapter import OpenAIChatModel
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
@@ -22,7 +22,8 @@ LOOKUP = {
 
 
 async def _collect(model: Any, **kwargs: Any) -> list[Any]:
-    return [chunk async for chunk in model.stream(**kwargs)]
+    """The reply's chunks (the prompt size the provider reports is left out; see the usage tests)."""
+    return [chunk async for chunk in model.stream(**kwargs) if not isinstance(chunk, Usage)]
 
 
 def test_backend_setting_selects_the_adapter(fake_openai: FakeOpenAIServer) -> None:
@@ -208,3 +209,54 @@ def test_changing_settings_builds_a_fresh_model(fake_openai: FakeOpenAIServer, s
     assert get_chat_model() is not first
     settings.LLM_TIMEOUT = 2.0
     assert get_chat_model() is first
+
+
+async def test_the_provider_reported_prompt_size_comes_last_before_tool_calls(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse("Hi", tool_calls=[{"id": "c1", "name": "lookup", "arguments": "{}"}]))
+    chunks = [chunk async for chunk in get_chat_model().stream(messages=USER, tools=[LOOKUP])]
+    assert fake_openai.requests[0]["stream_options"] == {"include_usage": True}
+    assert isinstance(chunks[-2], Usage) and chunks[-2].prompt_tokens > 0
+    assert isinstance(chunks[-1], ToolCalls)
+
+
+async def test_a_refusal_for_length_says_so_and_states_the_window(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.context_window = 5
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=[{"role": "user", "content": "a b c d e f g h"}])
+    assert caught.value.kind == "context_length"
+    assert caught.value.context_window == 5
+
+
+async def test_a_400_whose_message_says_the_context_was_exceeded_is_a_refusal_for_length(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    error = {"error": {"message": "the request exceeds the available context size", "code": 400}}
+    fake_openai.queue(FakeResponse(status=400, error_body=error))
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=USER)
+    assert caught.value.kind == "context_length"
+    assert caught.value.context_window is None
+
+
+async def test_other_400s_stay_plain_status_errors(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse(status=400))
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=USER)
+    assert caught.value.kind == "status"
+
+
+async def test_an_empty_stream_is_reported_as_empty(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.context_window = 5
+    fake_openai.overflow = "empty_stream"  # llama.cpp's answer to an over-long streaming request
+    with pytest.raises(LLMError) as caught:
+        await _collect(get_chat_model(), messages=[{"role": "user", "content": "a b c d e f g h"}])
+    assert caught.value.kind == "empty"
+
+
+def test_complete_text_sends_one_plain_request(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse("The user wants a small phone."))
+    answer = get_chat_model().complete_text(messages=USER, model="summarizer", max_tokens=300, timeout=5)
+    assert answer == "The user wants a small phone."
+    request = fake_openai.requests[0]
+    assert request["model"] == "summarizer" and request["max_tokens"] == 300
+    assert not request.get("stream") and "response_format" not in request
