@@ -256,7 +256,7 @@ def memory_restore(request: HttpRequest, memory_id: int) -> HttpResponse:
         return redirect(_page_url(f"memory-{new.pk}"))
     return _fragments(
         _history(request, oob=False),
-        _part(request, "memory/_active_list.html", oob=True, **_list_context(user, _query(request))),
+        _part(request, "memory/_active_list.html", oob=True, refocus_id=new.pk, **_list_context(user, _query(request))),
         _summary_oob(request),
         _status("Memory restored. Memora uses it again from your next message."),
     )
@@ -271,7 +271,12 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
         confirming = not request.GET.get("cancel")
         if not _htmx(request):
             return _page(request, forget_confirm=confirming) if confirming else redirect(_page_url())
-        context = {"forget_confirm": confirming, **_summary_context(user), **_history_context(user)}
+        context = {
+            "forget_confirm": confirming,
+            "refocus": not confirming,  # back on the button after Cancel
+            **_summary_context(user),
+            **_history_context(user),
+        }
         return render(request, "memory/_forget.html", context)
     if request.POST.get("cancel"):
         return redirect(_page_url())

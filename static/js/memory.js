@@ -33,10 +33,13 @@
 
   // --- Focus follows the action: into a new form, back to the row, or to the list ---
   var lastRowIndex = -1;
+  var lastFocusedId = "";
   document.addEventListener("htmx:beforeRequest", function (e) {
     var row = e.detail.elt.closest && e.detail.elt.closest(".memory-row");
     var list = row && row.parentElement;
     lastRowIndex = row ? Array.prototype.indexOf.call(list.children, row) : -1;
+    var active = document.activeElement;
+    lastFocusedId = active && active.id && !active.closest(".memory-row") ? active.id : "";
   });
   function focusSoon(el) {
     if (!el || el === document.activeElement) return; // never move the caret of a field in use
@@ -51,6 +54,9 @@
     var refocus = page.querySelector(".memory-row[data-refocus]");
     if (refocus) { refocus.removeAttribute("data-refocus"); focusSoon(refocus.querySelector("[data-row-focus]")); return; }
     if (document.activeElement && document.activeElement !== document.body && document.contains(document.activeElement)) return;
+    // The control that was used was swapped for a fresh copy of itself (the Memory switch).
+    var same = lastFocusedId && document.getElementById(lastFocusedId);
+    if (same) { focusSoon(same); return; }
     // The focused element went away (a row was deleted or a section re-rendered).
     if (target && target.querySelector) {
       var inTarget = target.matches(".memory-row") && document.contains(target) ? target : null;

@@ -117,7 +117,7 @@
     if (!shell || !sidebar || shell.dataset.sidebar !== "open" || !$(".sidebar-close").offsetParent) return;
     var items = Array.prototype.filter.call(
       sidebar.querySelectorAll("a[href], button:not([disabled]), summary, input, textarea, [tabindex='0']"),
-      function (el) { return el.offsetParent !== null; }
+      function (el) { return el.checkVisibility ? el.checkVisibility() : el.offsetParent !== null; }
     );
     if (!items.length) return;
     var first = items[0], last = items[items.length - 1];
