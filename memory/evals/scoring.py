@@ -184,6 +184,7 @@ class Tally:
     misses: int = 0
     malformed: int = 0
     errors: int = 0
+    dropped: int = 0  # operations the judge proposed and validation refused
     ms: int = 0
     prompt_tokens: int = 0
     answer_tokens: int = 0
@@ -196,6 +197,7 @@ class Tally:
         self.misses += score.misses
         self.malformed += score.malformed
         self.errors += bool(score.error)
+        self.dropped += len(score.dropped)
         self.ms += score.ms
         self.prompt_tokens += score.prompt_tokens
         self.answer_tokens += score.answer_tokens
@@ -229,6 +231,7 @@ class Tally:
             "misses": self.misses,
             "malformed": self.malformed,
             "errors": self.errors,
+            "dropped": self.dropped,
             "mean_ms": round(self.ms / self.cases) if self.cases else 0,
             "prompt_tokens": self.prompt_tokens,
             "answer_tokens": self.answer_tokens,

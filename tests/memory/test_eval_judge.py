@@ -179,3 +179,17 @@ def test_a_model_that_never_answers_meets_the_deadline(
     first = report["results"][0]
     assert not first["passed"] and first["error"] == "no answer within the 0.5 s deadline"
     assert report["overall"]["errors"] == 1
+
+
+def test_cases_saved_only_by_validation_are_listed(fake_openai: FakeOpenAIServer, case_file: Path) -> None:
+    update = {"op": "update", "id": 42, "content": "Prefers big screens.", "sources": [1]}
+    fake_openai.queue(
+        FakeResponse('{"operations": [{"op": "add", "content": "Wears glasses.", "sources": [1]}]}'),
+        FakeResponse(json.dumps({"operations": [update, {"op": "retract", "id": 42}]})),
+        FakeResponse('{"operations": [{"op": "retract", "id": 7}]}'),
+    )
+    out = eval_judge("--base-url", fake_openai.base_url, "--cases", str(case_file))
+    assert "Passing only because validation dropped what the judge proposed:" in out
+    assert "- update-screen [change_of_mind] retract: memory 42 was already changed in this batch" in out
+    assert "- nothing [other_people] retract: unknown memory id 7" in out
+    assert "2 operation(s) dropped by validation" in out

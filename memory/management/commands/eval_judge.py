@@ -118,6 +118,12 @@ class Command(BaseCommand):
                 write(f"    {problem}")
             if score.raw or not score.error:
                 write(f"    answer: {score.raw!r}" if len(score.raw) < 2000 else f"    answer: {score.raw[:2000]!r}…")
+        dropped = [s for s in report.scores if s.passed and s.dropped]
+        if dropped:
+            write("\nPassing only because validation dropped what the judge proposed:")
+            for score in dropped:
+                reasons = "; ".join(f"{d.get('op')}: {d.get('reason')}" for d in score.dropped)
+                write(f"- {score.case_id} [{score.category}] {reasons}")
         write(f"\n  {'category':<17} {'exact':>7} {'':>6}   {'precision':>9}   {'recall':>6}   {'bad':>5}")
         for category in CATEGORIES:
             if category in report.by_category:
@@ -127,7 +133,8 @@ class Command(BaseCommand):
         overall = report.overall
         write(self._tally_line("overall", overall))
         write(
-            f"\n{overall.malformed} answer(s) not in the requested JSON shape, {overall.errors} failed call(s); "
+            f"\n{overall.malformed} answer(s) not in the requested JSON shape, {overall.errors} failed call(s), "
+            f"{overall.dropped} operation(s) dropped by validation; "
             f"mean latency {overall.as_dict()['mean_ms']} ms; ~{overall.prompt_tokens} prompt and "
             f"~{overall.answer_tokens} answer tokens in all (estimated)."
         )
