@@ -99,6 +99,23 @@ def _scroll_boxes(html: str) -> str:
     return html.replace("</table>", "</table></div>")
 
 
+_PLAIN_RULES = [
+    (re.compile(r"^```.*$|^~~~.*$", re.MULTILINE), ""),  # code fences
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),  # links and images keep their text
+    (re.compile(r"^\s{0,3}(#{1,6}|>+|[-*+]|\d{1,9}[.)])\s+", re.MULTILINE), ""),  # headings, quotes, list markers
+    (re.compile(r"(\*\*|__|~~|`+)(.+?)\1"), r"\2"),  # strong, strikethrough, code
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (re.compile(r"(?<!\w)_(?!\s)(.+?)(?<!\s)_(?!\w)"), r"\1"),  # _emphasis_
+]
+
+
+def plain_text(text: str) -> str:
+    """Markdown's words without its syntax, on one line (for titles: "**Plan** a `trip`" → "Plan a trip")."""
+    for pattern, replacement in _PLAIN_RULES:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
 def render_markdown(text: str) -> SafeString:
     """Markdown text from the model to sanitised HTML that is safe to insert into the page."""
     html = _converter().convert(normalise_list_indents(text))

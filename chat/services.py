@@ -86,7 +86,9 @@ def without_nul(value: Any) -> Any:
 
 
 def title_from(content: str) -> str:
-    text = " ".join(content.split())
+    from chat.markdown import plain_text  # Markdown syntax is not part of a title
+
+    text = plain_text(content) or " ".join(content.split())
     if len(text) <= TITLE_MAX:
         return text
     cut = text[:TITLE_MAX].rsplit(" ", 1)[0] or text[:TITLE_MAX]

@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -23,6 +24,11 @@ from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.models import Conversation, Message
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
+SUGGESTIONS = [
+    "I’ve always liked small phones — they’re easy to use one-handed.",
+    "Suggest a weekend trip for someone who hates crowds.",
+    "Explain Python decorators with a short example.",
+]
 
 
 def _user(request: HttpRequest) -> User:
@@ -50,13 +56,15 @@ def message_html(message: Message, *, retry_text: str = "", live: bool = False, 
 
 
 def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
-    return {"conversations": selectors.conversation_list(user=_user(request)), "current": conversation}
+    conversations = selectors.conversation_sidebar(user=_user(request), current=conversation)
+    return {"conversations": conversations, "current": conversation, "suggestions": SUGGESTIONS}
 
 
 @login_required
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat/index.html", {**_chat_context(request, None), "form": ConversationCreateForm()})
+    form = ConversationCreateForm(initial={"temporary": request.GET.get("temporary") == "1"})
+    return render(request, "chat/index.html", {**_chat_context(request, None), "form": form})
 
 
 @login_required
@@ -65,10 +73,12 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
     form = ConversationCreateForm(request.POST)
     if not form.is_valid():
         return render(request, "chat/index.html", {**_chat_context(request, None), "form": form}, status=400)
+    if not form.cleaned_data["message"].strip():
+        # A conversation starts with its first message: no empty conversations pile up.
+        return redirect(reverse("chat:index") + ("?temporary=1" if form.cleaned_data["temporary"] else ""))
     conversation = services.conversation_create(user=_user(request), temporary=form.cleaned_data["temporary"])
-    if form.cleaned_data["message"].strip():
-        # The page sends it over the WebSocket as soon as it connects, so it streams like any other.
-        request.session[DRAFT_SESSION_KEY.format(conversation.pk)] = form.cleaned_data["message"]
+    # The page sends it over the WebSocket as soon as it connects, so it streams like any other.
+    request.session[DRAFT_SESSION_KEY.format(conversation.pk)] = form.cleaned_data["message"]
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 

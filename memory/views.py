@@ -76,7 +76,7 @@ def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpRespo
     """The full page; `extra` opens one step in it (a row's edit form or delete confirmation, ...)."""
     user = _user(request)
     context = {
-        "conversations": chat_selectors.conversation_list(user=user),
+        "conversations": chat_selectors.conversation_sidebar(user=user),
         "current": None,
         "add_form": MemoryForm(),
         **_list_context(user, _query(request)),

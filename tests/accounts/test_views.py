@@ -94,8 +94,9 @@ def test_logout_is_a_post_and_ends_the_session(client: Client, user: User) -> No
     assert client.get(reverse("logout")).status_code == 405
     response = client.post(reverse("logout"))
     assert response.status_code == 302
-    assert response["Location"] == reverse("login")
+    assert response["Location"] == reverse("logged_out")
     assert not get_user(client).is_authenticated
+    assert "You’re logged out" in client.get(response["Location"]).content.decode()
 
 
 def test_password_change_requires_login(client: Client) -> None:

@@ -83,6 +83,13 @@ def test_title_from_collapses_whitespace_and_cuts_at_a_word() -> None:
     assert not title[:-1].endswith(" ")
 
 
+def test_title_from_drops_markdown_syntax() -> None:
+    assert title_from("# Plan a **weekend** in `Lisbon`") == "Plan a weekend in Lisbon"
+    assert title_from("> see [the notes](https://example.com) _today_") == "see the notes today"
+    assert title_from("- one\n- two") == "one two"
+    assert title_from("2*3*4 and snake_case_name") == "2*3*4 and snake_case_name"  # not emphasis
+
+
 def test_turn_start_saves_the_user_message_first_and_takes_the_lock(user: User, conversation: Conversation) -> None:
     started = turn_start(user=user, conversation=conversation, content="Hello")
     conversation.refresh_from_db()

@@ -115,11 +115,64 @@ def test_header_shows_the_configured_model(alice_client: Client, conversation: C
 
 
 def test_new_conversation_creates_and_redirects(alice_client: Client, user: Any) -> None:
-    response = alice_client.post(reverse("chat:conversation_new"))
+    response = alice_client.post(reverse("chat:conversation_new"), {"message": "Hello"})
     conversation = Conversation.objects.get(owner=user)
     assert response.status_code == 302
     assert response["Location"] == reverse("chat:conversation", args=[conversation.pk])
     assert not conversation.temporary
+
+
+def test_new_conversation_without_a_first_message_creates_nothing(alice_client: Client, user: Any) -> None:
+    response = alice_client.post(reverse("chat:conversation_new"), {"temporary": "on"})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("chat:index") + "?temporary=1"
+    assert not Conversation.objects.filter(owner=user).exists()
+    body = alice_client.get(response["Location"]).content.decode()
+    assert 'id="start-temporary" checked' in body
+
+
+def test_the_sidebar_new_conversation_is_a_link_to_the_start_page(alice_client: Client) -> None:
+    body = alice_client.get("/").content.decode()
+    assert '<a href="/" class="btn btn-primary btn-block new-conversation">' in body
+
+
+def test_suggestions_send_themselves_with_the_start_form(alice_client: Client) -> None:
+    body = alice_client.get("/").content.decode()
+    assert 'form="start-form" name="message" value="Suggest a weekend trip for someone who hates crowds."' in body
+
+
+def test_temporary_chats_leave_the_sidebar_once_left(alice_client: Client, user: Any) -> None:
+    alice_client.post(reverse("chat:conversation_new"), {"temporary": "on", "message": "Secret plans"})
+    temporary = Conversation.objects.get(owner=user)
+    temporary.title = "Secret plans"
+    temporary.save()
+    assert "Secret plans" in alice_client.get(reverse("chat:conversation", args=[temporary.pk])).content.decode()
+    assert "Secret plans" not in alice_client.get("/").content.decode()
+
+
+def test_memory_off_shows_in_the_header_and_on_the_start_page(alice_client: Client, user: Any) -> None:
+    assert "Memory off" not in alice_client.get("/").content.decode()
+    user.memory_enabled = False
+    user.save()
+    body = alice_client.get("/").content.decode()
+    assert ">Memory off</a>" in body
+    assert "Memory is off: Memora doesn’t learn from your chats" in body
+
+
+def test_the_conversation_page_says_what_it_needs_without_javascript(
+    alice_client: Client, conversation: Conversation
+) -> None:
+    body = alice_client.get(reverse("chat:conversation", args=[conversation.pk])).content.decode()
+    assert '<noscript><p class="noscript">Sending messages and watching replies arrive needs JavaScript' in body
+
+
+def test_the_delete_confirmation_says_what_happens_to_memories(
+    alice_client: Client, conversation: Conversation
+) -> None:
+    body = alice_client.get(reverse("chat:conversation_delete", args=[conversation.pk])).content.decode()
+    assert "Memories learned from it are kept" in body
+    page = alice_client.get(reverse("chat:conversation", args=[conversation.pk])).content.decode()
+    assert "Memories learned from it are kept" in page  # the JavaScript confirmation too
 
 
 def test_an_oversized_first_message_is_refused_with_its_text_kept(alice_client: Client, user: Any) -> None:
@@ -139,7 +192,7 @@ def test_message_boxes_do_not_silently_truncate_long_text(alice_client: Client, 
 
 
 def test_a_temporary_conversation_says_so_in_its_header(alice_client: Client, user: Any) -> None:
-    response = alice_client.post(reverse("chat:conversation_new"), {"temporary": "on"}, follow=True)
+    response = alice_client.post(reverse("chat:conversation_new"), {"temporary": "on", "message": "Hi"}, follow=True)
     conversation = Conversation.objects.get(owner=user)
     assert conversation.temporary
     assert "Temporary chat" in response.content.decode()

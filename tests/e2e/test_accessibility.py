@@ -81,7 +81,8 @@ def test_chat_pages_and_states(page: Any, live_server_url: str) -> None:
     page.click(".user-menu summary")
     audit(page, "user menu open")
     page.click("text=Log out")
-    expect(page).to_have_url(re.compile(r"/accounts/"))
+    expect(page).to_have_url(f"{base}/accounts/logged-out/")
+    expect(page.get_by_role("heading", name="You’re logged out")).to_be_visible()
     audit(page, "logged out")
 
 

@@ -68,7 +68,16 @@ def test_stream_stop_and_reload(page: Any, live_server_url: str) -> None:
 def test_rename_delete_and_phone_sidebar(page: Any, live_server_url: str) -> None:
     base = live_server_url
     sign_up(page, base, "bob")
+    # A suggestion fills the composer and sends itself.
+    page.get_by_role("button", name="Suggest a weekend trip for someone who hates crowds.").click()
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-user").first).to_contain_text("Suggest a weekend trip")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    # "New conversation" opens the start page; nothing is created until the first message.
     page.click("text=New conversation")
+    expect(page).to_have_url(f"{base}/")
+    expect(page.locator("#conversation-list li")).to_have_count(1)
+    page.locator("#conversation-list a").first.click()
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
     page.click(".title-row summary")
     page.click("text=Rename")
@@ -89,6 +98,16 @@ def test_rename_delete_and_phone_sidebar(page: Any, live_server_url: str) -> Non
     page.click(".menu-items >> text=Delete")
     expect(page).to_have_url(f"{base}/")
     expect(page.locator("#conversation-list")).not_to_contain_text("Trip ideas")
+
+    # A temporary chat is listed while it is open, and leaves the list once left.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.check("#start-temporary")
+    page.fill("#start-input", "Just between us")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator("#conversation-list")).to_contain_text("Just between us")
+    page.click("text=New conversation")
+    expect(page.locator("#conversation-list")).not_to_contain_text("Just between us")
 
 
 def test_markdown_reply_and_screenshots(page: Any, live_server_url: str) -> None:
