@@ -98,8 +98,13 @@ def _answered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return result
 
 
-# Tools may block for long (a judge call); keep them off the shared ORM thread.
+# The turn's database work runs in the loop's thread pool, not on the one thread Channels otherwise
+# shares between every connection of the process: each call is its own short transaction, and turns
+# starting together must not queue behind each other (or behind a tool, which may block for long).
 _run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
+_turn_start = database_sync_to_async(services.turn_start, thread_sensitive=False)
+_turn_finish = database_sync_to_async(services.turn_finish, thread_sensitive=False)
+_model_input = database_sync_to_async(lambda ctx, context: build_model_input(ctx, context), thread_sensitive=False)
 # Summarizing waits for the model: off the shared ORM thread too.
 _fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=False)
 
@@ -122,8 +127,7 @@ class Turn:
     async def begin(cls, *, user: User, conversation: Conversation, content: str) -> Turn:
         """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
-        start = database_sync_to_async(services.turn_start)
-        started = await start(user=user, conversation=conversation, content=content)
+        started = await _turn_start(user=user, conversation=conversation, content=content)
         return cls(started=started, model=model)
 
     @property
@@ -135,7 +139,7 @@ class Turn:
         s = self.started
         try:
             yield TurnEvent("start", user_message=s.user_message, assistant_message=s.assistant_message)
-            messages = await database_sync_to_async(build_model_input)(self.ctx, s.context)
+            messages = await _model_input(self.ctx, s.context)
             # aclosing, here and around the model stream: a stopped turn closes the provider's stream at
             # once instead of leaving it to the garbage collector.
             async with aclosing(self._steps(messages)) as steps:
@@ -191,7 +195,7 @@ class Turn:
                 self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
             # A tool may have changed what the providers show (flush_memory updates memories):
             # the next step sees the blocks as they are now, not as they were before the tool ran.
-            messages = await database_sync_to_async(build_model_input)(self.ctx, self.started.context)
+            messages = await _model_input(self.ctx, self.started.context)
 
     async def _fitted_stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -201,7 +205,8 @@ class Turn:
         compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
         s = self.started
         if self._budget is None:
-            self._budget = await database_sync_to_async(compaction.budget_load)(conversation_id=s.conversation.pk)
+            load = database_sync_to_async(compaction.budget_load, thread_sensitive=False)
+            self._budget = await load(conversation_id=s.conversation.pk)
         request = [*messages, *self._items]
         size = self._budget.measure(request, tools)
         if size > self._budget.input:
@@ -271,7 +276,7 @@ class Turn:
         if status != Message.Status.COMPLETE and partial:
             # Keep the state consistent, and tell the model next turn that this answer was cut short.
             items.append({"role": "assistant", "content": partial + CUT_SHORT})
-        self._finished = await database_sync_to_async(services.turn_finish)(
+        self._finished = await _turn_finish(
             turn=self.started, status=status, content="".join(self._text).strip(), error=error, new_items=items
         )
         if self._too_long:  # a turn that failed for length must not leave the state bigger

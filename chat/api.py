@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
+from django.db import connection
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 from ninja.responses import NinjaJSONEncoder, Status
@@ -100,6 +101,16 @@ def _sse_for(event: TurnEvent) -> bytes:
     return _sse("error", {"detail": event.text, "assistant_message": _message(event.assistant_message)})
 
 
+def _conversation_for_turn(*, user: User, conversation_id: UUID) -> Conversation:
+    try:
+        return selectors.conversation_get_for_user(user=user, conversation_id=conversation_id)
+    finally:
+        # The request's own connection is not needed again (the turn's work runs in other threads): give
+        # it back now (to the pool, on PostgreSQL) rather than hold it for the length of a streamed reply.
+        if not connection.in_atomic_block:  # tests run inside a transaction
+            connection.close()
+
+
 @router.post(
     "/{conversation_id}/messages",
     response={200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut},
@@ -122,9 +133,7 @@ def _sse_for(event: TurnEvent) -> bytes:
 )
 async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
     user = _user(request)
-    conversation: Conversation = await sync_to_async(selectors.conversation_get_for_user)(
-        user=user, conversation_id=conversation_id
-    )
+    conversation: Conversation = await sync_to_async(_conversation_for_turn)(user=user, conversation_id=conversation_id)
     try:
         turn = await Turn.begin(user=user, conversation=conversation, content=payload.content)
     except services.TurnRejected as exc:

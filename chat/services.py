@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from accounts.models import User
@@ -152,24 +152,31 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
         raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
 
     learns = user.memory_enabled and not conversation.temporary
-    user_message = Message.objects.create(
-        conversation=conversation,
-        user=user,
-        role=Message.Role.USER,
-        content=content,
-        memory_status=Message.MemoryStatus.PENDING if learns else Message.MemoryStatus.SKIPPED,
+    # One INSERT for both messages (ids in this order); then one UPDATE and one SELECT, whatever happened.
+    user_message, assistant_message = Message.objects.bulk_create(
+        [
+            Message(
+                conversation=conversation,
+                user=user,
+                role=Message.Role.USER,
+                content=content,
+                memory_status=Message.MemoryStatus.PENDING if learns else Message.MemoryStatus.SKIPPED,
+            ),
+            Message(conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING),
+        ]
     )
-    assistant_message = Message.objects.create(
-        conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING
-    )
-    Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
-    conversation.updated_at = now
     # Titled from its first message unless it has a title already (checked in SQL: the object may be stale).
-    title = title_from(content)
-    if Conversation.objects.filter(pk=conversation.pk, title="").update(title=title):
-        conversation.title = title
-    state, _ = AgentState.objects.get_or_create(conversation=conversation)
-    return StartedTurn(user, conversation, user_message, assistant_message, token, list(state.context), state.version)
+    untitled = Case(When(title="", then=Value(title_from(content))), default=F("title"))
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=now, title=untitled)
+    conversation.updated_at = now
+    row = Conversation.objects.filter(pk=conversation.pk).values_list(
+        "title", "agent_state__context", "agent_state__version"
+    )[0]
+    conversation.title, context, version = row
+    if version is None:  # every conversation is created with its state; this only repairs a missing one
+        state = AgentState.objects.create(conversation=conversation)
+        context, version = state.context, state.version
+    return StartedTurn(user, conversation, user_message, assistant_message, token, list(context), version)
 
 
 @transaction.atomic

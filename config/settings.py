@@ -86,12 +86,24 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL + a busy timeout let the web server and the Celery worker share the file.
+    # WAL + a busy timeout let the web server and the Celery worker share the file: readers never
+    # wait, writers (IMMEDIATE transactions, each a few milliseconds) queue for up to `timeout` seconds.
+    # Connections are per thread and opening one costs well under a millisecond, so none are kept.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A connection pool per process (psycopg_pool). Under ASGI every request and every sync_to_async
+    # hop may run in a different thread, so persistent per-thread connections (CONN_MAX_AGE) would pile
+    # up instead of being reused; a pooled connection goes back to the pool when Django closes it.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env_int("DATABASE_POOL_MIN_SIZE", 2),
+        "max_size": env_int("DATABASE_POOL_MAX_SIZE", 20),
+        "timeout": 10,  # seconds to wait for a free connection before the request fails
+    }
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 AUTH_USER_MODEL = "accounts.User"
 AUTH_PASSWORD_VALIDATORS = [
