@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db.models import F, Prefetch, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -22,7 +22,9 @@ EXCERPT_CHARS = 200
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
     """Sources (one extra query for the whole list) and the id of the version each row replaced."""
     sources = Message.objects.only("id", "conversation_id", "content").order_by("id")
-    return query.annotate(supersedes_id=F("supersedes__id")).prefetch_related(Prefetch("sources", queryset=sources))
+    return query.annotate(
+        supersedes_id=F("supersedes__id"), supersedes_content=F("supersedes__content")
+    ).prefetch_related(Prefetch("sources", queryset=sources))
 
 
 def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySet[Memory]:
@@ -89,11 +91,17 @@ def extraction_run_list(*, user: User) -> QuerySet[ExtractionRun]:
 # --- the settings page and the "Memory updated" notice -------------------------------------------
 
 
+def _matching(rows: QuerySet[Memory], query: str) -> QuerySet[Memory]:
+    """Rows whose sentence, or a message it was learned from, contains `query`."""
+    if not query:
+        return rows
+    ids = rows.filter(Q(content__icontains=query) | Q(sources__content__icontains=query)).values("pk")
+    return rows.filter(pk__in=ids)
+
+
 def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
-    """Active memories newest first (the settings page), optionally only those containing `query`."""
-    rows = Memory.objects.filter(owner=user, invalid_at__isnull=True)
-    if query:
-        rows = rows.filter(content__icontains=query)
+    """Active memories newest first (the settings page), optionally only those matching `query`."""
+    rows = _matching(Memory.objects.filter(owner=user, invalid_at__isnull=True), query)
     return _with_relations(rows.order_by("-created_at", "-id"))
 
 
@@ -102,9 +110,10 @@ def memory_has_history(*, user: User) -> bool:
     return Memory.objects.filter(owner=user, invalid_at__isnull=False).exists()
 
 
-def memory_history(*, user: User) -> QuerySet[Memory]:
-    """Invalidated memories, newest change first, with the version that replaced each one."""
-    return memory_list(user=user, status="invalid").select_related("superseded_by")
+def memory_history(*, user: User, query: str = "") -> QuerySet[Memory]:
+    """Invalidated memories, newest change first, with the version that replaced each one;
+    optionally only those matching `query`."""
+    return _matching(memory_list(user=user, status="invalid"), query).select_related("superseded_by")
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,8 @@ def _summary_context(user: User) -> dict[str, Any]:
     return {"usage": selectors.memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
 
 
-def _history_context(user: User) -> dict[str, Any]:
-    return {"history": list(selectors.memory_history(user=user))}
+def _history_context(user: User, query: str = "") -> dict[str, Any]:
+    return {"history": list(selectors.memory_history(user=user, query=query)), "query": query}
 
 
 def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
@@ -81,7 +81,7 @@ def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpRespo
         "add_form": MemoryForm(),
         **_list_context(user, _query(request)),
         **_summary_context(user),
-        **_history_context(user),
+        **_history_context(user, _query(request)),
         **extra,
     }
     return render(request, "memory/page.html", context, status=status)
@@ -101,11 +101,17 @@ def _fragments(*parts: str, status: int = 200) -> HttpResponse:
 
 
 def _summary_oob(request: HttpRequest) -> str:
-    return _part(request, "memory/_summary.html", oob=True, **_summary_context(_user(request)))
+    """The summary, and the Forget everything box whose state follows the count."""
+    user = _user(request)
+    summary = _summary_context(user)
+    has_history = selectors.memory_has_history(user=user)
+    return _part(request, "memory/_summary.html", oob=True, **summary) + _part(
+        request, "memory/_forget.html", oob=True, history=has_history, **summary
+    )
 
 
 def _history(request: HttpRequest, *, oob: bool) -> str:
-    return _part(request, "memory/_history.html", oob=oob, **_history_context(_user(request)))
+    return _part(request, "memory/_history.html", oob=oob, **_history_context(_user(request), _query(request)))
 
 
 def _empty_state_oob(request: HttpRequest) -> str:
@@ -134,10 +140,23 @@ def _rejected(request: HttpRequest, exc: services.MemoryRejected, *, anchor: str
 @require_GET
 @vary_on_headers("HX-Request")
 def memory_page(request: HttpRequest) -> HttpResponse:
-    """The page; an HTMX request (the search box) gets just the filtered list."""
+    """The page; an HTMX request (the search box) gets the filtered lists and says how many matched."""
     if _htmx(request) and not request.htmx.history_restore_request:  # type: ignore[attr-defined]
-        return render(request, "memory/_active_list.html", _list_context(_user(request), _query(request)))
+        user, query = _user(request), _query(request)
+        active, history = _list_context(user, query), _history_context(user, query)
+        return _fragments(
+            _part(request, "memory/_active_list.html", **active),
+            _part(request, "memory/_history.html", oob=True, **history),
+            _status(_search_count(query, len(active["memories"]), len(history["history"]))),
+        )
     return _page(request)
+
+
+def _search_count(query: str, active: int, history: int) -> str:
+    if not query:
+        return ""
+    found = f"{active} active memor{'y' if active == 1 else 'ies'} and {history} in History"
+    return f"{found} match “{query}”."
 
 
 @login_required

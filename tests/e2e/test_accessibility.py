@@ -92,9 +92,8 @@ def test_memory_page_states(page: Any, live_server_url: str) -> None:
     page.goto(f"{base}/settings/memory/")
     audit(page, "memory page, empty")
 
-    page.get_by_role("button", name="Forget everything").click()
-    audit(page, "forget everything, nothing to forget")
-    page.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_role("button", name="Forget everything")).to_be_disabled()
+    expect(page.locator("#memory-forget")).to_contain_text("Nothing to forget right now.")
 
     for text in ("Prefers metric units", "Lives in Lyon"):
         page.fill("#memory-add-input", text)
@@ -124,8 +123,14 @@ def test_memory_page_states(page: Any, live_server_url: str) -> None:
 
     page.fill("#memory-search", "nothing like this")
     expect(page.locator("#memory-list")).to_contain_text("No active memory contains")
+    expect(page.locator("#memory-history")).to_contain_text("Nothing in History contains")
+    expect(page.locator("#memory-status")).to_have_text("0 active memories and 0 in History match “nothing like this”.")
     audit(page, "search without results")
+    page.fill("#memory-search", "Lyon")
+    expect(page.locator("#memory-status")).to_have_text("1 active memory and 1 in History match “Lyon”.")
+    expect(page.locator("#memory-history .memory-row")).to_have_count(1)
     page.fill("#memory-search", "")
+    expect(page.locator("#memory-history .memory-row")).to_have_count(1)
 
     page.get_by_role("button", name="Forget everything").click()
     expect(page.get_by_role("button", name="Cancel")).to_be_visible()

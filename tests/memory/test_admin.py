@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -34,7 +35,9 @@ def test_admin_pages_show_memories_their_chain_and_runs(
     assert admin_client.get(reverse("admin:memory_memory_changelist") + "?state=active").status_code == 200
     page = admin_client.get(reverse("admin:memory_memory_change", args=[new.pk])).content.decode()
     assert "Prefers small phones." in page and "Prefers large-screen phones." in page and message.content in page
-    assert admin_client.get(reverse("admin:memory_extractionrun_changelist")).status_code == 200
+    listing = admin_client.get(reverse("admin:memory_extractionrun_changelist")).content.decode()
+    assert "column-started" in listing and "column-duration" in listing and re.search(r"\d+( ms|\.\d s)<", listing)
+    assert '<span title="Applied">Applied</span>' in listing
     page = admin_client.get(reverse("admin:memory_extractionrun_change", args=[extraction.pk])).content.decode()
     assert "I prefer big screens now" in page and "update" in page
     assert admin_client.get(reverse("admin:memory_memoryuser_changelist")).status_code == 200

@@ -152,6 +152,32 @@ def test_page_is_a_full_page_and_the_search_gets_just_the_list(alice: Client, us
 def test_search_with_no_match_says_so(alice: Client, memory: Memory) -> None:
     partial = body(alice.get(PAGE, {"q": "kayaks"}, headers=HTMX))
     assert "No active memory contains “kayaks”." in partial
+    assert "Nothing in History contains “kayaks”." in partial
+    assert "0 active memories and 0 in History match “kayaks”." in partial
+
+
+def test_search_matches_source_excerpts_and_filters_history(
+    alice: Client, user: User, memory: Memory, old_version: Memory
+) -> None:
+    conversation = make_conversation(owner=user)
+    said = make_message(conversation=conversation, content="My thumb hurts on big screens")
+    other = make_memory(owner=user, content="Is vegetarian")
+    MemorySource.objects.create(memory=memory, message=said)
+    partial = body(alice.get(PAGE, {"q": "thumb"}, headers=HTMX))
+    active = partial[: partial.index('id="memory-history"')]
+    assert "Prefers small phones" in active and other.content not in active
+    history = partial[partial.index('id="memory-history"') :]
+    assert "Likes small phones" not in history  # the old version does not match "thumb"
+    assert "1 active memory and 0 in History match “thumb”." in partial
+    partial = body(alice.get(PAGE, {"q": "likes"}, headers=HTMX))
+    assert "Likes small phones" in partial[partial.index('id="memory-history"') :]
+    assert "0 active memories and 1 in History match “likes”." in partial
+
+
+def test_forget_everything_is_disabled_with_no_active_memories(alice: Client) -> None:
+    page = body(alice.get(PAGE))
+    assert "disabled" in page[page.index('id="memory-forget-button"') :].split(">")[0]
+    assert "Nothing to forget right now." in page
 
 
 def test_active_memories_are_listed_newest_first_with_origin_and_time(alice: Client, user: User) -> None:
