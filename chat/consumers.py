@@ -215,6 +215,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     chat_notice = memory_notice
 
+    async def chat_marker(self, event: dict[str, Any]) -> None:
+        """A conversation marker (chat.markers): appended to this page's timeline if it is ours."""
+        if event.get("conversation_id") == str(self.conversation.pk):
+            await self.push(f'<div hx-swap-oob="beforeend:#messages">{event["html"]}</div>')
+
 
 class DeltaBatch:
     """Collects reply text and pushes it at most every FLUSH_SECONDS; the first piece goes at once."""

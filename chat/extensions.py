@@ -5,6 +5,7 @@
   whether it can act (`available(ctx)`); one that cannot is neither offered to the model nor run.
 - `turn_finished`: sent after the turn's transaction commits, never on rollback.
 - page fragments: extra HTML on the conversation page (e.g. a poller for notices).
+- conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
 """
 
 from __future__ import annotations

@@ -107,3 +107,23 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+
+class ConversationMarker(models.Model):
+    """A small, lasting note in a conversation's timeline at the moment something happened beside the
+    messages ("Memory updated · Prefers small phones…"). Other apps add them through chat.markers;
+    `kind` is theirs to name (a CSS class and a filter), chat only stores and shows them."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="markers")
+    kind = models.SlugField(max_length=40)
+    text = models.CharField(max_length=300)
+    link = models.CharField(max_length=500, blank=True)
+    link_text = models.CharField(max_length=60, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["conversation", "created_at", "id"], name="marker_conv_order")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text[:60]}"

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import extensions, selectors, services
+from chat import extensions, markers, selectors, services
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.models import Conversation, Message
 
@@ -90,7 +90,10 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
     context = {
         **_chat_context(request, conversation),
         "conversation": conversation,
-        "chat_messages": with_retry_text(selectors.message_list(conversation=conversation)),
+        "chat_messages": markers.timeline(
+            with_retry_text(selectors.message_list(conversation=conversation)),
+            markers.marker_list(conversation=conversation),
+        ),
         "draft": draft,
         "page_fragments": extensions.page_fragments(request, conversation),
     }

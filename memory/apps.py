@@ -11,7 +11,7 @@ class MemoryConfig(AppConfig):
         from chat.llm import demo as demo_model
         from memory import demo
         from memory.context import memory_block
-        from memory.notices import conversation_page_fragment, on_memories_changed
+        from memory.notices import conversation_page_fragment, mark_conversation, on_memories_changed
         from memory.receivers import on_turn_finished
         from memory.signals import memories_changed
         from memory.tools import flush_memory
@@ -21,6 +21,7 @@ class MemoryConfig(AppConfig):
         extensions.register_page_fragment("memory-notices", conversation_page_fragment)
         extensions.turn_finished.connect(on_turn_finished, dispatch_uid="memory.on_turn_finished")
         memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
+        memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
         if demo.demo_judge not in demo_model.json_responders:
             demo_model.json_responders.append(demo.demo_judge)
         if demo.demo_tool_trigger not in demo_model.tool_triggers:

@@ -9,6 +9,10 @@ Two ways to the browser:
   Celery worker, so there the chat page also polls `notices/` (memory/_notice_poller.html) for runs
   that changed memories since the last one it saw. Each notice carries its run id, so a page that
   gets one run both ways shows it once (static/js/memory.js).
+
+Its Review link goes to the changed memory on Settings → Memory (`review_link`), which highlights it.
+The conversation the run learned from also keeps a lasting marker where the memory changed
+(`mark_conversation`, through chat's conversation markers).
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import HttpRequest
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from accounts.models import User
-from chat.models import Conversation
+from chat import markers
+from chat.models import Conversation, Message
 from memory import selectors
-from memory.models import ExtractionRun
+from memory.models import ExtractionRun, Memory
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +66,77 @@ def describe(summary: list[str]) -> str:
     return text
 
 
-def notice_html(*, run_id: int, summary: list[str]) -> str:
-    return render_to_string("memory/_updated_notice.html", {"run_id": run_id, "description": describe(summary)})
+MARKER_KIND = "memory"
+
+
+def review_link(*, new_memory_id: int | None, applied_ops: list[dict[str, Any]]) -> str:
+    """Settings → Memory at the changed memory: the one the run added or updated, else the first one
+    it forgot (now in History), else the History."""
+    page = reverse("memory:page")
+    if new_memory_id is not None:
+        return f"{page}#memory-{new_memory_id}"
+    retracted = [op["id"] for op in applied_ops if op.get("op") == "retract" and "id" in op]
+    return f"{page}#memory-{retracted[0]}" if retracted else f"{page}#memory-history"
+
+
+def _new_memory_ids(run_ids: list[int]) -> dict[int, int]:
+    """The newest still-active memory each run wrote, by run id (one query)."""
+    rows = Memory.objects.filter(run_id__in=run_ids, invalid_at__isnull=True).order_by("id").values_list("run_id", "pk")
+    return {run_id: pk for run_id, pk in rows if run_id is not None}
+
+
+def _review_for(run_id: int) -> str:
+    """The run's Review link; "" (the page itself) when it cannot be worked out."""
+    try:
+        run = ExtractionRun.objects.filter(pk=run_id).only("applied_ops").first()
+        if run is None:
+            return ""
+        return review_link(new_memory_id=_new_memory_ids([run_id]).get(run_id), applied_ops=run.applied_ops)
+    except Exception:  # a plainer link, never a missed notice
+        logger.exception("could not find what run %s changed", run_id)
+        return ""
+
+
+def notice_html(*, run_id: int, summary: list[str], review: str = "") -> str:
+    context = {"run_id": run_id, "description": describe(summary), "review": review or reverse("memory:page")}
+    return render_to_string("memory/_updated_notice.html", context)
+
+
+def _marker_item(line: str) -> str:
+    prefix = next((p for p in VERBS if line.startswith(p)), "")
+    if prefix == "Forgot: ":
+        return f"Forgot {_quote(line[len(prefix) :])}"
+    text = " ".join(line[len(prefix) :].split())
+    return text if len(text) <= CONTENT_CHARS else text[: CONTENT_CHARS - 1].rstrip() + "…"
+
+
+def marker_text(summary: list[str]) -> str:
+    """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)" """
+    shown, rest = summary[:SHOWN_ITEMS], len(summary) - SHOWN_ITEMS
+    text = " · ".join(["Memory updated", *(_marker_item(line) for line in shown)])
+    return text + (f" (and {rest} more)" if rest > 0 else "")
+
+
+def mark_conversation(sender: object, *, user_id: int, run_id: int, summary: list[str], **kwargs: Any) -> None:
+    """memories_changed receiver: a lasting marker in the conversation of the message the run ended on."""
+    try:
+        run = ExtractionRun.objects.filter(pk=run_id, owner_id=user_id).first()
+        if run is None:
+            return
+        message_id = run.trigger_message_id or max(run.message_ids or [0])
+        message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation").first()
+        if message is None:  # its conversation was deleted meanwhile
+            return
+        link = review_link(new_memory_id=_new_memory_ids([run.pk]).get(run.pk), applied_ops=run.applied_ops)
+        markers.marker_add(
+            conversation=message.conversation,
+            kind=MARKER_KIND,
+            text=marker_text(summary),
+            link=link,
+            link_text="Review",
+        )
+    except Exception:  # memories are saved; a missing marker must not fail the run that sent it
+        logger.exception("could not mark the conversation of run %s", run_id)
 
 
 def user_group(user_id: int) -> str:
@@ -76,7 +151,7 @@ def on_memories_changed(sender: object, *, user_id: int, run_id: int, summary: l
     layer = get_channel_layer()
     if layer is None:
         return
-    event = {"type": "memory.notice", "html": notice_html(run_id=run_id, summary=summary)}
+    event = {"type": "memory.notice", "html": notice_html(run_id=run_id, summary=summary, review=_review_for(run_id))}
     try:
         async_to_sync(layer.group_send)(user_group(user_id), event)
     except Exception:  # memories are saved; a missed notice must not fail the run that sent it
@@ -108,11 +183,19 @@ def run_summary(run: ExtractionRun, *, retracted: dict[int, str]) -> list[str]:
 
 def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
     """Rendered notices for the user's runs that changed memories after `after_run_id`, and the
-    id to ask from next time. Three queries at most, whatever the number of runs."""
+    id to ask from next time. Four queries at most, whatever the number of runs."""
     runs = selectors.extraction_runs_changed_after(user=user, after_run_id=after_run_id)
     ids = [op["id"] for run in runs for op in run.applied_ops if op.get("op") == "retract" and "id" in op]
     retracted = selectors.memory_contents_by_id(user=user, ids=ids)
-    notices = [notice_html(run_id=run.pk, summary=run_summary(run, retracted=retracted)) for run in runs]
+    new_ids = _new_memory_ids([run.pk for run in runs]) if runs else {}
+    notices = [
+        notice_html(
+            run_id=run.pk,
+            summary=run_summary(run, retracted=retracted),
+            review=review_link(new_memory_id=new_ids.get(run.pk), applied_ops=run.applied_ops),
+        )
+        for run in runs
+    ]
     return notices, max([after_run_id, *(run.pk for run in runs)])
 
 

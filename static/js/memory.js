@@ -95,6 +95,14 @@
   document.addEventListener("htmx:afterSettle", countAll);
   countAll();
 
+  // A "Review" link names a memory (#memory-<id>): CSS highlights it (:target); focus goes to it too.
+  var target = /^#memory-\d+$/.test(location.hash) && document.querySelector(location.hash + ".memory-row");
+  if (target) {
+    target.scrollIntoView({ block: "center" });
+    var control = target.querySelector("[data-row-focus]");
+    if (control) control.focus({ preventScroll: true });
+  }
+
   // A step opened without JavaScript's help (e.g. after a full-page form post) gets focus too.
   var initial = page.querySelector("[data-autofocus]");
   if (initial) { initial.setAttribute("data-focused", ""); focusSoon(initial); }

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.axe import audit
 from tests.e2e.conftest import PORTS, ROOT, sign_up
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.processes import free_port, stop, wait_for_port
@@ -154,7 +155,11 @@ def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_
     notice = page.locator(".notice-memory").first
     expect(notice).to_contain_text("Memory updated: remembered “Prefers small phones", timeout=15_000)
     expect(page.locator(".notice-memory")).to_have_count(1)
-    expect(notice.get_by_role("link", name="Review")).to_have_attribute("href", "/settings/memory/")
+    review = re.compile(r"^/settings/memory/#memory-\d+$")
+    expect(notice.get_by_role("link", name="Review")).to_have_attribute("href", review)
+    audit(page, "conversation with a memory notice")
+    page.wait_for_timeout(9_000)  # a notice stays until it is dismissed or the next message is sent
+    expect(notice).to_be_visible()
 
     # Asking to remember flushes at once; the review covers the earlier message too.
     send(page, "I live in Lyon.")
@@ -162,13 +167,25 @@ def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_
     learned = page.locator(".notice-memory", has_text="remembered “Is vegetarian”")
     expect(learned).to_be_visible(timeout=5_000)
     expect(learned).to_contain_text("remembered “Lives in Lyon”")
-    assert page.locator(".notice-memory[data-memory-run]").count() == len(
-        set(page.locator(".notice-memory").evaluate_all("els => els.map(e => e.dataset.memoryRun)"))
+    expect(page.locator(".notice-memory")).to_have_count(1)  # sending cleared the earlier one
+    # The conversation keeps a lasting marker where the memory changed, also after a reload.
+    marker = page.locator(".conversation-marker.marker-memory", has_text="Memory updated · ")
+    expect(marker.last).to_contain_text("Is vegetarian")
+    page.reload()
+    expect(page.locator(".conversation-marker.marker-memory")).to_have_count(2)  # the background run's too
+    expect(page.locator(".conversation-marker").first).to_contain_text("Memory updated · Prefers small phones")
+    expect(page.locator(".conversation-marker").last.get_by_role("link", name="Review")).to_have_attribute(
+        "href", review
     )
+    audit(page, "conversation with memory markers")
 
     # Open Settings → Memory from the notice.
-    page.locator(".notice-memory", has_text="Is vegetarian").get_by_role("link", name="Review").click()
-    expect(page).to_have_url(f"{base}/settings/memory/")
+    # Open Settings → Memory from a marker: it goes to the changed memory, highlighted.
+    page.locator(".conversation-marker", has_text="Is vegetarian").get_by_role("link", name="Review").click()
+    expect(page).to_have_url(re.compile(rf"^{re.escape(base)}/settings/memory/#memory-\d+$"))
+    target = page.locator(".memory-row:target")
+    expect(target).to_have_count(1)
+    expect(target).to_be_in_viewport()
     expect(page.get_by_role("heading", name="Active memories")).to_be_visible()
     phones, veggie = row(page, "Prefers small phones, finds them easier to use one-handed"), row(page, "Is vegetarian")
     expect(page.locator("#memory-list > .memory-row")).to_have_count(3)
@@ -192,7 +209,7 @@ def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_
     expect(target).to_contain_text("I've always liked small phones")
     expect(target).to_be_in_viewport()
     page.go_back()
-    expect(page).to_have_url(f"{base}/settings/memory/")
+    expect(page).to_have_url(re.compile(rf"^{re.escape(base)}/settings/memory/"))
 
     # Edit in place: Escape cancels; an over-long text is refused inline and kept; Save makes a new version.
     veggie.get_by_role("button", name="Edit").click()
@@ -339,7 +356,7 @@ def test_background_run_in_the_worker_reaches_the_page_and_memory_off_sends_no_m
     expect(flushed).to_have_count(1, timeout=5_000)
     page.wait_for_timeout(2_500)  # one more poll, which returns the same run again
     expect(flushed).to_have_count(1)
-    expect(notice).to_have_count(1)
+    expect(notice).to_have_count(0)  # sending the next message dismissed the earlier notice, for good
 
     # The model input carries the memory block while memory is on...
     send(page, "What should I pack?")

@@ -190,3 +190,58 @@ def test_conversation_page_carries_the_poller_on_the_in_memory_channel_layer(
     client.force_login(user)
     body = client.get(reverse("chat:conversation", args=[conversation.pk])).content.decode()
     assert body.count('id="memory-notice-poller"') == 1
+
+
+# --- the lasting marker and the deep link ----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_run_that_changes_memories_marks_its_conversation_and_links_to_the_memory(
+    client: Client, user: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    conversation = make_conversation(owner=user)
+    message = say(conversation, "Remember that I prefer small phones.")
+    with django_capture_on_commit_callbacks(execute=True):
+        run(user, up_to=message)
+    memory = Memory.objects.get(owner=user, invalid_at__isnull=True)
+    marker = conversation.markers.get()
+    assert marker.kind == "memory"
+    assert marker.text.startswith("Memory updated · ") and memory.content[:20] in marker.text
+    assert marker.link == f"/settings/memory/#memory-{memory.pk}" and marker.link_text == "Review"
+    client.force_login(user)
+    page = client.get(reverse("chat:conversation", args=[conversation.pk])).content.decode()
+    assert f'id="marker-{marker.pk}" class="conversation-marker marker-memory"' in page
+    assert page.index(message.content) < page.index(f'id="marker-{marker.pk}"')  # where it changed
+    assert f'<a href="/settings/memory/#memory-{memory.pk}">Review</a>' in page
+
+
+@pytest.mark.django_db
+def test_a_run_that_changes_nothing_leaves_no_marker(user: User, django_capture_on_commit_callbacks: Any) -> None:
+    conversation = make_conversation(owner=user)
+    message = say(conversation, "What's the weather like in Paris?")
+    with django_capture_on_commit_callbacks(execute=True):
+        run(user, up_to=message)
+    assert not conversation.markers.exists()
+
+
+@pytest.mark.django_db
+def test_polled_notices_link_to_the_changed_memory(client: Client, user: User) -> None:
+    client.force_login(user)
+    message = say(make_conversation(owner=user), "Remember that I prefer small phones.")
+    run(user, up_to=message)
+    memory = Memory.objects.get(owner=user, invalid_at__isnull=True)
+    body = client.get(reverse("memory:notices"), {"after": 0}, headers={"HX-Request": "true"}).content.decode()
+    assert f'<a href="/settings/memory/#memory-{memory.pk}">Review</a>' in body
+
+
+def test_review_link_falls_back_to_forgotten_memory_then_history() -> None:
+    assert notices.review_link(new_memory_id=None, applied_ops=[{"op": "retract", "id": 9}]) == (
+        "/settings/memory/#memory-9"
+    )
+    assert notices.review_link(new_memory_id=None, applied_ops=[{"op": "clear"}]) == "/settings/memory/#memory-history"
+
+
+def test_marker_text_names_up_to_two_changes() -> None:
+    assert notices.marker_text(SUMMARY) == "Memory updated · Prefers small phones, finds them easier to use one-handed"
+    three = ["Remembered: Is vegetarian", "Forgot: Lives in Paris", "Remembered: Likes tea"]
+    assert notices.marker_text(three) == "Memory updated · Is vegetarian · Forgot “Lives in Paris” (and 1 more)"
