@@ -247,7 +247,7 @@ def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_
     expect(history_row(page, "Is vegetarian and avoids fish")).to_contain_text("Replaced when you restored")
 
     # Everything persisted.
-    page.reload()
+    page.goto(f"{base}/settings/memory/")  # a fresh load, without the Review link's #memory-N
     active = page.locator("#memory-list > .memory-row")
     expect(active).to_have_count(3)
     expect(active.nth(0)).to_contain_text("Is vegetarian")
