@@ -1,18 +1,28 @@
 """Turn latency and streaming throughput of the chat, against a local fake OpenAI-compatible provider.
 
     .venv/bin/python bench/turn_latency.py [--turns 30] [--streams 50] [--tokens 200] [--token-delay 0.02]
+    .venv/bin/python bench/turn_latency.py --database-url postgres://…/NAME --redis-url redis://…/DB \
+        --web-processes 2 --streams 200
 
-Starts the fake provider (tests.fake_openai) and the app under uvicorn on a scratch SQLite database
-(LLM_BACKEND=openai pointed at the fake), then measures:
+Starts the fake provider (tests.fake_openai) and the app exactly as `make run` does: `manage.py
+migrate`, `manage.py ensure_demo_user`, then `scripts/serve.py` (uvicorn and a Celery worker) with the
+environment `make run` would have, plus the provider's address. By default that is the embedded
+configuration (a scratch SQLite file, in-memory channel layer, filesystem broker); with
+`--database-url` and `--redis-url` it is PostgreSQL + Redis (use a database and a Redis db of your
+own: the bench writes users into them), and `--web-processes N` runs the production command
+`scripts/serve.py --workers N`. Then it measures:
 
 1. Added latency, one turn at a time: time to the first token and to the end of the reply through
    the WebSocket (what the browser uses) and through the API (server-sent events), minus the same
-   times when calling the fake provider directly with the `openai` package. Median and p95.
+   times when calling the fake provider directly with the `openai` package, in the same run. Median
+   and p95.
 2. Concurrency: N conversations of N different users stream a reply at once (WebSocket and API):
-   errors, and each stream's token rate (tokens after the first / time from first to last token)
-   compared with the provider's own rate measured the same way with N direct streams.
+   errors, first-token times, and each stream's token rate (tokens after the first / time from first
+   to last token) compared with the provider's own rate measured the same way with N direct streams.
 
-Everything it starts is stopped at the end, and the whole run is bounded in time.
+The machine (CPUs, load average before and after) is printed with the figures: on a shared machine
+they are only comparable within one run. Everything it starts is stopped at the end, and the whole run
+is bounded in time.
 """
 
 from __future__ import annotations
@@ -91,7 +101,7 @@ def make_accounts(count: int, prefix: str) -> list[Account]:
 
     accounts = []
     for i in range(count):
-        user = User.objects.create_user(username=f"{prefix}{i}", password="bench-password-123")
+        user = User.objects.create_user(username=f"{prefix}{i}", password=None)  # force_login needs none
         client = Client()
         client.force_login(user)
         _, token = api_token_create(user=user)
@@ -378,6 +388,11 @@ async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: 
     return all(ok for _, ok in checks)
 
 
+def machine() -> str:
+    load = os.getloadavg()
+    return f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=30, help="turns per path in the latency part")
@@ -387,51 +402,65 @@ def main() -> int:
     parser.add_argument("--streams", type=int, default=50)
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--token-delay", type=float, default=0.02)
+    parser.add_argument("--database-url", default="", help="PostgreSQL (a database of your own); needs --redis-url")
+    parser.add_argument("--redis-url", default="", help="Redis (a db number of your own)")
+    parser.add_argument("--web-processes", type=int, default=1, help="scripts/serve.py --workers N")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = parser.parse_args()
+    if bool(args.database_url) != bool(args.redis_url):
+        parser.error("--database-url and --redis-url go together (PostgreSQL + Redis)")
 
     scratch = Path(tempfile.mkdtemp(prefix="memora-bench-"))
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY"}}
+    # What `make run` sees on a fresh clone, plus the provider: no service URLs unless asked for.
+    drop = {"DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "DJANGO_DEBUG", "LLM_BACKEND", "WEB_CONCURRENCY"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     provider_port = free_port(PORTS)
     app_port = free_port(PORTS, exclude={provider_port})
     provider_url = f"http://127.0.0.1:{provider_port}/v1"
     env.update(
-        MEMORA_VAR_DIR=str(scratch), DJANGO_SETTINGS_MODULE="config.settings", DJANGO_DEBUG="0",
-        LLM_BACKEND="openai", OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="bench", CHAT_MODEL="bench",
-        LLM_MAX_RETRIES="0", LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT),
+        MEMORA_VAR_DIR=str(scratch), DJANGO_SETTINGS_MODULE="config.settings", PORT=str(app_port),
+        OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="bench", CHAT_MODEL="bench", PYTHONPATH=str(ROOT),
+        # The benchmark sends more turns per user and minute than a person would.
+        CHAT_USER_TURNS_PER_MINUTE="100000",
     )  # fmt: skip
-    os.environ.update(env)
-    for key in ("DATABASE_URL", "REDIS_URL"):
-        os.environ.pop(key, None)
+    if args.database_url:
+        env.update(DATABASE_URL=args.database_url, REDIS_URL=args.redis_url)
+    os.environ.clear()
+    os.environ.update(env, LOG_LEVEL="WARNING")  # this process only: the server logs as `make run` does
 
     processes: list[subprocess.Popen[bytes]] = []
-    log = (scratch / "server.log").open("wb")
+    log_path = scratch / "server.log"
+    log = log_path.open("wb")
     try:
-        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+        for command in (["migrate", "--noinput", "-v0"], ["ensure_demo_user"]):
+            subprocess.run([PYTHON, "manage.py", *command], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
         provider = subprocess.Popen(
             [PYTHON, "-c", PROVIDER, str(provider_port), str(DEADLINE_SECONDS)], cwd=ROOT, env=env
         )
         processes.append(provider)
-        app = subprocess.Popen(
-            [PYTHON, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(app_port),
-             "--ws", "websockets-sansio", "--log-level", "warning", "--no-access-log"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        serve = [PYTHON, "scripts/serve.py"]
+        if args.web_processes > 1:
+            serve += ["--workers", str(args.web_processes)]
+        app = subprocess.Popen(serve, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         processes.append(app)
-        accounts = make_accounts(2 + args.streams, prefix="bench")
+        accounts = make_accounts(2 + args.streams, prefix=f"bench{os.getpid()}x")
         wait_for_port(provider_port, provider)
-        wait_for_port(app_port, app)
+        wait_for_port(app_port, app, seconds=90, log=log_path)
+        time.sleep(1.0 if args.web_processes > 1 else 0.2)  # every worker process listening
+        services = "PostgreSQL + Redis" if args.database_url else "SQLite, in-memory channel layer, filesystem broker"
         print(
-            f"Memora under uvicorn (SQLite, in-memory channel layer) · fake provider at {provider_url} · "
-            f"{os.cpu_count()} CPUs · Python {sys.version.split()[0]}"
+            f"Memora as `make run` starts it (scripts/serve.py, {args.web_processes} web process(es); {services})"
+            f" · fake provider at {provider_url} · Python {sys.version.split()[0]}\n"
+            f"machine: {machine()} (before)"
         )
         ok = asyncio.run(
             asyncio.wait_for(run(args, f"http://127.0.0.1:{app_port}", provider_url, accounts), DEADLINE_SECONDS)
         )
+        print(f"machine: {machine()} (after)")
         return 0 if ok else 1
     finally:
         for process in reversed(processes):
-            stop(process)
+            stop(process, seconds=20)
         log.close()
         if args.keep:
             print(f"scratch directory kept: {scratch}")
