@@ -10,6 +10,10 @@ Prints:
 3. Time to build the memory block with 200 active memories.
 4. End-to-end latency from a turn's commit to the memory row: a real `celery -A config worker`
    subprocess on the embedded filesystem broker, and on Redis when REDIS_URL is set.
+5. Throughput: 1,000 users (`--users`) each holding a backlog of 3 pending messages; the worker's
+   task (`extract_memories_task`) runs once per user in one process, as one worker process would,
+   with the instant demo judge, so the figure is the pipeline's own cost: batches per second per
+   worker process, and the queries of every run (the same whoever the user is).
 
 Everything it starts is stopped at the end, and the whole run is bounded in time.
 """
@@ -149,6 +153,43 @@ def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
     return len(captured), len(result.run_ids)
 
 
+# --- 5. throughput -------------------------------------------------------------------------------
+
+
+def throughput(users: int, backlog: int = 3) -> tuple[float, int, set[int]]:
+    """Batches per second of one worker process over `users` users with `backlog` pending messages
+    each; the number of runs; the distinct query counts of those runs."""
+    from django.db import connection
+    from django.db.models import Max
+    from django.test.utils import CaptureQueriesContext
+
+    from accounts.models import User
+    from chat.models import AgentState, Conversation, Message
+    from memory import tasks
+    from memory.models import ExtractionRun
+
+    people = User.objects.bulk_create([User(username=f"bench-throughput-{i}", password="!") for i in range(users)])
+    conversations = Conversation.objects.bulk_create([Conversation(owner=u, title="Backlog") for u in people])
+    AgentState.objects.bulk_create([AgentState(conversation=c) for c in conversations])
+    Message.objects.bulk_create(
+        [
+            Message(conversation=c, user=c.owner, role="user", content=FILLER[k % len(FILLER)], memory_status="pending")
+            for c in conversations
+            for k in range(backlog)
+        ]
+    )
+    last = dict(Message.objects.filter(user__in=people).values_list("user_id").annotate(last=Max("id")))
+    counts: set[int] = set()
+    started = time.perf_counter()
+    for user in people:
+        with CaptureQueriesContext(connection) as captured:
+            tasks.extract_memories_task.apply(args=(user.pk, last[user.pk]), kwargs={"trigger": "background"})
+        counts.add(len(captured))
+    elapsed = time.perf_counter() - started
+    runs = ExtractionRun.objects.filter(owner__in=people).count()
+    return runs / elapsed, runs, counts
+
+
 # --- 3. the memory block -------------------------------------------------------------------------
 
 
@@ -269,6 +310,8 @@ def summary(timings: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="measured turns per broker for the latency")
+    parser.add_argument("--users", type=int, default=1000, help="users with a backlog, for the throughput")
+    parser.add_argument("--throughput-only", action="store_true", help="only part 5")
     parser.add_argument("--latency-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -288,6 +331,10 @@ def main() -> int:
             f"{settings.MEMORY_EXTRACT_MIN_TURNS})",
             flush=True,
         )
+        if args.throughput_only:
+            rate, runs, counts = throughput(args.users)
+            print(f"5. {rate:.1f} batches/s per worker process ({runs} runs; queries per run: {sorted(counts)})")
+            return 0
         calls, memories = judge_calls_per_100()
         print(
             f"1. Judge calls per 100 user messages (background mode): {calls}  (target <= 34; {memories} memories kept)"
@@ -316,6 +363,14 @@ def main() -> int:
             )
         else:
             print("   Redis: skipped (set REDIS_URL to measure it)")
+        rate, runs, counts = throughput(args.users)
+        load = os.getloadavg()
+        print(
+            f"5. Throughput, {args.users} users with 3 pending messages each: {rate:.1f} batches/s per worker "
+            f"process ({runs} runs; queries per run: {', '.join(map(str, sorted(counts)))}; "
+            f"{os.cpu_count()} CPUs, load average {load[0]:.2f})",
+            flush=True,
+        )
     finally:
         shutil.rmtree(var_dir, ignore_errors=True)
     return 0
