@@ -181,8 +181,10 @@ async def turn_websocket(base: str, account: Account, prompt: str, socket_: Any 
     timing, t_first, t_last = Timing(), 0.0, 0.0
     try:
         async with contextlib.AsyncExitStack() as stack:
+            # No keepalive pings: with hundreds of sockets in this one process, a late pong is the
+            # benchmark's own lag, not the server's.
             ws = socket_ or await stack.enter_async_context(
-                connect(ws_url(base, account), additional_headers=ws_headers(base, account))
+                connect(ws_url(base, account), additional_headers=ws_headers(base, account), ping_interval=None)
             )
             t0 = time.perf_counter()
             await ws.send(json.dumps({"action": "send", "content": prompt}))
@@ -369,7 +371,9 @@ async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: 
         # All streams start at once, as if every user pressed Enter together.
         ws_load = list(await asyncio.gather(*[turn_websocket(base, a, load_prompt) for a in load_accounts[:n]]))
         ws_conc = report_concurrency("WebSocket", ws_load, provider_rate, args.tokens)
-        api_load = list(await asyncio.gather(*[turn_api(client, a, load_prompt) for a in load_accounts[:n]]))
+        # Fresh conversations: a WebSocket turn whose socket failed above may still be finishing.
+        fresh = [Account(a.session, a.token, await new_conversation(client, a)) for a in load_accounts[:n]]
+        api_load = list(await asyncio.gather(*[turn_api(client, a, load_prompt) for a in fresh]))
         api_conc = report_concurrency("API (SSE)", api_load, provider_rate, args.tokens)
 
     checks = [

@@ -61,12 +61,15 @@ def traced(name: str, func: Any) -> Any:
 
 
 def install() -> None:
+    from channels.db import database_sync_to_async
+
     from accounts import auth
     from chat import agent, api, selectors, services
 
     auth.api_token_authenticate = traced("authenticate", auth.api_token_authenticate)  # type: ignore[assignment]
     selectors.conversation_get_for_user = traced("conversation lookup", selectors.conversation_get_for_user)
     services.turn_start = traced("turn_start", services.turn_start)
+    agent._turn_start = database_sync_to_async(services.turn_start, thread_sensitive=False)  # bound at import
     agent.build_model_input = traced("build_model_input", agent.build_model_input)
     sse_for = api._sse_for
 
