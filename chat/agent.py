@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncGenerator
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -29,10 +30,20 @@ from django.conf import settings
 from accounts.models import User
 from chat import compaction, extensions, services, tokens
 from chat.extensions import TurnContext
-from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage, get_chat_model
+from chat.llm import (
+    ChatModel,
+    LLMError,
+    TextDelta,
+    ToolCall,
+    ToolCalls,
+    Usage,
+    get_chat_model,
+    single_system_message,
+)
 from chat.models import Conversation, Message
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 PROMPTS = Path(__file__).parent / "prompts"
 # Appended, in the agent state only, to a reply that was stopped or failed half-way.
 CUT_SHORT = " [reply cut short]"
@@ -53,11 +64,14 @@ class TurnEvent:
 
 
 def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """System prompt, one block per context provider, the stored context, the new message.
+    """One system message (the system prompt, then one block per context provider), the stored
+    context, the new message.
 
-    Provider blocks are rebuilt every turn and never stored, so an edit takes effect next turn.
+    Provider blocks are rebuilt every turn and never stored, so an edit takes effect next turn. They
+    are part of the one system message, as is any system item in the stored context (a summary):
+    many chat templates keep a single system message and silently drop the others.
     """
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt()}]
+    parts = [system_prompt()]
     for provider in extensions.context_providers():
         try:
             block = provider(ctx)
@@ -65,8 +79,9 @@ def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[d
             logger.exception("context provider failed")
             continue
         if block:
-            messages.append({"role": "system", "content": block})
-    return [*messages, *context, {"role": "user", "content": ctx.user_message.content}]
+            parts.append(block)
+    system = {"role": "system", "content": "\n\n".join(parts)}
+    return single_system_message([system, *context, {"role": "user", "content": ctx.user_message.content}])
 
 
 def _run_tool(ctx: TurnContext, call: ToolCall) -> str:
@@ -107,6 +122,33 @@ _turn_finish = database_sync_to_async(services.turn_finish, thread_sensitive=Fal
 _model_input = database_sync_to_async(lambda ctx, context: build_model_input(ctx, context), thread_sensitive=False)
 # Summarizing waits for the model: off the shared ORM thread too.
 _fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=False)
+
+
+@dataclass
+class TurnBudget:
+    """The turn's wall-clock limit (CHAT_TURN_TIMEOUT), over every model step of the turn.
+
+    Each wait for the next chunk is bounded by what is left, so neither a slow model nor a server
+    that only sends keep-alive pings can hold the conversation's lock and run slot past it.
+    """
+
+    deadline: float
+
+    @classmethod
+    def start(cls) -> TurnBudget:
+        return cls(deadline=time.monotonic() + float(settings.CHAT_TURN_TIMEOUT))
+
+    async def next_chunk(self, stream: AsyncIterator[T]) -> T | None:
+        """The stream's next chunk, None at its end; LLMError(kind="timeout") when the time is up."""
+        try:
+            async with asyncio.timeout(max(0.0, self.deadline - time.monotonic())):
+                return await anext(stream)
+        except StopAsyncIteration:
+            return None
+        except TimeoutError as exc:
+            limit = float(settings.CHAT_TURN_TIMEOUT)
+            message = f"The reply did not finish within the turn's time limit ({limit:g} s)."
+            raise LLMError(message, kind="timeout") from exc
 
 
 @dataclass
@@ -163,14 +205,15 @@ class Turn:
 
     async def _steps(self, messages: list[dict[str, Any]]) -> AsyncGenerator[TurnEvent, None]:
         max_steps = settings.CHAT_MAX_TOOL_STEPS
+        budget = TurnBudget.start()
         for step in range(max_steps + 1):
             # The last step offers no tools, so the loop always ends with an answer.
-            tools = extensions.tool_schemas(self.ctx) if step < max_steps else []
+            tools = extensions.tool_schemas(self.ctx) if step < max_steps and settings.CHAT_TOOLS != "off" else []
             calls: list[ToolCall] = []
             self._step_text = []
             stream = self._fitted_stream(messages, tools or None)
             async with aclosing(stream):
-                async for chunk in stream:
+                while (chunk := await budget.next_chunk(stream)) is not None:
                     if isinstance(chunk, TurnEvent):  # summarizing earlier messages first
                         yield chunk
                     elif isinstance(chunk, ToolCalls):
@@ -184,6 +227,8 @@ class Turn:
             self._step_text = []
             if step == max_steps:
                 calls = []  # no tools were offered: a stray call is not run, the text is the answer
+            if not calls and not step_text:
+                raise LLMError("The model sent an empty reply.", kind="empty")
             if not calls:
                 self._items.append({"role": "assistant", "content": step_text or ""})
                 return

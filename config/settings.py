@@ -171,8 +171,16 @@ CHAT_MODEL = os.environ.get("CHAT_MODEL", "").strip() or "gpt-4o-mini"
 MEMORY_MODEL = os.environ.get("MEMORY_MODEL", "").strip() or CHAT_MODEL
 # "openai" when a key or base URL is configured, else the offline demo model. LLM_BACKEND overrides.
 LLM_BACKEND = os.environ.get("LLM_BACKEND", "").strip() or ("openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "demo")
+# The longest silence between two bytes from the provider (the HTTP read timeout).
 LLM_TIMEOUT = float(os.environ.get("LLM_TIMEOUT", "60"))
+# Retries of a call that failed before anything arrived (connection refused, HTTP 429/5xx); never
+# after a timeout, which would queue behind the abandoned request on a single-slot server.
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
+# Wall-clock limits that keep-alive pings cannot extend: the first token of a reply, and a whole turn.
+LLM_FIRST_TOKEN_TIMEOUT = float(os.environ.get("LLM_FIRST_TOKEN_TIMEOUT", "30"))
+CHAT_TURN_TIMEOUT = float(os.environ.get("CHAT_TURN_TIMEOUT", "300"))
+# "auto": offer tools (flush_memory) unless the provider rejects or ignores them; "off": never.
+CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
 
 # --- Chat turn ---
 CHAT_MAX_MESSAGE_CHARS = 8000
@@ -182,7 +190,8 @@ CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 600)
 
 # --- Context budget and compaction (chat.tokens, chat.compaction) ---
 # The chat model's context window, the room kept in it for the reply (at most half the window), and the
-# fraction of the rest at which the agent state is summarized in the background.
+# fraction of the rest at which the agent state is summarized in the background. The reply's room is also
+# the `max_tokens` of every chat request.
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 32000)
 CHAT_REPLY_TOKENS = env_int("CHAT_REPLY_TOKENS", 4000)
 CHAT_COMPACT_AT = float(os.environ.get("CHAT_COMPACT_AT", "0.75"))
@@ -191,6 +200,9 @@ SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
 # --- Memory ---
 MEMORY_EXTRACT_MIN_TURNS = env_int("MEMORY_EXTRACT_MIN_TURNS", 3)
 MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
+# The judge: `max_tokens` for its JSON answer and its total time limit (seconds).
+MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)
+MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
 
 NINJA_PAGINATION_PER_PAGE = 100
 

@@ -1,7 +1,9 @@
 """The judge call: how the pipeline asks the model for its answer, and how an evaluation must ask too.
 
 One function, so that `manage.py eval_judge` measures exactly what extraction does: the judge model
-(MEMORY_MODEL), JSON mode, the temperature and the timeout.
+(MEMORY_MODEL), JSON mode, the temperature, `max_tokens` (MEMORY_JUDGE_MAX_TOKENS, enough for the JSON
+answer; a longer one raises LLMError(kind="length")) and a total deadline (MEMORY_JUDGE_TIMEOUT) that
+retries and keep-alive bytes cannot extend.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from django.conf import settings
 from chat.llm import ChatModel, Messages, get_chat_model
 
 JUDGE_TEMPERATURE = 0.3
-JUDGE_TIMEOUT_SECONDS = 120.0
 
 
 def call_judge(messages: Messages, *, chat_model: ChatModel | None = None, model: str = "") -> str:
@@ -20,5 +21,6 @@ def call_judge(messages: Messages, *, chat_model: ChatModel | None = None, model
         messages=messages,
         model=model or settings.MEMORY_MODEL,
         temperature=JUDGE_TEMPERATURE,
-        timeout=JUDGE_TIMEOUT_SECONDS,
+        timeout=float(settings.MEMORY_JUDGE_TIMEOUT),
+        max_tokens=int(settings.MEMORY_JUDGE_MAX_TOKENS),
     )

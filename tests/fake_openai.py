@@ -61,7 +61,13 @@ class FakeResponse:
       so the client runs into its timeout;
     - `raw`: answer this body as it is (with status 200) instead of a well-formed reply: garbage;
     - `cut`: end the stream cleanly before its final chunk (no `finish_reason`, no `[DONE]`), like a
-      provider that drops a reply half-way.
+      provider that drops a reply half-way;
+    - `ping_every`: while a stream hangs, send a `: ping` comment this often (llama.cpp's server sends
+      one every 15 s), so only a wall-clock deadline ends it;
+    - `tool_style`: how streamed tool calls are cut into chunks: "openai" (id and name once, then
+      argument fragments), "repeat_name" (id and complete name in every chunk, as llama.cpp does),
+      "no_ids" (no ids at all), "index_zero" (every parallel call at index 0, each with its own id);
+    - `finish_reason`: overrides the final chunk's (or the completion's) reason, e.g. "length".
     """
 
     text: str = ""
@@ -74,6 +80,9 @@ class FakeResponse:
     hang: bool = False
     raw: str | None = None
     cut: bool = False
+    ping_every: float = 0.0
+    tool_style: str = "openai"
+    finish_reason: str | None = None
 
     def text_chunks(self) -> list[str]:
         if self.chunks is not None:
@@ -307,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, fake: FakeOpenAIServer, body: dict[str, Any], response: FakeResponse) -> None:
         chunks = list(_stream_chunks(fake._next_id(), body, response))
-        if response.hang and not response.text_chunks() and not response.tool_calls:
+        if response.hang and not response.text_chunks() and not response.tool_calls and not response.ping_every:
             self._hang(fake)  # nothing scripted: stall before the response starts
             return
         self.send_response(200)
@@ -322,6 +331,9 @@ class _Handler(BaseHTTPRequestHandler):
             if i and response.chunk_delay and fake._wait(response.chunk_delay):
                 return
             self._write_chunk(f"data: {json.dumps(chunk)}\n\n")
+        if response.hang and response.ping_every:
+            self._ping_forever(fake, response.ping_every)
+            return
         if response.hang:
             self._hang(fake)
             return
@@ -331,6 +343,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._write_chunk("data: [DONE]\n\n")
         self._write_chunk("")  # the terminating zero-length chunk
+
+    def _ping_forever(self, fake: FakeOpenAIServer, every: float) -> None:
+        until = time.monotonic() + HANG_SECONDS
+        while time.monotonic() < until and not fake._wait(every):
+            self._write_chunk(": ping\n\n")
+        self.close_connection = True
 
     def _hang(self, fake: FakeOpenAIServer) -> None:
         fake._wait(HANG_SECONDS)
@@ -416,16 +434,39 @@ def _stream_chunks(chunk_id: str, body: dict[str, Any], response: FakeResponse) 
         yield _chunk(chunk_id, body, {"content": text})
     calls = response.normalised_tool_calls()
     for index, call in enumerate(calls):
-        function = {"name": call["name"], "arguments": ""}
-        head = {"index": index, "id": call["id"], "type": "function", "function": function}
-        yield _chunk(chunk_id, body, {"tool_calls": [head]})
-        for piece in _split_arguments(call["arguments"]):
-            yield _chunk(chunk_id, body, {"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    final = _chunk(chunk_id, body, {}, finish="tool_calls" if calls else "stop")
+        yield from _tool_call_chunks(chunk_id, body, index, call, response.tool_style)
+    final = _chunk(chunk_id, body, {}, finish=response.finish_reason or ("tool_calls" if calls else "stop"))
     if (body.get("stream_options") or {}).get("include_usage"):
         yield final
         final = {**_chunk(chunk_id, body, {}), "choices": [], "usage": _usage(body, response)}
     yield final
+
+
+def _tool_call_chunks(
+    chunk_id: str, body: dict[str, Any], index: int, call: dict[str, str], style: str
+) -> Iterator[dict[str, Any]]:
+    """One streamed tool call, cut into chunks the way `style` names (see FakeResponse)."""
+    pieces = _split_arguments(call["arguments"])
+    if style == "repeat_name":
+        for piece in pieces:
+            function = {"name": call["name"], "arguments": piece}
+            part = {"index": index, "id": call["id"], "type": "function", "function": function}
+            yield _chunk(chunk_id, body, {"tool_calls": [part]})
+        return
+    position = 0 if style == "index_zero" else index
+    head: dict[str, Any] = {"index": position, "type": "function", "function": {"name": call["name"], "arguments": ""}}
+    if style != "no_ids":
+        head["id"] = call["id"]
+    yield _chunk(chunk_id, body, {"tool_calls": [head]})
+    for piece in pieces:
+        yield _chunk(chunk_id, body, {"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
+
+
+def context_length_refusal(tokens: int, window: int) -> FakeResponse:
+    """llama.cpp's (and OpenAI's) answer to a request larger than the context window."""
+    message = f"Requested tokens ({tokens}) exceed context window of {window}"
+    error = {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}
+    return FakeResponse(status=400, error_body={"error": {**error, "param": "messages"}})
 
 
 def _usage(body: dict[str, Any], response: FakeResponse) -> dict[str, int]:
@@ -450,7 +491,12 @@ def _completion(completion_id: str, body: dict[str, Any], response: FakeResponse
         "model": body.get("model", "fake-model"),
         "system_fingerprint": "fp_fake",
         "choices": [
-            {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if calls else "stop"}
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": response.finish_reason or ("tool_calls" if calls else "stop"),
+            }
         ],
         "usage": _usage(body, response),
     }

@@ -58,13 +58,16 @@ class ScriptedChatModel(ChatModel):
         if step.tool_calls:
             yield ToolCalls(list(step.tool_calls))
 
-    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
         type(self).judge_requests.append(
             {
                 "messages": json.loads(json.dumps(messages)),
                 "model": model,
                 "temperature": temperature,
                 "timeout": timeout,
+                "max_tokens": max_tokens,
             }
         )
         if not type(self).judge_answers:

@@ -10,7 +10,17 @@ from functools import lru_cache
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from chat.llm.base import ChatModel, LLMError, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls, Usage
+from chat.llm.base import (
+    ChatModel,
+    LLMError,
+    Messages,
+    StreamChunk,
+    TextDelta,
+    ToolCall,
+    ToolCalls,
+    Usage,
+    single_system_message,
+)
 
 __all__ = [
     "ChatModel",
@@ -22,6 +32,7 @@ __all__ = [
     "ToolCalls",
     "Usage",
     "get_chat_model",
+    "single_system_message",
 ]
 
 _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.llm.demo.DemoChatModel"}

@@ -11,15 +11,54 @@ Messages = list[dict[str, Any]]
 
 
 class LLMError(Exception):
-    """Any provider failure: connection, timeout, HTTP error, refusal or garbage. `kind` says which."""
+    """Any provider failure: connection, timeout, HTTP error, refusal or garbage. `kind` says which.
 
-    def __init__(self, message: str, *, kind: str = "error", context_window: int | None = None) -> None:
+    The message is meant for people (the chat and the extraction run record): it keeps what the
+    provider said, trimmed and without secrets. `status` is the HTTP status and `code` the provider's
+    error code, when there were any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "error",
+        context_window: int | None = None,
+        status: int | None = None,
+        code: str = "",
+    ) -> None:
         super().__init__(message)
         # "timeout" | "connection" | "status" | "bad_response" | "error";
         # "context_length": the provider refused the request as longer than its context window;
-        # "empty": a stream that ended without sending anything (llama.cpp's answer to an over-long stream).
+        # "empty": a stream that ended without sending anything (llama.cpp's answer to an over-long stream),
+        #   or a reply with no text and no tool call;
+        # "length": an answer cut off at `max_tokens` before it was complete.
         self.kind = kind
         self.context_window = context_window  # the window the provider stated in its refusal, if any
+        self.status = status
+        self.code = code
+
+    @property
+    def too_long(self) -> bool:
+        """The request did not fit the model's context window, or the answer hit `max_tokens`."""
+        if self.kind in ("length", "context_length") or self.code == "context_length_exceeded":
+            return True
+        text = str(self).lower()
+        return self.status in (400, 413, 422) and any(hint in text for hint in CONTEXT_HINTS)
+
+
+# How servers word "the request is larger than the context window" (OpenAI, vLLM, llama.cpp, Ollama).
+CONTEXT_HINTS = (
+    "context length",
+    "context_length",
+    "context window",
+    "context size",
+    "maximum context",
+    "too many tokens",
+    "n_ctx",
+    "prompt is too long",
+    "input is too long",
+)
 
 
 @dataclass(frozen=True)
@@ -61,12 +100,35 @@ class ChatModel(ABC):
 
     @abstractmethod
     def stream(self, *, messages: Messages, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
-        """Stream one step of the chat model: text deltas, then at most one ToolCalls."""
+        """Stream one step of the chat model: text deltas, then at most one ToolCalls.
+
+        Each call is bounded: `max_tokens` is CHAT_REPLY_TOKENS, the first token must come within
+        LLM_FIRST_TOKEN_TIMEOUT and the whole step within CHAT_TURN_TIMEOUT.
+        """
 
     @abstractmethod
-    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
-        """One blocking, non-streaming call answering a JSON object (`response_format=json_object`)."""
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
+        """One blocking, non-streaming call answering a JSON object (`response_format=json_object`).
+
+        `timeout` bounds the whole call (retries included); `max_tokens` bounds the answer, and an
+        answer cut off by it raises LLMError(kind="length").
+        """
 
     def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
         """One blocking, non-streaming call answering plain text (conversation summaries)."""
         raise LLMError("This model provider cannot write summaries.", kind="error")
+
+
+def single_system_message(messages: Messages) -> Messages:
+    """`messages` with every system message merged into one, first: many chat templates (llama-2,
+    Gemma, Mistral) keep only one system message and silently drop the others.
+
+    The merged parts keep their order, separated by a blank line; nothing else moves.
+    """
+    systems = [m for m in messages if m.get("role") == "system"]
+    if len(systems) <= 1 and (not systems or messages[0] is systems[0]):
+        return messages
+    text = "\n\n".join(str(m.get("content") or "").strip() for m in systems)
+    return [{"role": "system", "content": text}, *(m for m in messages if m.get("role") != "system")]

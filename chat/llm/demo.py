@@ -30,10 +30,18 @@ def _last_index(messages: Messages, role: str) -> int | None:
 
 
 def _background_lines(messages: Messages) -> list[str]:
-    """Bullet lines from system blocks after the first (context providers, e.g. memories)."""
+    """Bullet lines from the context-provider blocks (e.g. memories): what follows the system prompt in
+    the (single) system message, or the system messages after the first."""
+    from chat.agent import system_prompt  # the agent imports this package
+
+    systems = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
+    if not systems:
+        return []
+    prompt = system_prompt()
+    blocks = [systems[0][len(prompt) :] if systems[0].startswith(prompt) else "", *systems[1:]]
     lines: list[str] = []
-    for m in [m for m in messages if m.get("role") == "system"][1:]:
-        lines += [ln[2:].strip() for ln in str(m.get("content", "")).splitlines() if ln.startswith("- ")]
+    for block in blocks:
+        lines += [ln[2:].strip() for ln in block.splitlines() if ln.startswith("- ")]
     return lines
 
 
@@ -87,7 +95,9 @@ class DemoChatModel(ChatModel):
         summary = "Earlier, the user said: " + "; ".join(s[:120] for s in said[-8:]) if said else "Nothing to note."
         return summary[: max_tokens * 3]
 
-    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
         for responder in json_responders:
             answer = responder(messages)
             if answer is not None:

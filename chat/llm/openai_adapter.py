@@ -1,59 +1,127 @@
 """The OpenAI-compatible provider (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp …) over the `openai` package.
 
-This is the only module that imports `openai`. Every provider failure becomes `LLMError`.
+This is the only module that imports `openai`. Every provider failure becomes `LLMError`, whose message
+keeps what the provider said (see `chat.llm.errors`).
+
+Servers people run themselves behave differently from OpenAI, and the adapter copes:
+- every request carries `max_tokens`, so a model that never stops cannot hold a single-slot server;
+- the deadlines are wall-clock: a server sending `: ping` comments every few seconds cannot keep a call
+  alive past LLM_FIRST_TOKEN_TIMEOUT (first token) or CHAT_TURN_TIMEOUT (whole step);
+- the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
+  server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout;
+- a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
+  is asked again without them, and not offered tools again (see `tools_supported`);
+- tool calls are assembled by `chat.llm.toolcalls`, which tolerates repeated names and missing ids.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import re
+import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import openai
 from django.conf import settings
 
-from chat.llm.base import ChatModel, LLMError, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls, Usage
+from chat.llm.base import (
+    ChatModel,
+    LLMError,
+    Messages,
+    StreamChunk,
+    TextDelta,
+    ToolCalls,
+    Usage,
+    single_system_message,
+)
+from chat.llm.errors import clean_provider_message, provider_error_code
+from chat.llm.toolcalls import ToolCallAssembler
+
+logger = logging.getLogger(__name__)
+
+RETRY_BASE_SECONDS = 0.5
+
 
 # How providers word a refusal for length: OpenAI and vLLM ("maximum context length is 8192 tokens"),
-# llama.cpp ("exceeds the available context size"), others ("context length exceeded", "too long").
+# llama.cpp ("exceeds the available context size", "exceed context window of 8192"), others.
 _OVERFLOW_TEXT = re.compile(
     r"context[ _-]?(length|window|size)|maximum (context )?length|too many tokens|prompt is too long", re.I
 )
 _WINDOW_TEXT = re.compile(r"(?:maximum context length|context (?:length|window|size)) (?:is|of) (\d+)", re.I)
 
 
-def _context_overflow(exc: openai.APIStatusError) -> LLMError | None:
+def _context_overflow(exc: openai.APIStatusError, said: str) -> LLMError | None:
     """A refusal for length (HTTP 400 with code `context_length_exceeded`, or saying so), else None."""
-    if exc.status_code not in (400, 413):
+    code = provider_error_code(exc.body)
+    if exc.status_code not in (400, 413) or (code != "context_length_exceeded" and not _OVERFLOW_TEXT.search(said)):
         return None
-    error = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else {}
-    code = str(error.get("code") or "") if isinstance(error, dict) else ""
-    text = str(error.get("message") or "") if isinstance(error, dict) else ""
-    text = text or str(exc.message or "")
-    if code != "context_length_exceeded" and not _OVERFLOW_TEXT.search(text):
-        return None
-    stated = _WINDOW_TEXT.search(text)
+    stated = _WINDOW_TEXT.search(said)
+    message = "The conversation is longer than the model can read at once" + (f" ({said})" if said else ".")
     window = int(stated.group(1)) if stated else None
-    message = "The conversation is longer than the model can read at once."
-    return LLMError(message, kind="context_length", context_window=window)
+    return LLMError(message, kind="context_length", context_window=window, status=exc.status_code, code=code)
 
 
 def _as_llm_error(exc: Exception) -> LLMError:
-    if isinstance(exc, openai.APIStatusError) and (overflow := _context_overflow(exc)) is not None:
-        return overflow
+    if isinstance(exc, LLMError):
+        return exc
     if isinstance(exc, openai.APITimeoutError):
         return LLMError("The model provider timed out.", kind="timeout")
     if isinstance(exc, openai.APIConnectionError):
-        return LLMError("Could not reach the model provider.", kind="connection")
+        cause = clean_provider_message(str(exc.__cause__ or ""))
+        detail = f" ({cause})" if cause else ""
+        return LLMError(f"Could not reach the model provider{detail}.", kind="connection")
     if isinstance(exc, openai.APIStatusError):
-        return LLMError(f"The model provider answered HTTP {exc.status_code}.", kind="status")
+        said = clean_provider_message(_said(exc))
+        if (overflow := _context_overflow(exc, said)) is not None:
+            return overflow
+        text = f"The model provider answered HTTP {exc.status_code}" + (f": {said}" if said else ".")
+        return LLMError(text, kind="status", status=exc.status_code, code=provider_error_code(exc.body))
     if isinstance(exc, openai.APIError):
-        return LLMError("The model provider reported an error.", kind="status")
+        said = clean_provider_message(_said(exc))
+        text = "The model provider reported an error" + (f": {said}" if said else ".")
+        return LLMError(text, kind="status", code=provider_error_code(exc.body))
     # Anything else (a body that is not JSON, an unexpected shape) means the answer was garbage.
     name = exc.__class__.__name__
     return LLMError(f"The model provider sent an answer that could not be read ({name}).", kind="bad_response")
+
+
+def _said(exc: openai.APIError) -> str:
+    """The provider's own words: the error body's message (OpenAI, vLLM, llama.cpp) or detail (FastAPI)."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            for key in ("message", "detail", "msg"):
+                if inner.get(key):
+                    return str(inner[key])
+        elif inner:
+            return str(inner)
+        if body.get("detail"):
+            return str(body["detail"])
+    if isinstance(body, str) and body.strip():
+        return body
+    if isinstance(exc, openai.APIStatusError):
+        try:
+            return exc.response.text
+        except Exception:  # a streamed body that was never read
+            return ""
+    return exc.message
+
+
+def _retryable(error: LLMError) -> bool:
+    # The server answered without working on our request, or could not be reached at all: asking again
+    # cannot pile up behind a generation that is still running.
+    return error.kind == "connection" or (error.kind == "status" and error.status in (408, 429, 500, 502, 503, 504))
+
+
+def _rejects_tools(error: LLMError) -> bool:
+    text = str(error).lower()
+    return error.status in (400, 422, 500, 501) and ("tool" in text or "function" in text)
 
 
 class OpenAIChatModel(ChatModel):
@@ -63,10 +131,13 @@ class OpenAIChatModel(ChatModel):
             "api_key": settings.OPENAI_API_KEY or "not-needed",
             "base_url": settings.OPENAI_BASE_URL or None,
             "timeout": settings.LLM_TIMEOUT,
-            "max_retries": settings.LLM_MAX_RETRIES,
+            "max_retries": 0,  # retried here, only when that is safe (see `_retryable`)
         }
         self.model = settings.CHAT_MODEL
         self.label = settings.CHAT_MODEL
+        self.max_retries = int(settings.LLM_MAX_RETRIES)
+        # Set when the provider rejected or ignored tools: chat goes on without them.
+        self.tools_supported = True
         self._sync = openai.OpenAI(**self._options)
         # An async client's connection pool belongs to the event loop that opened it; a process can run
         # several loops (ASGI server, async_to_sync under WSGI, Celery), so there is one client per loop.
@@ -81,30 +152,101 @@ class OpenAIChatModel(ChatModel):
             client = self._async_clients[loop] = openai.AsyncOpenAI(**self._options)
         return client
 
+    def _disable_tools(self, why: str) -> None:
+        if self.tools_supported:
+            logger.warning("the model provider does not handle tools (%s); chat continues without them", why)
+        self.tools_supported = False
+
     async def stream(
         self, *, messages: Messages, tools: list[dict[str, Any]] | None = None
     ) -> AsyncIterator[StreamChunk]:
-        request: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
-        # The prompt size the provider counted calibrates our token estimate (chat.tokens).
-        request["stream_options"] = {"include_usage": True}
-        if tools:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": single_system_message(messages),
+            "stream": True,
+            # The reply's room in the context budget (chat.compaction): at most half the window.
+            "max_tokens": min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
+            # The prompt size the provider counted calibrates our token estimate (chat.tokens).
+            "stream_options": {"include_usage": True},
+        }
+        if tools and self.tools_supported and settings.CHAT_TOOLS != "off":
+            # Some servers (llama.cpp's function-calling formats) ignore tools unless tool_choice is sent.
             request["tools"] = tools
-        # Tool calls arrive as fragments keyed by index; assemble them and emit them once at the end.
-        pending: dict[int, dict[str, str]] = {}
+            request["tool_choice"] = "auto"
+        started = time.monotonic()
+        first_by = started + float(settings.LLM_FIRST_TOKEN_TIMEOUT)
+        end = started + float(settings.CHAT_TURN_TIMEOUT)
+        attempt = 0
+        # Set when an empty answer came to a request with tools: if the same request without them is
+        # answered, the provider does not handle tools; if not, the emptiness had another cause (length).
+        tools_suspect = False
+        while True:
+            received = False
+            try:
+                # aclosing: a consumer that stops early closes the provider's response at once.
+                async with aclosing(self._stream_once(request, first_by=min(first_by, end), end=end)) as once:
+                    async for chunk in once:
+                        received = received or not isinstance(chunk, Usage)
+                        if received and tools_suspect:
+                            self._disable_tools("an empty answer when tools were offered")
+                            tools_suspect = False
+                        yield chunk
+            except LLMError as exc:
+                if received:
+                    raise
+                if "tools" in request and (_rejects_tools(exc) or exc.kind == "empty"):
+                    if exc.kind == "empty":
+                        tools_suspect = True
+                    else:
+                        self._disable_tools(str(exc))
+                    request = {k: v for k, v in request.items() if k not in ("tools", "tool_choice")}
+                    continue
+                wait = RETRY_BASE_SECONDS * 2**attempt
+                if not _retryable(exc) or attempt >= self.max_retries or time.monotonic() + wait >= first_by:
+                    raise
+                attempt += 1
+                await asyncio.sleep(wait)
+                continue
+            if not received and "tools" in request:
+                # A finished answer with neither text nor a tool call, to a request with tools: ask
+                # again without them (llama.cpp's chatml-function-calling does this with tool_choice "auto").
+                tools_suspect = True
+                request = {k: v for k, v in request.items() if k not in ("tools", "tool_choice")}
+                continue
+            return
+
+    async def _stream_once(
+        self, request: dict[str, Any], *, first_by: float, end: float
+    ) -> AsyncGenerator[StreamChunk, None]:
+        calls = ToolCallAssembler()
         finished = False
+        got_token = False
         received = False
         usage: int | None = None
         try:
-            stream = await self._async_client().chat.completions.create(**request)
+            async with asyncio.timeout(max(0.0, first_by - time.monotonic())):
+                stream = await self._async_client().chat.completions.create(**request)
             # `async with` closes the HTTP response even when our consumer stops early (a cancelled turn).
             async with stream:
-                async for chunk in stream:
+                chunks = aiter(stream)
+                while True:
+                    # Bytes that are not chunks (keep-alive comments) do not end these waits.
+                    limit = end if got_token else first_by
+                    try:
+                        async with asyncio.timeout(max(0.0, limit - time.monotonic())):
+                            chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        break
                     received = True
-                    for text in _collect(chunk, pending):
-                        yield TextDelta(text)
-                    finished = finished or bool(chunk.choices and chunk.choices[0].finish_reason)
                     if getattr(chunk, "usage", None) is not None and chunk.usage.prompt_tokens:
                         usage = int(chunk.usage.prompt_tokens)
+                    texts = calls.add_chunk(chunk)
+                    got_token = got_token or bool(texts) or calls.started
+                    for text in texts:
+                        yield TextDelta(text)
+                    finished = finished or bool(chunk.choices and chunk.choices[0].finish_reason)
+        except TimeoutError as exc:
+            raise self._deadline_error(got_token) from exc
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
             raise _as_llm_error(exc) from exc
         if not received:
@@ -115,54 +257,81 @@ class OpenAIChatModel(ChatModel):
         if not finished:
             # The connection ended without a finish_reason: the reply was cut off, not complete.
             raise LLMError("The model provider stopped before the reply was complete.", kind="bad_response")
-        if pending:
-            calls = [
-                ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
-                for i, s in sorted(pending.items())
-            ]
-            yield ToolCalls(calls)
+        if calls.started:
+            yield ToolCalls(calls.calls())
 
-    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
-        try:
-            response = self._sync.chat.completions.create(  # type: ignore[call-overload]
-                model=model,
-                messages=messages,
-                response_format={"type": "json_object"},
-                temperature=temperature,
-                timeout=timeout,
-                stream=False,
-            )
-            content = response.choices[0].message.content if response.choices else None
-        except Exception as exc:
-            raise _as_llm_error(exc) from exc
-        if content is None:
-            raise LLMError("The model provider returned no content.", kind="bad_response")
-        return content
+    @staticmethod
+    def _deadline_error(got_token: bool) -> LLMError:
+        if got_token:
+            limit = float(settings.CHAT_TURN_TIMEOUT)
+            return LLMError(f"The reply did not finish within the time limit ({limit:g} s).", kind="timeout")
+        limit = float(settings.LLM_FIRST_TOKEN_TIMEOUT)
+        return LLMError(f"The model provider sent no reply within {limit:g} s.", kind="timeout")
+
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": single_system_message(messages),
+            "response_format": {"type": "json_object"},
+            "temperature": temperature,
+            "stream": False,
+        }
+        if max_tokens:
+            request["max_tokens"] = max_tokens
+        return self._complete(request, timeout=timeout)
 
     def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": single_system_message(messages),
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        return self._complete(request, timeout=timeout)
+
+    def _complete(self, request: dict[str, Any], *, timeout: float) -> str:
+        """One non-streaming call within `timeout` seconds in all, retried only when that is safe."""
+        end = time.monotonic() + timeout
+        attempt = 0
+        while True:
+            try:
+                return self._complete_once(request, end=end, timeout=timeout)
+            except LLMError as exc:
+                wait = RETRY_BASE_SECONDS * 2**attempt
+                if not _retryable(exc) or attempt >= self.max_retries or time.monotonic() + wait >= end:
+                    raise
+                attempt += 1
+                time.sleep(wait)
+
+    def _complete_once(self, request: dict[str, Any], *, end: float, timeout: float) -> str:
         try:
-            request: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
-            response: Any = self._sync.chat.completions.create(**request, timeout=timeout, stream=False)
-            content = response.choices[0].message.content if response.choices else None
+            # Read as a stream of bytes, so that the deadline holds even for a server that trickles
+            # whitespace or keep-alive bytes: each read waits at most for the time that is left.
+            with self._sync.chat.completions.with_streaming_response.create(
+                **request, timeout=max(0.01, end - time.monotonic())
+            ) as response:
+                body = bytearray()
+                for part in response.iter_bytes():
+                    body += part
+                    if time.monotonic() > end:
+                        raise LLMError(f"The model provider did not answer within {timeout:g} s.", kind="timeout")
+            data = json.loads(bytes(body))
+            choice = data["choices"][0] if data.get("choices") else {}
+            content = (choice.get("message") or {}).get("content")
+            finish = choice.get("finish_reason")
+        except LLMError:
+            raise
+        except openai.APITimeoutError as exc:
+            raise LLMError(f"The model provider did not answer within {timeout:g} s.", kind="timeout") from exc
         except Exception as exc:
             raise _as_llm_error(exc) from exc
-        if not content or not content.strip():
+        if finish == "length" and "response_format" in request:  # a JSON answer cut short is unusable
+            raise LLMError(
+                f"The answer was cut off at max_tokens ({request.get('max_tokens')}) before it was complete.",
+                kind="length",
+            )
+        if not isinstance(content, str) or not content.strip():
             raise LLMError("The model provider returned no content.", kind="bad_response")
-        return str(content)
-
-
-def _collect(chunk: Any, pending: dict[int, dict[str, str]]) -> list[str]:
-    """The text in one stream chunk; tool-call fragments are merged into `pending` by index."""
-    if not chunk.choices:  # e.g. the final usage chunk
-        return []
-    delta = chunk.choices[0].delta
-    if delta is None:
-        return []
-    for part in delta.tool_calls or []:
-        slot = pending.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-        if part.id:
-            slot["id"] = part.id
-        if part.function is not None:
-            slot["name"] += part.function.name or ""
-            slot["arguments"] += part.function.arguments or ""
-    return [delta.content] if delta.content else []
+        return content

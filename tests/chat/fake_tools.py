@@ -42,7 +42,9 @@ class ExplodingModel(ChatModel):
         yield TextDelta("Start ")
         raise ValueError("secret detail")
 
-    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
         return "{}"
 
 
@@ -56,7 +58,9 @@ class StallingModel(ChatModel):
         await asyncio.sleep(60)
         yield TextDelta("never sent")
 
-    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
         return "{}"
 
 
@@ -73,5 +77,7 @@ class ClosableModel(ChatModel):
         finally:
             type(self).closed.append(True)
 
-    def complete_json(self, *, messages: Messages, model: str, temperature: float, timeout: float) -> str:
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
         return "{}"

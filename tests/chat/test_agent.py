@@ -257,7 +257,7 @@ async def test_tool_steps_are_bounded(
     settings.CHAT_MAX_TOOL_STEPS = 2
     tool = register_tool(EchoTool())
     for i in range(5):  # a model that would call tools forever
-        fake_model.call_tool("lookup", call_id=f"call_{i}")
+        fake_model.call_tool("lookup", call_id=f"call_{i}", text=f"Looking ({i}).")
     event = await run_turn(user, conversation)
 
     assert event.type == "done"
@@ -288,8 +288,8 @@ async def test_context_provider_blocks_reach_the_model_but_never_the_state(
 
     for request in fake_model.requests:
         system = [m["content"] for m in request["messages"] if m["role"] == "system"]
-        assert "BACKGROUND-BLOCK: prefers small phones" in system
-        assert request["messages"][0]["role"] == "system"
+        assert len(system) == 1 and request["messages"][0]["role"] == "system"
+        assert system[0].endswith("\n\nBACKGROUND-BLOCK: prefers small phones")
     # Exactly one block per turn: the old one is not carried over in the context.
     assert sum("BACKGROUND-BLOCK" in json.dumps(m) for m in fake_model.requests[1]["messages"]) == 1
     assert "BACKGROUND-BLOCK" not in json.dumps((await state_of(conversation)).context)
@@ -316,7 +316,8 @@ async def test_the_step_after_a_tool_call_sees_the_blocks_as_the_tool_left_them(
     await run_turn(user, conversation, "I prefer big screens now")
 
     def system_blocks(request: dict[str, Any]) -> list[str]:
-        return [m["content"] for m in request["messages"] if m["role"] == "system"]
+        (system,) = [m["content"] for m in request["messages"] if m["role"] == "system"]
+        return str(system).split("\n\n")
 
     assert "FACTS: Prefers small phones" in system_blocks(fake_model.requests[0])
     assert "FACTS: Prefers big screens" in system_blocks(fake_model.requests[1])

@@ -68,7 +68,9 @@ def test_block_is_one_query_with_two_hundred_memories(user: Any, django_assert_n
 
 
 def _memory_blocks(request: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "system" and m["content"].startswith(HEADER)]
+    # The block is one part of the single system message (parts are separated by a blank line).
+    parts = [part for m in request["messages"] if m["role"] == "system" for part in m["content"].split("\n\n")]
+    return [part for part in parts if part.startswith(HEADER)]
 
 
 @pytest.mark.django_db(transaction=True)

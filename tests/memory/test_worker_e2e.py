@@ -97,9 +97,8 @@ async def _background_extraction_end_to_end(fake_openai: FakeOpenAIServer) -> No
 
     await send(client, token, second.id, "Which one do you recommend?")
     chat_request = [r for r in fake_openai.requests if r.get("stream")][-1]
-    blocks = [
-        m["content"] for m in chat_request["messages"] if m["role"] == "system" and m["content"].startswith(HEADER)
-    ]
+    (system,) = [m["content"] for m in chat_request["messages"] if m["role"] == "system"]
+    blocks = [part for part in system.split("\n\n") if part.startswith(HEADER)]
     assert blocks == [f"{HEADER}\n- {SMALL}"]
 
 
