@@ -63,8 +63,8 @@ async def test_the_time_limit_covers_every_step_of_the_turn(
 ) -> None:
     settings.CHAT_TURN_TIMEOUT = 0.6
     register_tool(EchoTool())
-    fake_model.call_tool("lookup").delay = 0.4
-    fake_model.reply("Slow ", "answer ", "after ", "the ", "tool", delay=0.1)
+    fake_model.call_tool("lookup", text="Checking.").delay = 0.4  # each step alone fits in the limit
+    fake_model.reply("Slow ", "answer ", "after ", "tool", delay=0.1)
     event = await run_turn(user, conversation)
     assert event.type == "error" and "time limit" in event.text
 
