@@ -260,7 +260,8 @@ class Turn:
         while True:
             answered = False
             try:
-                stream = self.model.stream(messages=request, tools=tools)
+                # max_tokens: the reply's room in this conversation's budget (a learned window may be smaller).
+                stream = self.model.stream(messages=request, tools=tools, max_tokens=self._budget.reply)
                 async with aclosing(stream):  # type: ignore[type-var]
                     async for chunk in stream:
                         if isinstance(chunk, Usage):

@@ -209,6 +209,10 @@ class FakeOpenAIServer:
             prompt = count_tokens(body)
             self.prompt_sizes.append(prompt)
             requested = prompt + int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+            if self.overflow == "empty_stream":
+                # llama.cpp refuses only a prompt that alone fills its context; it shortens max_tokens to
+                # what is left otherwise (OpenAI and vLLM refuse when prompt + max_tokens exceed it).
+                requested = prompt
             if self.context_window is not None and requested > self.context_window:
                 self.refused += 1
                 return _overflow_response(self.context_window, requested, body, self.overflow)

@@ -41,9 +41,10 @@ class ScriptedChatModel(ChatModel):
         cls.summary_answers, cls.summary_requests = [], []
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None
+        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
     ) -> AsyncIterator[StreamChunk]:
-        type(self).requests.append({"messages": json.loads(json.dumps(messages)), "tools": tools})
+        request = {"messages": json.loads(json.dumps(messages)), "tools": tools, "max_tokens": max_tokens}
+        type(self).requests.append(request)
         step = type(self).steps.pop(0) if type(self).steps else Step(chunks=["ok"])
         if step.gate is not None:
             await step.gate.wait()

@@ -99,11 +99,14 @@ class ChatModel(ABC):
     is_demo: bool = False
 
     @abstractmethod
-    def stream(self, *, messages: Messages, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
+    def stream(
+        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
         """Stream one step of the chat model: text deltas, then at most one ToolCalls.
 
-        Each call is bounded: `max_tokens` is CHAT_REPLY_TOKENS, the first token must come within
-        LLM_FIRST_TOKEN_TIMEOUT and the whole step within CHAT_TURN_TIMEOUT.
+        Each call is bounded: `max_tokens` (by default the reply's room, CHAT_REPLY_TOKENS, at most half
+        of CHAT_CONTEXT_TOKENS), the first token within LLM_FIRST_TOKEN_TIMEOUT and the whole step
+        within CHAT_TURN_TIMEOUT.
         """
 
     @abstractmethod

@@ -158,14 +158,14 @@ class OpenAIChatModel(ChatModel):
         self.tools_supported = False
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None
+        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
     ) -> AsyncIterator[StreamChunk]:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": single_system_message(messages),
             "stream": True,
             # The reply's room in the context budget (chat.compaction): at most half the window.
-            "max_tokens": min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
+            "max_tokens": max_tokens or min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
             # The prompt size the provider counted calibrates our token estimate (chat.tokens).
             "stream_options": {"include_usage": True},
         }

@@ -38,7 +38,9 @@ class EchoTool:
 class ExplodingModel(ChatModel):
     label = "exploding"
 
-    async def stream(self, *, messages: Messages, tools: Any = None) -> AsyncIterator[StreamChunk]:
+    async def stream(
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Start ")
         raise ValueError("secret detail")
 
@@ -53,7 +55,9 @@ class StallingModel(ChatModel):
 
     label = "stalling"
 
-    async def stream(self, *, messages: Messages, tools: Any = None) -> AsyncIterator[StreamChunk]:
+    async def stream(
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Partial ")
         await asyncio.sleep(60)
         yield TextDelta("never sent")
@@ -70,7 +74,9 @@ class ClosableModel(ChatModel):
     label = "closable"
     closed: list[bool] = []
 
-    async def stream(self, *, messages: Messages, tools: Any = None) -> AsyncIterator[StreamChunk]:
+    async def stream(
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
         try:
             for word in ("One ", "two ", "three"):
                 yield TextDelta(word)

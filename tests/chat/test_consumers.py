@@ -31,7 +31,9 @@ class HoldingModel(ChatModel):
 
     label = "Holding test model"
 
-    async def stream(self, *, messages: Any, tools: Any = None) -> AsyncIterator[StreamChunk]:
+    async def stream(
+        self, *, messages: Any, tools: Any = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Partial answer")
         await asyncio.sleep(3600)
 

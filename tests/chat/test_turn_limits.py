@@ -39,6 +39,14 @@ async def test_an_empty_reply_is_an_error_not_a_complete_message(
     assert state.context == [{"role": "user", "content": "Hello"}]  # the next turn (or Retry) starts clean
 
 
+async def test_every_step_is_bounded_by_the_replys_room_in_the_budget(
+    fake_model: Any, user: User, conversation: Conversation, settings: Any
+) -> None:
+    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 6000, 4000
+    await run_turn(user, conversation)
+    assert fake_model.requests[0]["max_tokens"] == 3000  # at most half the window
+
+
 async def test_a_reply_of_only_whitespace_is_empty_too(fake_model: Any, user: User, conversation: Conversation) -> None:
     fake_model.reply(" ", "\n")
     event = await run_turn(user, conversation)
