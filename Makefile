@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean test-real-server
 
 $(VENV)/.runtime: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ run: $(VENV)/.runtime
 
 test: $(VENV)/.dev
 	$(PY) scripts/run_tests.py
+
+# Not part of `make test`: builds llama-cpp-python (about 30 minutes the first time, cached under var/) and
+# runs a turn, a flush and a background extraction against its server. See README, "Real servers".
+test-real-server: $(VENV)/.runtime
+	$(PY) scripts/real_server_test.py
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
