@@ -203,6 +203,10 @@ MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
 # The judge: `max_tokens` for its JSON answer and its total time limit (seconds).
 MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)
 MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
+# How many judge calls may run at once against one provider, across the processes of this machine, and
+# the judge's context window (0: the chat model's, CHAT_CONTEXT_TOKENS): no judge request exceeds it.
+MEMORY_JUDGE_CONCURRENCY = env_int("MEMORY_JUDGE_CONCURRENCY", 1)
+MEMORY_CONTEXT_TOKENS = env_int("MEMORY_CONTEXT_TOKENS", 0)
 
 NINJA_PAGINATION_PER_PAGE = 100
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from chat.models import Message
+from memory import pipeline
 from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
 from memory.tasks import enqueue_extraction
 
@@ -112,12 +113,27 @@ class ExtractionRunAdmin(admin.ModelAdmin):
         "dropped_pretty",
     )
     readonly_fields = fields
+    actions = ["retry_dropped_batches"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.action(description="Retry the selected dropped batches (their skipped messages become pending)")
+    def retry_dropped_batches(self, request: HttpRequest, queryset: QuerySet[ExtractionRun]) -> None:
+        retried = 0
+        for run_id in queryset.filter(status=ExtractionRun.Status.DROPPED).values_list("id", flat=True):
+            outcome = pipeline.dropped_batch_retry(run_id=run_id)
+            if outcome is None:
+                continue
+            user_id, last_message_id, count = outcome
+            enqueue_extraction(
+                user_id=user_id, message_id=last_message_id, min_pending=1, trigger=ExtractionRun.Trigger.MANUAL
+            )
+            retried += count
+        self.message_user(request, f"{retried} message(s) are pending again; extraction scheduled.", messages.SUCCESS)
 
     @admin.display(description="Started", ordering="started_at")
     def started(self, obj: ExtractionRun) -> str:

@@ -90,6 +90,8 @@ class ExtractionRun(models.Model):
         FAILED = "failed", "Failed (messages stay pending)"
         DROPPED = "dropped", "Dropped (batch skipped after repeated failures)"
         ABANDONED = "abandoned", "Abandoned (claim lost or the user changed memories meanwhile)"
+        SPLIT = "split", "Split (too large for the model; retried as smaller batches)"
+        TOO_LARGE = "too_large", "Too large for the model (messages stay pending)"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="extraction_runs")
     trigger = models.CharField(max_length=16, choices=Trigger.choices)

@@ -44,8 +44,9 @@ from django.utils import timezone
 from accounts.models import User
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
-from memory import judge
+from memory import batching, judge
 from memory.judge_call import call_judge
+from memory.judge_slots import judge_slot
 from memory.models import ExtractionRun, Memory, MemoryClaim, MemorySource
 from memory.signals import memories_changed
 
@@ -89,6 +90,7 @@ class Outcome:
     ABANDONED = "abandoned"  # the claim was lost or the user changed memories meanwhile
     MEMORY_OFF = "memory_off"
     BACKING_OFF = "backing_off"  # the batch failed recently; no run was started (see `retry_in`)
+    SPLIT = "split"  # too large for the model: retried at once as a smaller batch (internal to a run)
 
 
 @dataclass
@@ -217,6 +219,7 @@ class _Batch:
     run: ExtractionRun
     pending: list[judge.PendingMessage]
     numbers: dict[int, int]
+    tokens: int = 0  # the judge request's estimated size
 
     @property
     def ids(self) -> list[int]:
@@ -242,20 +245,49 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         explicit = trigger != Trigger.BACKGROUND and failures + 1 < MAX_ATTEMPTS
         if wait > 0 and not explicit:
             return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
+        with judge_slot(wait=_slot_wait(trigger)) as free:
+            if not free:  # other judge calls hold every slot: leave the provider to chat, try later
+                return Result(Outcome.BUSY)
+            result, batch = _judge_in_pieces(
+                user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
+            )
+        released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
+        result.more = more or len(batch.pending) < len(pending)
+        return result
+    finally:
+        if not released:
+            claim_release(user_id=user_id, token=token)
+
+
+def _slot_wait(trigger: str) -> float:
+    # A flush is waited for by a person; a background run's task simply tries again later.
+    return float(getattr(settings, "MEMORY_FLUSH_WAIT_SECONDS", 10)) if trigger == Trigger.FLUSH else 5.0
+
+
+def _judge_in_pieces(
+    *,
+    user_id: int,
+    token: uuid.UUID,
+    trigger: str,
+    up_to: int | None,
+    pending: list[judge.PendingMessage],
+    attempt: int,
+) -> tuple[Result, _Batch]:
+    """Judge and commit the oldest messages that fit; a batch the model refuses as too large is split
+    and the first half tried at once, never dropped (see memory.batching)."""
+    limit = len(pending)
+    while True:
         batch = _start_run(
-            user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
+            user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending[:limit], attempt=attempt
         )
         try:
             result = _judge_and_commit(batch)
         except Exception as exc:  # a bug or a database error: count it as a failed attempt
             logger.exception("memory extraction run %s crashed", batch.run.pk)
             result = _fail(batch, f"Unexpected error: {exc.__class__.__name__}: {exc}")
-        released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
-        result.more = more
-        return result
-    finally:
-        if not released:
-            claim_release(user_id=user_id, token=token)
+        if result.status != Outcome.SPLIT:
+            return result, batch
+        limit = max(1, len(batch.pending) // 2)
 
 
 def _backoff(*, user_id: int, first_message_id: int) -> tuple[int, float]:
@@ -284,11 +316,12 @@ def _start_run(
     pending: list[judge.PendingMessage],
     attempt: int,
 ) -> _Batch:
-    memories = active_memories(user_id=user_id)
-    judge_input = judge.render_input(memories=memories, pending=pending)
+    fitted = batching.fit(memories=active_memories(user_id=user_id), pending=pending)
+    pending, judge_input = fitted.pending, fitted.judge_input
     run = ExtractionRun.objects.create(
         owner_id=user_id,
         trigger=trigger,
+        error=fitted.note,
         message_ids=[m.id for m in pending],
         first_message_id=pending[0].id,
         trigger_message_id=up_to,
@@ -297,16 +330,22 @@ def _start_run(
         judge_input=judge_input.messages,
     )
     MemoryClaim.objects.filter(user_id=user_id, token=token).update(run=run)
-    return _Batch(user_id=user_id, token=token, run=run, pending=pending, numbers=judge_input.numbers)
+    return _Batch(
+        user_id=user_id, token=token, run=run, pending=pending, numbers=judge_input.numbers, tokens=fitted.tokens
+    )
 
 
 def _judge_and_commit(batch: _Batch) -> Result:
     run = batch.run
+    if batch.tokens > batching.request_budget():
+        return _too_large(batch, LLMError(batching.budget_problem(batch.tokens), kind="length"))
     started = time.monotonic()
     try:
         raw = call_judge(run.judge_input)
     except LLMError as exc:
         run.judge_ms = int((time.monotonic() - started) * 1000)
+        if exc.too_long:
+            return _too_large(batch, exc)
         return _fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
     run.raw_output = raw if isinstance(raw, str) else repr(raw)
@@ -326,6 +365,24 @@ def _finish_run(run: ExtractionRun, status: str, *, error: str = "") -> None:
     run.error = error
     run.finished_at = _now()
     run.save(update_fields=["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops"])
+
+
+def _too_large(batch: _Batch, exc: LLMError) -> Result:
+    """The request (or the answer) was too large for the model: split the batch, or leave it pending.
+
+    Neither counts as a failed attempt, so a batch is never dropped for its size.
+    """
+    run = batch.run
+    if len(batch.pending) > 1:
+        _finish_run(run, Status.SPLIT, error=f"Too large for the model ({exc}) Retried as smaller batches.")
+        return Result(Outcome.SPLIT, run_ids=[run.pk], attempt=run.attempt, error=str(exc))
+    error = (
+        f"Too large for the model even with one message ({exc}) The message stays pending. Check that "
+        "MEMORY_CONTEXT_TOKENS (or CHAT_CONTEXT_TOKENS) matches the judge model's context window."
+    )
+    logger.warning("memory extraction run %s: %s", run.pk, error)
+    _finish_run(run, Status.TOO_LARGE, error=error)
+    return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=retry_delay(1))
 
 
 def _fail(batch: _Batch, error: str) -> Result:
@@ -386,7 +443,7 @@ def _commit(batch: _Batch, operations: list[judge.Operation]) -> Result:
         )
         summary = _apply(plan, user_id=user_id, run=run, active=active)
         run.applied_ops, run.dropped_ops = plan.applied, plan.dropped
-        _finish_run(run, Status.APPLIED)
+        _finish_run(run, Status.APPLIED, error=run.error)  # keeps a note on what the judge was not shown
         if summary:
             payload = {"user_id": user_id, "run_id": run.pk, "summary": summary}
             transaction.on_commit(lambda: memories_changed.send(sender=Memory, **payload))
@@ -452,3 +509,21 @@ def extraction_params(*, trigger: str) -> dict[str, Any]:
     if trigger == Trigger.FLUSH:
         return {"min_pending": 1, "max_batches": 3}
     return {"min_pending": 1, "max_batches": 25}
+
+
+def dropped_batch_retry(*, run_id: int) -> tuple[int, int, int] | None:
+    """Put the messages a dropped run skipped back to pending, noting it on the run.
+
+    Returns (user id, last message id, messages put back) for scheduling a run, or None when the run
+    was not dropped. Only this run's messages that are still skipped are touched.
+    """
+    with transaction.atomic():
+        run = ExtractionRun.objects.select_for_update().filter(pk=run_id, status=Status.DROPPED).first()
+        if run is None or not run.message_ids:
+            return None
+        count = Message.objects.filter(
+            id__in=run.message_ids, user_id=run.owner_id, memory_status=Message.MemoryStatus.SKIPPED
+        ).update(memory_status=Message.MemoryStatus.PENDING)
+        run.error = f"{run.error} {count} message(s) retried from the admin on {_now():%Y-%m-%d %H:%M} UTC.".strip()
+        run.save(update_fields=["error"])
+    return run.owner_id, max(run.message_ids), count
