@@ -43,6 +43,9 @@
   });
   function focusSoon(el) {
     if (!el || el === document.activeElement) return; // never move the caret of a field in use
+    // Focus comes on swap, before htmx wires new content on settle: wire its form now, so a quick
+    // Enter or Escape acts in place rather than as a full-page form submission.
+    if (window.htmx) window.htmx.process(el.closest("form") || el);
     el.focus();
     if (el.tagName === "TEXTAREA") { var n = el.value.length; el.setSelectionRange(n, n); }
   }
@@ -72,7 +75,13 @@
     if (e.key !== "Escape" || !e.target.closest) return;
     var box = e.target.closest(".memory-row, #memory-forget");
     var cancel = box && box.querySelector("[data-cancel]");
-    if (cancel) { e.preventDefault(); e.stopPropagation(); cancel.click(); }
+    if (!cancel) return;
+    e.preventDefault();
+    e.stopPropagation();
+    // Focus arrives on swap, possibly before htmx has wired the new buttons: wire them first, so
+    // Escape cancels in place rather than by a full-page form post.
+    if (window.htmx) window.htmx.process(box);
+    cancel.click();
   }, true);
 
   // --- Ctrl/Cmd+Enter saves; a live character count ---

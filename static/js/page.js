@@ -103,6 +103,7 @@
     enhance(e.detail.elt);
     var title = $("#conversation-title");
     if (!title || !title.contains(e.detail.elt) && e.detail.elt !== title) return;
+    if (window.htmx) window.htmx.process(title); // wired before a quick Enter or Escape (htmx does it on settle)
     var input = $("#rename-title", title);
     if (input) { input.focus(); if (!input.hasAttribute("aria-invalid")) input.select(); return; }
     var cancelled = (e.detail.pathInfo && e.detail.pathInfo.requestPath || "").indexOf("cancel=") !== -1;
