@@ -4,8 +4,9 @@ Each case is rendered with `judge.render_input` (what extraction shows the judge
 `memory.judge_call.call_judge` (how extraction asks), and scored by `memory.evals.scoring` (which parses
 and validates the answer as extraction does). Nothing is written anywhere.
 
-Every call has a wall-clock deadline of its own, so one model that never stops cannot hold up the
-run: past the deadline the case fails as "no answer" and the next one starts.
+Every call is bounded twice: the judge call's own `max_tokens` and wall-clock deadline (the adapter
+ends the request), and, as a backstop, a wait here that gives up a few seconds later whatever the
+client does. Either way a model that never stops fails its case and the next one starts.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from memory.evals.scoring import CaseScore, score_answer
 from memory.judge_call import call_judge
 
 DEFAULT_DEADLINE_SECONDS = 120.0
+# How much longer than the call's own deadline the backstop waits before giving up on it.
+GRACE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ def run_case(case: Case, target: Target) -> CaseScore:
     messages = case.judge_input().messages
     started = time.monotonic()
     raw, error = call_with_deadline(
-        lambda: call_judge(messages, chat_model=target.chat_model, model=target.model), target.deadline
+        lambda: call_judge(messages, chat_model=target.chat_model, model=target.model),
+        target.deadline + GRACE_SECONDS,
     )
     ms = int((time.monotonic() - started) * 1000)
     score = score_answer(case, raw, error=error)

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from chat.llm.demo import DemoChatModel
 from memory.evals.cases import load_cases
-from memory.evals.runner import Target, run_case
+from memory.evals.runner import Target, call_with_deadline, run_case
 from memory.judge_call import JUDGE_TEMPERATURE
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
@@ -82,7 +82,8 @@ def test_exit_status_follows_min_score(tmp_path: Path) -> None:
         (["--category", "gossip"], "Unknown category gossip"),
         (["--cases", "/nonexistent/cases.yaml"], "No such file"),
         (["--min-score", "80"], "between 0 and 1"),
-        (["--repeat", "0"], "--repeat must be at least 1"),
+        (["--repeat", "0"], "must be positive"),
+        (["--max-tokens", "0"], "must be positive"),
     ],
 )
 def test_bad_options_are_explained(args: list[str], error: str) -> None:
@@ -117,7 +118,7 @@ def case_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_against_an_openai_compatible_server(fake_openai: FakeOpenAIServer, case_file: Path) -> None:
+def test_against_an_openai_compatible_server(fake_openai: FakeOpenAIServer, case_file: Path, settings: Any) -> None:
     fake_openai.queue(
         FakeResponse('{"operations": [{"op": "add", "content": "Wears glasses.", "sources": [1]}]}'),
         FakeResponse("{}"),
@@ -151,6 +152,7 @@ def test_against_an_openai_compatible_server(fake_openai: FakeOpenAIServer, case
     assert {r["model"] for r in requests} == {"tiny-judge"}
     assert all(r["response_format"] == {"type": "json_object"} for r in requests)
     assert all(r["temperature"] == JUDGE_TEMPERATURE and r["stream"] is False for r in requests)
+    assert {r["max_tokens"] for r in requests} == {settings.MEMORY_JUDGE_MAX_TOKENS}
     assert "--- another conversation ---" in requests[2]["messages"][1]["content"]
 
 
@@ -177,8 +179,30 @@ def test_a_model_that_never_answers_meets_the_deadline(
     )
     assert time.monotonic() - started < 10
     first = report["results"][0]
-    assert not first["passed"] and first["error"] == "no answer within the 0.5 s deadline"
-    assert report["overall"]["errors"] == 1
+    assert not first["passed"] and first["error"] == "timeout: The model provider did not answer within 0.5 s."
+    assert report["overall"]["errors"] == 1 and report["deadline"] == 0.5
+
+
+def test_the_backstop_gives_up_on_a_call_that_ignores_its_deadline() -> None:
+    def slow() -> str:
+        time.sleep(5)
+        return "late"
+
+    answer, error = call_with_deadline(slow, 0.2)
+    assert answer is None and error == "no answer within the 0.2 s deadline"
+
+
+def test_max_tokens_is_sent_and_an_answer_cut_off_by_it_fails(fake_openai: FakeOpenAIServer, case_file: Path) -> None:
+    fake_openai.queue(
+        FakeResponse('{"operations": [{"op": "add", "content": "Wears glas', finish_reason="length"),
+        FakeResponse('{"operations": [{"op": "update", "id": 42, "content": "Prefers big screens."}]}'),
+        FakeResponse('{"operations": []}'),
+    )
+    out = eval_judge("--base-url", fake_openai.base_url, "--cases", str(case_file), "--max-tokens", "300")
+    assert "max_tokens 300" in out.splitlines()[0]
+    assert {r["max_tokens"] for r in fake_openai.requests} == {300}
+    assert "FAIL add-glasses" in out
+    assert "the call failed: length: The answer was cut off at max_tokens (300)" in out
 
 
 def test_cases_saved_only_by_validation_are_listed(fake_openai: FakeOpenAIServer, case_file: Path) -> None:

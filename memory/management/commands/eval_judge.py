@@ -20,7 +20,7 @@ from django.test import override_settings
 from chat.llm import get_chat_model
 from memory.evals import scoring
 from memory.evals.cases import CATEGORIES, GOLDEN_PATH, Case, CaseError, load_cases
-from memory.evals.runner import DEFAULT_DEADLINE_SECONDS, Target, run_cases
+from memory.evals.runner import Target, run_cases
 
 
 def _ratio(value: float | None) -> str:
@@ -40,18 +40,25 @@ class Command(BaseCommand):
         parser.add_argument("--demo-cases", action="store_true", help="only the cases the demo judge covers")
         parser.add_argument("--repeat", type=int, default=1, help="ask N times per case (models are not deterministic)")
         parser.add_argument(
-            "--deadline", type=float, default=DEFAULT_DEADLINE_SECONDS, help="seconds allowed per call (default 120)"
+            "--max-tokens", type=int, default=None, help="answer budget per call (default: MEMORY_JUDGE_MAX_TOKENS)"
+        )
+        parser.add_argument(
+            "--deadline", type=float, default=None, help="seconds allowed per call (default: MEMORY_JUDGE_TIMEOUT)"
         )
         parser.add_argument("--json", action="store_true", help="print one JSON report instead of text")
         parser.add_argument("--min-score", type=float, default=None, help="fail below this exact-case accuracy (0–1)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         cases = self._select(options)
-        if options["repeat"] < 1 or options["deadline"] <= 0:
-            raise CommandError("--repeat must be at least 1 and --deadline positive.")
+        deadline = float(settings.MEMORY_JUDGE_TIMEOUT) if options["deadline"] is None else options["deadline"]
+        max_tokens = int(settings.MEMORY_JUDGE_MAX_TOKENS) if options["max_tokens"] is None else options["max_tokens"]
+        if options["repeat"] < 1 or deadline <= 0 or max_tokens < 1:
+            raise CommandError("--repeat, --max-tokens and --deadline must be positive.")
         if options["min_score"] is not None and not 0 <= options["min_score"] <= 1:
             raise CommandError("--min-score is a share of cases, between 0 and 1 (e.g. 0.8).")
-        overrides: dict[str, Any] = {}
+        options.update(deadline=deadline, max_tokens=max_tokens)  # as reported
+        # The judge call reads both from settings: the evaluation asks exactly as extraction would.
+        overrides: dict[str, Any] = {"MEMORY_JUDGE_TIMEOUT": deadline, "MEMORY_JUDGE_MAX_TOKENS": max_tokens}
         if options["demo"]:
             overrides["LLM_BACKEND"] = "demo"
         elif options["base_url"] or options["api_key"]:
@@ -63,9 +70,12 @@ class Command(BaseCommand):
             model = options["model"] or settings.MEMORY_MODEL
             label = chat_model.label if chat_model.is_demo else model
             endpoint = "offline" if chat_model.is_demo else (settings.OPENAI_BASE_URL or "the OpenAI API")
-            target = Target(chat_model=chat_model, model=model, deadline=options["deadline"])
+            target = Target(chat_model=chat_model, model=model, deadline=deadline)
             if not options["json"]:
-                self.stdout.write(f"Judge: {label} ({endpoint}); {len(cases)} cases × {options['repeat']}\n")
+                self.stdout.write(
+                    f"Judge: {label} ({endpoint}); {len(cases)} cases × {options['repeat']}; "
+                    f"max_tokens {max_tokens}, {deadline:g} s per call\n"
+                )
             scores = []
             for score in run_cases(cases, target, repeat=options["repeat"]):
                 scores.append(score)
@@ -158,6 +168,8 @@ class Command(BaseCommand):
             "endpoint": endpoint,
             "cases_file": options["cases"],
             "repeat": options["repeat"],
+            "max_tokens": options["max_tokens"],
+            "deadline": options["deadline"],
             "score": round(report.overall.accuracy, 4),
             "overall": report.overall.as_dict(),
             "by_category": {name: tally.as_dict() for name, tally in report.by_category.items()},
