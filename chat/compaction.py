@@ -416,10 +416,12 @@ def needs_compaction(state: AgentState, budget: Budget | None = None) -> bool:
 
 def schedule_if_needed(*, conversation_id: Any, enqueue: Callable[[Any], None]) -> bool:
     """Queue one background compaction when the state is above CHAT_COMPACT_AT (at most one at a time)."""
-    state = AgentState.objects.filter(conversation_id=conversation_id).first()
-    if state is None or not needs_compaction(state):
-        return False
     now = timezone.now()
+    state = AgentState.objects.filter(conversation_id=conversation_id).first()
+    if state is None or (state.compacting_since is not None and state.compacting_since > now - PENDING_TTL):
+        return False  # missing, or one is queued already
+    if not needs_compaction(state):
+        return False
     free = Q(compacting_since__isnull=True) | Q(compacting_since__lt=now - PENDING_TTL)
     if not AgentState.objects.filter(free, pk=state.pk).update(compacting_since=now):
         return False

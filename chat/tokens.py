@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,41 +37,37 @@ RATIO_MIN, RATIO_MAX = 0.5, 4.0
 #: margin kept over a provider's own count, so a calibrated estimate stays an upper bound
 RATIO_MARGIN = 1.1
 
-_CJK_RANGES = (
-    (0x1100, 0x11FF),  # Hangul Jamo
-    (0x2E80, 0x2FDF),  # CJK radicals, Kangxi radicals
-    (0x3000, 0x303F),  # CJK symbols and punctuation
-    (0x3040, 0x30FF),  # Hiragana, Katakana
-    (0x3100, 0x31FF),  # Bopomofo, Hangul compatibility Jamo, Katakana extensions
-    (0x3200, 0x4DBF),  # enclosed CJK, CJK extension A
-    (0x4E00, 0x9FFF),  # CJK unified ideographs
-    (0xA960, 0xA97F),  # Hangul Jamo extended A
-    (0xAC00, 0xD7FF),  # Hangul syllables and Jamo extended B
-    (0xF900, 0xFAFF),  # CJK compatibility ideographs
-    (0xFE30, 0xFE4F),  # CJK compatibility forms
-    (0xFF00, 0xFFEF),  # half-width and full-width forms
-    (0x20000, 0x3FFFF),  # CJK extensions B and later
+# CJK characters (Chinese, Japanese kana, Korean Hangul, full-width forms): one token each.
+_CJK = re.compile(
+    "[\u1100-\u11ff"  # Hangul Jamo
+    "\u2e80-\u2fdf"  # CJK radicals, Kangxi radicals
+    "\u3000-\u303f"  # CJK symbols and punctuation
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3100-\u31ff"  # Bopomofo, Hangul compatibility Jamo, Katakana extensions
+    "\u3200-\u4dbf"  # enclosed CJK, CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\ua960-\ua97f"  # Hangul Jamo extended A
+    "\uac00-\ud7ff"  # Hangul syllables and Jamo extended B
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\ufe30-\ufe4f"  # CJK compatibility forms
+    "\uff00-\uffef"  # half-width and full-width forms
+    "\U00020000-\U0003ffff]+"  # CJK extensions B and later
 )
-
-
-def _is_cjk(code: int) -> bool:
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+_ASCII = re.compile(r"[\x00-\x7f]+")
 
 
 def estimate_text(text: str) -> int:
-    """A conservative token count of `text` (0 for the empty string)."""
+    """A conservative token count of `text` (0 for the empty string). Runs at C speed (regular
+    expressions, no Python loop over characters): it is called on whole agent states every turn."""
     if not text:
         return 0
-    ascii_chars = cjk = other_bytes = 0
-    for char in text:
-        code = ord(char)
-        if code < 0x80:
-            ascii_chars += 1
-        elif code >= 0x1100 and _is_cjk(code):
-            cjk += 1
-        else:
-            other_bytes += len(char.encode("utf-8", "surrogatepass"))
-    return cjk + math.ceil(ascii_chars / 3) + math.ceil(other_bytes / 2)
+    if text.isascii():
+        return math.ceil(len(text) / 3)
+    non_ascii = _ASCII.sub("", text)
+    other = _CJK.sub("", non_ascii)
+    cjk = len(non_ascii) - len(other)
+    other_bytes = len(other.encode("utf-8", "surrogatepass"))
+    return cjk + math.ceil((len(text) - len(non_ascii)) / 3) + math.ceil(other_bytes / 2)
 
 
 def _content_text(content: Any) -> str:

@@ -197,3 +197,78 @@ async def test_provider_reported_prompt_sizes_calibrate_the_estimate(
 @sync_to_async
 def _compact_in_background(conversation: Conversation) -> str:
     return compaction.compact_in_background(conversation_id=conversation.pk)
+
+
+# --- in the background ---
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """Compaction tasks sent to the broker (captured, not run)."""
+    from chat.tasks import compact_conversation_task
+
+    sent: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(compact_conversation_task, "apply_async", lambda args, **kwargs: sent.append(args))
+    return sent
+
+
+async def test_a_turn_above_the_threshold_queues_one_background_compaction(
+    provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, queued: list[Any]
+) -> None:
+    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 6000, 500
+    for i in range(6):
+        await turn(user, conversation, said(i))
+    assert queued == []  # below CHAT_COMPACT_AT
+    settings.CHAT_COMPACT_AT = 0.1
+    await turn(user, conversation, said(7))
+    await turn(user, conversation, said(8))
+    assert queued == [(str(conversation.pk),)]  # one, while it is pending
+    assert (await state_of(conversation)).compacting_since is not None
+
+
+async def test_background_compaction_applies_when_the_state_is_unchanged(
+    provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, queued: list[Any]
+) -> None:
+    for i in range(8):
+        await turn(user, conversation, said(i))
+    before = await state_of(conversation)
+    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 1500, 200  # the state is now above 0.75
+    assert await _compact_in_background(conversation) == "compacted"
+    after = await state_of(conversation)
+    assert after.version == before.version + 1 and after.compactions == 1
+    assert compaction.is_summary(after.context[0]) and after.compacting_since is None
+    assert after.summarized_through_id is not None
+    assert len(await display(conversation)) == 16  # the display log is untouched
+
+
+async def test_background_compaction_never_applies_while_a_turn_holds_the_lock(
+    provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, queued: list[Any]
+) -> None:
+    for i in range(8):
+        await turn(user, conversation, said(i))
+    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 1500, 200  # the state is now above 0.75
+    running = await Turn.begin(user=user, conversation=conversation, content="A turn in progress")
+    assert await _compact_in_background(conversation) == "changed"
+    assert (await state_of(conversation)).compactions == 0
+    assert (await running.run_to_end()).type == "done"  # and the running turn saves normally
+    assert (await state_of(conversation)).context[-2]["content"] == "A turn in progress"
+
+
+async def test_background_compaction_keeps_the_old_state_when_the_summarizer_fails(
+    provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, queued: list[Any]
+) -> None:
+    for i in range(8):
+        await turn(user, conversation, said(i))
+    before = await state_of(conversation)
+    provider.responder = lambda body: FakeResponse(REPLY) if body.get("stream") else FakeResponse(status=500)
+    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 1500, 200  # the state is now above 0.75
+    assert await _compact_in_background(conversation) == "failed"
+    after = await state_of(conversation)
+    assert (after.context, after.version, after.compacting_since) == (before.context, before.version, None)
+
+
+async def test_background_compaction_is_not_needed_below_the_threshold(
+    provider: FakeOpenAIServer, user: User, conversation: Conversation, queued: list[Any]
+) -> None:
+    await turn(user, conversation, said(1))
+    assert await _compact_in_background(conversation) == "not_needed"
