@@ -35,6 +35,7 @@ lint: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(PY) bench/turn_latency.py
 	$(PY) bench/extraction.py
+	$(PY) bench/long_conversation.py
 
 clean:
 	rm -rf $(VENV) var

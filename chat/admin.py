@@ -1,7 +1,15 @@
 from django.contrib import admin
 from django.http import HttpRequest
 
+from chat import compaction
 from chat.models import AgentState, Conversation, Message
+
+
+class StateSizeMixin:
+    @admin.display(description="state size")
+    def state_size(self, state: AgentState) -> str:
+        """Items and estimated tokens of the agent state (chat.tokens)."""
+        return f"{len(state.context)} items, ~{compaction.state_tokens(state):,} tokens"
 
 
 class MessageInline(admin.TabularInline):
@@ -16,9 +24,9 @@ class MessageInline(admin.TabularInline):
         return False
 
 
-class AgentStateInline(admin.StackedInline):
+class AgentStateInline(StateSizeMixin, admin.StackedInline):
     model = AgentState
-    fields = ("version", "updated_at", "context")
+    fields = ("version", "updated_at", "state_size", "compactions", "summarized_through", "context")
     readonly_fields = fields
     can_delete = False
 
@@ -62,9 +70,19 @@ class MessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(AgentState)
-class AgentStateAdmin(admin.ModelAdmin):
-    list_display = ("conversation", "version", "updated_at")
-    readonly_fields = ("conversation", "context", "version", "updated_at")
+class AgentStateAdmin(StateSizeMixin, admin.ModelAdmin):
+    list_display = ("conversation", "version", "state_size", "compactions", "updated_at")
+    readonly_fields = (
+        "conversation",
+        "state_size",
+        "compactions",
+        "summarized_through",
+        "token_ratio",
+        "context_window",
+        "context",
+        "version",
+        "updated_at",
+    )
     list_select_related = ("conversation",)
 
     def has_add_permission(self, request: object) -> bool:  # one state per conversation, made with it

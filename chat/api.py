@@ -17,6 +17,7 @@ from chat import selectors, services
 from chat.agent import Turn, TurnEvent
 from chat.models import Conversation, Message
 from chat.schemas import (
+    ConversationDetailOut,
     ConversationIn,
     ConversationOut,
     ConversationPatch,
@@ -46,9 +47,12 @@ def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
     return Status(201, conversation)
 
 
-@router.get("/{conversation_id}", response=ConversationOut)
+@router.get("/{conversation_id}", response=ConversationDetailOut)
 def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
-    return selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    size = selectors.conversation_context_size(conversation=conversation)
+    conversation.context_tokens, conversation.compactions = size.tokens, size.compactions  # type: ignore[attr-defined]
+    return conversation
 
 
 @router.patch("/{conversation_id}", response=ConversationOut)

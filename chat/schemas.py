@@ -15,6 +15,12 @@ class ConversationOut(Schema):
     updated_at: datetime
 
 
+class ConversationDetailOut(ConversationOut):
+    # The agent state's estimated size in tokens, and how often its oldest part was summarized.
+    context_tokens: int
+    compactions: int
+
+
 def _no_nul(value: str) -> str:
     if "\x00" in value:
         raise ValueError("Title contains a NUL character (\\u0000), which is not allowed.")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from uuid import UUID
 
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
-from chat.models import Conversation, Message
+from chat.models import AgentState, Conversation, Message
 
 
 def conversation_list(*, user: User) -> QuerySet[Conversation]:
@@ -27,3 +28,41 @@ def conversation_get_for_user(*, user: User, conversation_id: UUID | str) -> Con
 
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
+
+
+@dataclass(frozen=True)
+class ContextSize:
+    """How big a conversation's agent state is, and how often it was compacted (chat.compaction)."""
+
+    items: int
+    tokens: int
+    compactions: int
+    summary: str | None  # the summary at the start of the state, if any
+    summarized_through_id: int | None  # the last user message (display log) the summary covers
+
+
+def conversation_context_size(*, conversation: Conversation) -> ContextSize:
+    from chat import compaction
+
+    state = AgentState.objects.filter(conversation=conversation).first()
+    if state is None:
+        return ContextSize(items=0, tokens=0, compactions=0, summary=None, summarized_through_id=None)
+    return ContextSize(
+        items=len(state.context),
+        tokens=compaction.state_tokens(state),
+        compactions=state.compactions,
+        summary=compaction.summary_of(state.context),
+        summarized_through_id=state.summarized_through_id,
+    )
+
+
+def with_summary_divider(messages: list[Message], size: ContextSize) -> list[Message]:
+    """Mark where the page shows "earlier messages were summarized": before the first user message the
+    summary does not cover (`summary_before` holds the summary text)."""
+    if size.summary is None or size.summarized_through_id is None:
+        return messages
+    for message in messages:
+        if message.role == Message.Role.USER and message.pk > size.summarized_through_id:
+            message.summary_before = size.summary  # type: ignore[attr-defined]
+            break
+    return messages

@@ -91,7 +91,10 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
         **_chat_context(request, conversation),
         "conversation": conversation,
         "chat_messages": markers.timeline(
-            with_retry_text(selectors.message_list(conversation=conversation)),
+            selectors.with_summary_divider(
+                with_retry_text(selectors.message_list(conversation=conversation)),
+                selectors.conversation_context_size(conversation=conversation),
+            ),
             markers.marker_list(conversation=conversation),
         ),
         "draft": draft,
