@@ -74,10 +74,11 @@ async def test_with_the_window_set_a_long_conversation_never_sends_a_request_abo
 async def test_a_refusal_for_length_compacts_and_retries_the_same_turn_once(
     provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation
 ) -> None:
+    settings.CHAT_REPLY_TOKENS = 300  # the reply's room, which a request's max_tokens may claim
     for i in range(12):
         assert (await turn(user, conversation, said(i))).type == "done"
     before = await display(conversation)
-    provider.context_window = 900  # the provider's window is smaller than CHAT_CONTEXT_TOKENS says
+    provider.context_window = 1100  # the provider's window is smaller than CHAT_CONTEXT_TOKENS says
     requests = len(provider.requests)
     event = await turn(user, conversation, "And which one would you pick?")
     assert event.type == "done" and event.assistant_message is not None
@@ -86,7 +87,7 @@ async def test_a_refusal_for_length_compacts_and_retries_the_same_turn_once(
     assert len(chat_requests) == 2  # refused once, retried once
     assert chat_requests[1]["messages"][-1] == {"role": "user", "content": "And which one would you pick?"}
     state = await state_of(conversation)
-    assert state.context_window == 900  # learned from the refusal's text
+    assert state.context_window == 1100  # learned from the refusal's text
     assert state.compactions == 1
     after = await display(conversation)
     assert after[: len(before)] == before and len(after) == len(before) + 2
@@ -99,10 +100,10 @@ async def test_a_refusal_for_length_compacts_and_retries_the_same_turn_once(
 async def test_an_empty_stream_on_a_large_input_is_treated_as_a_refusal_for_length(
     provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation
 ) -> None:
-    settings.CHAT_CONTEXT_TOKENS = 2000
+    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 2000, 200
     for i in range(10):
         assert (await turn(user, conversation, said(i))).type == "done"
-    provider.context_window, provider.overflow = 1200, "empty_stream"  # llama.cpp's way
+    provider.context_window, provider.overflow = 1100, "empty_stream"  # llama.cpp's way
     event = await turn(user, conversation, "Which one?")
     assert event.type == "done", event.text
     assert (await state_of(conversation)).compactions >= 1

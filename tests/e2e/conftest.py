@@ -88,6 +88,7 @@ def live_server_url(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpen
     env.update(
         MEMORA_VAR_DIR=str(var_dir), LLM_BACKEND="openai", OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="test-key",
         CHAT_MODEL="local-model", LLM_MAX_RETRIES="0", DJANGO_DEBUG="1", LOG_LEVEL="WARNING",
+        CHAT_REPLY_TOKENS="500",  # so that a small provider window (test_compaction_browser) leaves room
     )  # fmt: skip
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     port = free_port(PORTS)
