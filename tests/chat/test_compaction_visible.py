@@ -92,3 +92,10 @@ def test_the_page_costs_one_more_query_at_most(
     client.force_login(user)
     with django_assert_max_num_queries(12):
         assert client.get(reverse("chat:conversation", args=[compacted.pk])).status_code == 200
+
+
+def test_the_page_says_it_is_summarizing_while_a_turn_compacts() -> None:
+    from chat.consumers import activity_html
+
+    html = activity_html(7, compaction.SUMMARIZING)
+    assert 'id="message-7-activity"' in html and "Summarizing earlier messages…" in html

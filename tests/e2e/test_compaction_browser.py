@@ -21,7 +21,7 @@ def test_a_small_window_summarizes_earlier_messages_behind_a_divider(
     page: Any, live_server_url: str, provider: FakeOpenAIServer
 ) -> None:
     base = live_server_url
-    sign_up(page, base, "carol")
+    sign_up(page, base, "long-talker")
     page.fill("#start-input", "Message 0: I want a small phone, my budget is 600 euros.")
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
