@@ -221,7 +221,8 @@ def summarize(*, previous: str | None, items: list[dict[str, Any]], budget: Budg
     prompt = summary_prompt().replace("{max_words}", str(max(40, int(max_tokens * 0.6))))
     overhead = tokens.estimate_request([{"role": "system", "content": prompt}, {"role": "user", "content": ""}])
     summary = previous
-    room = budget.input - overhead - max_tokens - 64
+    # In raw estimate, like the pieces: a calibrated (or, after a refusal, raised) ratio shrinks the room.
+    room = int(budget.input / (budget.ratio or 1.0)) - overhead - max_tokens - 64
     lines = [_line(item) for item in items]
     pieces = _pieces(lines, max(room - max_tokens, 64))  # room for the folded summary as well
     for piece in pieces:
