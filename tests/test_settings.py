@@ -97,7 +97,10 @@ def test_redis_url_moves_the_broker_and_channel_layer_to_redis(load: Any) -> Non
     s = load(REDIS_URL="redis://127.0.0.1:6379/3")
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/3"
     assert s["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/3"]
+    (host,) = s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"]
+    assert host["address"] == "redis://127.0.0.1:6379/3"
+    # Longer than the layer's 5 s blocking pop, so an idle consumer is not cut off by its own socket.
+    assert host["socket_timeout"] > 5
 
 
 def test_the_running_settings_use_a_custom_user_and_never_a_real_provider_in_tests(settings: Any) -> None:
