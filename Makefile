@@ -15,6 +15,8 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt $(VENV)/.runtime
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@
 
+# A development run: debug on (unless DJANGO_DEBUG says otherwise), a random secret key kept under var/.
+run: export DJANGO_DEBUG ?= 1
 run: $(VENV)/.runtime
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py ensure_demo_user

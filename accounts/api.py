@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 from ninja import Router, Schema
+from pydantic import ConfigDict
 
 from accounts.models import User
 from accounts.services import user_set_memory_enabled
@@ -17,6 +18,8 @@ class MeOut(Schema):
 
 
 class MePatch(Schema):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
+
     memory_enabled: bool | None = None
 
 

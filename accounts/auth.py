@@ -1,21 +1,49 @@
-"""API authentication: a personal bearer token, or the browser session (with CSRF)."""
+"""API authentication: a personal bearer token, or the browser session (with CSRF).
+
+A request that sends a bearer token is judged by that token alone: a wrong, revoked or expired one
+answers 401 (never a CSRF 403 from falling through to the session). Failed tokens are counted per
+address (accounts/throttle.py); past the limit the address gets 429 with Retry-After. Without a
+signed-in session there is nothing for CSRF to protect, so an anonymous request answers 401 as well.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.http import HttpRequest
+from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 
 from accounts.services import api_token_authenticate
+from accounts.throttle import bearer_failure_record, bearer_retry_after
+
+
+class TooManyAuthFailures(HttpError):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(429, f"Too many failed token attempts from this address. Try again in {retry_after} s.")
+        self.retry_after = retry_after
 
 
 class BearerTokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
+        retry_after = bearer_retry_after(request)
+        if retry_after is not None:
+            raise TooManyAuthFailures(retry_after)
         user = api_token_authenticate(token=token)
-        if user is not None:
-            request.user = user
+        if user is None:
+            bearer_failure_record(request)
+            raise AuthenticationError(401, "Invalid, revoked or expired API token.")
+        request.user = user
         return user
 
 
-api_auth = [BearerTokenAuth(), SessionAuth(csrf=True)]
+class SignedInSessionAuth(SessionAuth):
+    """The session, with CSRF checked only when there is a signed-in user to protect."""
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
+
+api_auth = [BearerTokenAuth(), SignedInSessionAuth(csrf=True)]

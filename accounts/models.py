@@ -1,13 +1,25 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
+from django.utils import timezone
 
 
 class User(AbstractUser):
     # Off means: nothing is learned from this user's messages and no memory is used in their turns.
     memory_enabled = models.BooleanField(default=True)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # set_password() leaves the new password in _password until the next save.
+        password_changed = self.pk is not None and getattr(self, "_password", None) is not None
+        super().save(*args, **kwargs)
+        if password_changed:
+            from accounts.signals import password_changed as signal
+
+            signal.send(sender=User, user=self)
 
 
 class ApiToken(models.Model):
@@ -19,6 +31,12 @@ class ApiToken(models.Model):
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Null: never expires. An expired token authenticates nothing; it stays listed until revoked.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.db import connection
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from ninja import Router
 from ninja.responses import NinjaJSONEncoder, Status
 
@@ -16,6 +16,7 @@ from accounts.models import User
 from chat import selectors, services
 from chat.agent import Turn, TurnEvent
 from chat.models import Conversation, Message
+from chat.negotiation import wants_event_stream
 from chat.schemas import (
     ConversationDetailOut,
     ConversationIn,
@@ -141,8 +142,11 @@ async def message_send(request: HttpRequest, conversation_id: UUID, payload: Mes
     try:
         turn = await Turn.begin(user=user, conversation=conversation, content=payload.content)
     except services.TurnRejected as exc:
-        return Status(exc.status, {"detail": str(exc)})
-    if "text/event-stream" in request.headers.get("Accept", ""):
+        rejected = JsonResponse({"detail": str(exc)}, status=exc.status, content_type="application/json; charset=utf-8")
+        if exc.retry_after is not None:
+            rejected["Retry-After"] = str(exc.retry_after)
+        return rejected
+    if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(turn), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"

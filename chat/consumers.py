@@ -15,7 +15,8 @@ Server-side events for a user reach all their open chat pages through the channe
 
     {"type": "memory.notice", "html": "<rendered fragment>"}   (or "type": "chat.notice")
 
-to that group; the fragment is appended to the page's notices area.
+to that group; the fragment is appended to the page's notices area. {"type": "session.close"}
+closes every socket of the user (sent on logout and password change).
 """
 
 from __future__ import annotations
@@ -135,6 +136,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        if text_data is None:  # a binary frame: answered, not a dropped connection
+            await self.push(notice_html("Unknown request: send JSON text frames.", level="error"))
+            return
+        await super().receive(text_data=text_data, **kwargs)
+
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:
         try:
@@ -219,6 +226,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """A conversation marker (chat.markers): appended to this page's timeline if it is ours."""
         if event.get("conversation_id") == str(self.conversation.pk):
             await self.push(f'<div hx-swap-oob="beforeend:#messages">{event["html"]}</div>')
+
+    async def session_close(self, event: dict[str, Any]) -> None:
+        """The user logged out or changed their password (accounts.sessions): close this socket."""
+        await self.close(code=CLOSE_UNAUTHENTICATED)
 
 
 class DeltaBatch:

@@ -4,7 +4,7 @@ from datetime import datetime
 from uuid import UUID
 
 from ninja import Field, Schema
-from pydantic import field_validator
+from pydantic import ConfigDict, field_validator
 
 
 class ConversationOut(Schema):
@@ -28,6 +28,8 @@ def _no_nul(value: str) -> str:
 
 
 class ConversationIn(Schema):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
+
     title: str = Field("", max_length=200)
     temporary: bool = False
 
@@ -35,6 +37,8 @@ class ConversationIn(Schema):
 
 
 class ConversationPatch(Schema):
+    model_config = ConfigDict(extra="forbid")
+
     title: str = Field(..., min_length=1, max_length=200)
 
     @field_validator("title")
@@ -58,6 +62,8 @@ class MessageOut(Schema):
 
 
 class MessageIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
     # Length and blankness are checked by chat.services.message_content_clean for one clear message.
     content: str
 

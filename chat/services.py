@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -9,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Value, When
 from django.utils import timezone
 
 from accounts.models import User
@@ -24,6 +25,7 @@ class TurnRejected(Exception):
 
     status = 400
     code = "invalid"
+    retry_after: int | None = None  # seconds, sent as Retry-After when set
 
 
 class InvalidMessage(TurnRejected):
@@ -54,6 +56,38 @@ class RunSlotsFull(TurnRejected):
         super().__init__(f"You already have {slots} replies being written. Wait for one to finish.")
 
 
+class TooManyTurns(TurnRejected):
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, limit: int, retry_after: int) -> None:
+        super().__init__(f"Too many messages: the limit is {limit} a minute. Wait {retry_after} s, then send again.")
+        self.retry_after = retry_after
+
+
+def recent_turns(*, now: Any) -> Subquery:
+    """For a User queryset: how many turns the user started in the 60 s before `now` (every turn saves
+    one user message). Counted from the database, so the limit holds across processes."""
+    recent = Message.objects.filter(
+        user=OuterRef("pk"), role=Message.Role.USER, created_at__gt=now - timedelta(seconds=60)
+    )
+    return Subquery(recent.order_by().values("user").annotate(n=Count("id")).values("n")[:1])
+
+
+def turn_rate_check(*, user: User, now: Any, recent: int | None = None) -> None:
+    """Raise TooManyTurns when `user` started CHAT_USER_TURNS_PER_MINUTE turns in the last 60 s;
+    `recent` is that count when the caller already has it (turn_start reads it with the user row)."""
+    limit = settings.CHAT_USER_TURNS_PER_MINUTE
+    if recent is None:
+        recent = User.objects.filter(pk=user.pk).annotate(n=recent_turns(now=now)).values_list("n", flat=True)[0]
+    if limit <= 0 or (recent or 0) < limit:
+        return
+    window = now - timedelta(seconds=60)
+    times = Message.objects.filter(user=user, role=Message.Role.USER, created_at__gt=window).order_by("-created_at")
+    oldest = list(times.values_list("created_at", flat=True)[:limit])[-1]
+    raise TooManyTurns(limit, max(1, math.ceil((oldest - window).total_seconds())))
+
+
 def _now() -> Any:
     """The current time; a seam for tests."""
     return timezone.now()
@@ -70,7 +104,18 @@ def message_content_clean(content: object) -> str:
         raise InvalidMessage(f"Message is too long: {len(content):,} characters; the limit is {limit:,}.")
     if "\x00" in content:  # PostgreSQL cannot store it; refuse it here rather than fail mid-write
         raise InvalidMessage("Message content contains a NUL character (\\u0000), which is not allowed.")
+    if not _is_valid_text(content):
+        raise InvalidMessage("Message content contains a lone UTF-16 surrogate (like \\ud800), not valid text.")
     return content
+
+
+def _is_valid_text(text: str) -> bool:
+    """False for a lone UTF-16 surrogate (JSON allows "\\ud800"; no database can store it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def without_nul(value: Any) -> Any:
@@ -137,8 +182,15 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     # Serialise turn starts per user, so two of them cannot both take the last run slot
     # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
     # memory switch: the `user` object may be stale (a long-lived WebSocket's, say).
-    memory_enabled = list(User.objects.select_for_update().filter(pk=user.pk).values_list("memory_enabled", flat=True))
-    user.memory_enabled = bool(memory_enabled and memory_enabled[0])
+    # The same statement counts the user's turns in the last minute (CHAT_USER_TURNS_PER_MINUTE).
+    locked = list(
+        User.objects.select_for_update()
+        .filter(pk=user.pk)
+        .annotate(recent=recent_turns(now=now))
+        .values_list("memory_enabled", "recent")
+    )
+    user.memory_enabled = bool(locked and locked[0][0])
+    turn_rate_check(user=user, now=now, recent=(locked[0][1] or 0) if locked else 0)
     token = uuid.uuid4()
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)

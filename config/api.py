@@ -1,13 +1,78 @@
-"""The JSON API: one NinjaAPI combining each app's router (OpenAPI docs at /api/docs)."""
+"""The JSON API: one NinjaAPI combining each app's router (OpenAPI docs at /api/docs).
 
+Bad input answers 4xx with a JSON `detail` and writes nothing (SPEC §5): text the databases cannot
+store (lone UTF-16 surrogates) is refused while parsing, a body over DATA_UPLOAD_MAX_MEMORY_SIZE
+answers 413, unknown fields 422 (the input schemas forbid extras), a failed token 401, and a throttled
+address or user 429 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
+from ninja.errors import HttpError
+from ninja.parser import Parser
 
 from accounts.api import router as accounts_router
-from accounts.auth import api_auth
+from accounts.auth import TooManyAuthFailures, api_auth
 from chat.api import router as chat_router
 from memory.api import router as memory_router
 
-api = NinjaAPI(title="Memora API", version="1.0", auth=api_auth, urls_namespace="api")
+
+class UnstorableText(ValueError):
+    """A JSON string no database can store: a lone UTF-16 surrogate (e.g. "\\ud800")."""
+
+
+def _check_text(value: Any, where: str = "body") -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UnstorableText(
+                f"The request {where} contains a lone UTF-16 surrogate (like \\ud800), which is not valid text."
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, where)
+            _check_text(item, f"field {key!r}" if isinstance(key, str) and where == "body" else where)
+    elif isinstance(value, list):
+        for item in value:
+            _check_text(item, where)
+
+
+class StrictJSONParser(Parser):
+    def parse_body(self, request: HttpRequest) -> Any:
+        data = json.loads(request.body)
+        _check_text(data)
+        return data
+
+
+api = NinjaAPI(title="Memora API", version="1.0", auth=api_auth, urls_namespace="api", parser=StrictJSONParser())
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
 api.add_router("/memories", memory_router)
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    # Ninja wraps every body-parsing failure in a 400 "Cannot parse request body"; say what it was.
+    cause = exc.__cause__
+    if isinstance(cause, RequestDataTooBig):
+        return body_too_big(request, cause)
+    if isinstance(cause, UnstorableText):
+        return api.create_response(request, {"detail": str(cause)}, status=400)
+    response = api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    if isinstance(exc, TooManyAuthFailures):
+        response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+@api.exception_handler(RequestDataTooBig)
+def body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    detail = f"The request body is over the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes."
+    return api.create_response(request, {"detail": detail}, status=413)

@@ -3,12 +3,20 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("memora")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _refuse_without_secret_key(**kwargs: object) -> None:
+    from config.security import require_secret_key
+
+    require_secret_key()
 
 
 def ensure_broker_dirs() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -24,12 +26,61 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value else default
 
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-insecure-memora-change-me")
-DEBUG = env_bool("DJANGO_DEBUG", True)
+def local_secret_key(var_dir: Path) -> str:
+    """A random key kept under var/ for development runs (created on first use, readable by its owner only)."""
+    path = var_dir / "secret_key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+# Debug is off unless asked for; `make run` asks. With debug off and no DJANGO_SECRET_KEY the key stays
+# empty and the entry points refuse to start (config/security.py).
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip() or (local_secret_key(VAR_DIR) if DEBUG else "")
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h.strip()
 ]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+# --- Transport and browser safety (README, "Security") ---
+# One switch for a deployment behind an HTTPS proxy: secure cookies, HSTS, the SSL redirect, and trust of
+# the proxy's X-Forwarded-Proto (the proxy must set it, overwriting whatever the client sent).
+MEMORA_HTTPS = env_bool("MEMORA_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = MEMORA_HTTPS
+SECURE_SSL_REDIRECT = MEMORA_HTTPS
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MEMORA_HTTPS else None
+SECURE_HSTS_SECONDS = env_int("MEMORA_HSTS_SECONDS", 31_536_000) if MEMORA_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = MEMORA_HTTPS
+# Preloading is a commitment the operator makes by submitting the domain to the browsers' list.
+SECURE_HSTS_PRELOAD = env_bool("MEMORA_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+# Pages load scripts and styles from this site only (no inline scripts; htmx's own indicator styles are
+# switched off in base.html). Style attributes stay allowed: the memory budget bar sets its width.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -38,6 +89,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
+    "csp",
     "channels",
     "django_htmx",
     "ninja",
@@ -56,6 +109,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -111,6 +167,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses sign-ins while an account or address is locked out
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username, or from one
+# address, sign-ins from it are refused for the cool-off time. Behind a proxy, run uvicorn with
+# --forwarded-allow-ips so the client's address (not the proxy's) is what counts.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "accounts.views.locked_out"
+AXES_VERBOSE = False
+AXES_DISABLE_ACCESS_LOG = True  # failures are what throttling needs; successful sign-ins are not logged
+# Bearer tokens: after this many failed authentications from one address in API_AUTH_FAILURE_WINDOW
+# seconds, further attempts answer 429 until the window ends.
+API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20)
+API_AUTH_FAILURE_WINDOW = env_int("API_AUTH_FAILURE_WINDOW", 300)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:index"
 LOGOUT_REDIRECT_URL = "login"
@@ -141,6 +215,8 @@ if REDIS_URL:
     }
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+    # Rate-limit counters shared by every process (see accounts/throttle.py).
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # kombu's filesystem transport: a real broker between processes that needs no server.
@@ -187,6 +263,8 @@ CHAT_MAX_MESSAGE_CHARS = 8000
 CHAT_MAX_TOOL_STEPS = env_int("CHAT_MAX_TOOL_STEPS", 4)
 CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
 CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 600)
+# Turns a user may start in any 60 seconds; one more answers 429 with Retry-After.
+CHAT_USER_TURNS_PER_MINUTE = env_int("CHAT_USER_TURNS_PER_MINUTE", 20)
 
 # --- Context budget and compaction (chat.tokens, chat.compaction) ---
 # The chat model's context window, the room kept in it for the reply (at most half the window), and the
@@ -207,6 +285,10 @@ MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
 # the judge's context window (0: the chat model's, CHAT_CONTEXT_TOKENS): no judge request exceeds it.
 MEMORY_JUDGE_CONCURRENCY = env_int("MEMORY_JUDGE_CONCURRENCY", 1)
 MEMORY_CONTEXT_TOKENS = env_int("MEMORY_CONTEXT_TOKENS", 0)
+# Active memories a user may have; adds past it are refused (API 409, page message; the judge's are dropped).
+MEMORY_MAX_ACTIVE = env_int("MEMORY_MAX_ACTIVE", 500)
+# Operations applied from one judge answer; the rest are dropped with a recorded reason.
+MEMORY_MAX_OPS_PER_ANSWER = env_int("MEMORY_MAX_OPS_PER_ANSWER", 50)
 
 NINJA_PAGINATION_PER_PAGE = 100
 
@@ -216,5 +298,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # The openai package talks through httpx2, which logs every request at INFO.
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "openai": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -10,6 +10,7 @@ assistant replies or tool output: what the assistant said is not what the user i
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -172,13 +173,58 @@ class Plan:
         return bool(self.clear or self.adds or self.updates or self.retracts)
 
 
+def is_storable(text: str) -> bool:
+    """False for text a database refuses: a NUL (PostgreSQL) or a lone UTF-16 surrogate (any)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def storable(text: str) -> str:
+    """`text` with NUL removed and lone surrogates replaced, for recording what the judge said."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+# Memories are facts about the user, never instructions to the assistant. An answer that would store
+# a permission ("submit my orders without asking") or a rule override ("ignore your previous
+# instructions") is dropped: stored, it would act on every later turn. Preferences about how to be
+# served (a reply language, units, length) are facts and stay.
+_INSTRUCTION_PATTERNS = [
+    r"\b(ignore|disregard|forget|override|bypass)\b.{0,30}\b(instructions?|rules?|guidelines?|system prompt|"
+    r"restrictions?|safety|polic(y|ies)|guardrails?)\b",
+    r"\bwithout\b.{0,20}\b(asking|confirm(ing|ation)?|approv(al|ing)|permission|checking|consent)\b",
+    r"\b(do not|don't|never|no need to|stop)\b.{0,15}\b(ask|check|confirm|verify)\b.{0,25}\b(before|first|me|"
+    r"permission|confirmation|approval)\b",
+    r"\b(you|assistant|memora|ai|model|bot)\b.{0,30}\b(allowed|authori[sz]ed|permitted|permission|free|"
+    r"entitled)\b.{0,5}\bto\b",
+    r"\b(allows?|lets?|authori[sz]es?|permits?|grants?)\b.{0,10}\b(you|assistant|memora|ai|model|bot)\b",
+    r"\b(always|automatically)\b.{0,15}\b(submit|buy|purchase|pay|approve|accept|confirm|send|transfer|execute|"
+    r"place|sign|delete|share)\b",
+    r"\b(developer|god|admin|jailbreak|unrestricted) mode\b",
+]
+_INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in _INSTRUCTION_PATTERNS), re.IGNORECASE)
+
+
+def instruction_problem(text: str) -> str | None:
+    """Why `text` is an instruction to the assistant rather than a fact about the user, or None."""
+    if _INSTRUCTION.search(text):
+        return "an instruction granting permissions or overriding rules, not a fact about the user"
+    return None
+
+
 def _clean_content(content: str | None) -> tuple[str, str | None]:
     text = " ".join((content or "").split())
+    if not is_storable(text):
+        return storable(text), "content with a NUL character or invalid text the database cannot store"
     if not text:
         return text, "blank content"
     if len(text) > CONTENT_MAX:
         return text, f"content longer than {CONTENT_MAX} characters ({len(text)})"
-    return text, None
+    return text, instruction_problem(text)
 
 
 def _id_problem(memory_id: int, *, owner_id: int, known: dict[int, KnownMemory], touched: set[int]) -> str | None:
@@ -212,11 +258,15 @@ def validate(
     known: dict[int, KnownMemory],
     active: dict[int, str],
     numbers: dict[int, int],
+    max_operations: int | None = None,
+    max_active: int | None = None,
 ) -> Plan:
     """Check each operation against the user's memories as they are now; record why any is dropped.
 
     `known` describes every id the operations name (whoever owns it); `active` is this user's active
     memories (id -> content); `numbers` maps the message numbers the judge was shown to message ids.
+    Operations past `max_operations` are dropped, and so are adds that would take the user past
+    `max_active` active memories.
     """
     plan = Plan()
     last_clear = max((i for i, o in enumerate(operations) if o.op == "clear"), default=-1)
@@ -224,9 +274,15 @@ def validate(
     touched: set[int] = set()
 
     def drop(operation: Operation, reason: str) -> None:
-        plan.dropped.append({**operation.as_dict(), "reason": reason})
+        data = operation.as_dict()
+        if "content" in data:
+            data["content"] = storable(data["content"])
+        plan.dropped.append({**data, "reason": reason})
 
     for index, operation in enumerate(operations):
+        if max_operations is not None and index >= max_operations:
+            drop(operation, f"over the limit of {max_operations} operations per answer")
+            continue
         if operation.op == "clear":
             if index != last_clear:
                 drop(operation, "repeated clear")
@@ -260,6 +316,9 @@ def validate(
             continue
         message_ids = [numbers[n] for n in dict.fromkeys(operation.sources) if n in numbers]
         if operation.op == "add":
+            if max_active is not None and len(contents) >= max_active:
+                drop(operation, f"the user already has the maximum of {max_active} active memories")
+                continue
             plan.adds.append((text, message_ids))
             contents[text] = NEW_IN_THIS_ANSWER
         else:

@@ -54,6 +54,12 @@ class Memory(models.Model):
             ),
             models.Index(fields=["owner", "-invalid_at"], name="memory_owner_history"),
         ]
+        constraints = [
+            # One active memory per content and user: concurrent identical adds cannot both land.
+            models.UniqueConstraint(
+                fields=["owner", "content"], condition=Q(invalid_at=None), name="memory_active_content_unique"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.content[:80]

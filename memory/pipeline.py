@@ -348,7 +348,7 @@ def _judge_and_commit(batch: _Batch) -> Result:
             return _too_large(batch, exc)
         return _fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
-    run.raw_output = raw if isinstance(raw, str) else repr(raw)
+    run.raw_output = judge.storable(raw if isinstance(raw, str) else repr(raw))
     try:
         operations = judge.parse_output(raw)
     except judge.MalformedOutput as exc:
@@ -440,6 +440,8 @@ def _commit(batch: _Batch, operations: list[judge.Operation]) -> Result:
             known=_known_memories(operations=operations),
             active=active,
             numbers=batch.numbers,
+            max_operations=settings.MEMORY_MAX_OPS_PER_ANSWER,
+            max_active=settings.MEMORY_MAX_ACTIVE,
         )
         summary = _apply(plan, user_id=user_id, run=run, active=active)
         run.applied_ops, run.dropped_ops = plan.applied, plan.dropped

@@ -5,6 +5,7 @@ from typing import Literal
 from uuid import UUID
 
 from ninja import Schema
+from pydantic import ConfigDict
 
 
 class MemorySourceOut(Schema):
@@ -26,6 +27,8 @@ class MemoryOut(Schema):
 
 
 class MemoryIn(Schema):
+    model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
+
     # Blankness and length are checked by memory.services.memory_content_clean for one clear message.
     content: str
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
 
 from accounts.models import User
 from chat.models import Message
+from memory.judge import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource
 
 
@@ -35,6 +37,13 @@ class MemoryConflict(MemoryRejected):
     status = 409
 
 
+class MemoryLimitReached(MemoryConflict):
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"You have reached the limit of {limit:,} active memories. Delete ones you no longer need to add more."
+        )
+
+
 def _now() -> datetime:
     """The current time; a seam for tests."""
     return timezone.now()
@@ -44,6 +53,10 @@ def memory_content_clean(content: object) -> str:
     """One line of at most CONTENT_MAX characters; raises MemoryRejected saying what is wrong."""
     if not isinstance(content, str):
         raise MemoryRejected("Memory content must be a string.")
+    if "\x00" in content:  # PostgreSQL cannot store it
+        raise MemoryRejected("Memory content contains a NUL character (\\u0000), which is not allowed.")
+    if not is_storable(content):
+        raise MemoryRejected("Memory content contains a lone UTF-16 surrogate (like \\ud800), which is not valid text.")
     text = " ".join(content.split())
     if not text:
         raise MemoryRejected("Memory content is empty.")
@@ -59,9 +72,33 @@ def pending_messages_skip(*, user: User, before: datetime) -> int:
     ).update(memory_status=Message.MemoryStatus.SKIPPED)
 
 
+DUPLICATE = "An active memory already says exactly this."
+
+
 def _ensure_not_duplicate(*, user: User, content: str) -> None:
     if Memory.objects.filter(owner=user, invalid_at__isnull=True, content=content).exists():
-        raise MemoryConflict("An active memory already says exactly this.")
+        raise MemoryConflict(DUPLICATE)
+
+
+def _create_active(**fields: object) -> Memory:
+    """Insert an active memory; the database's unique constraint on the active set (owner, content)
+    turns a concurrent duplicate into a 409 rather than a second copy."""
+    try:
+        with transaction.atomic():
+            return Memory.objects.create(**fields)
+    except IntegrityError:
+        raise MemoryConflict(DUPLICATE) from None
+
+
+def _lock_user(user: User) -> None:
+    """Serialise one user's memory writes (a no-op on SQLite, whose writers queue anyway)."""
+    list(User.objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+
+
+def _ensure_room(*, user: User) -> None:
+    limit = settings.MEMORY_MAX_ACTIVE
+    if Memory.objects.filter(owner=user, invalid_at__isnull=True).count() >= limit:
+        raise MemoryLimitReached(limit)
 
 
 def _copy_sources(*, source: Memory, target: Memory) -> None:
@@ -78,8 +115,10 @@ def _check_owner(user: User, memory: Memory) -> None:
 @transaction.atomic
 def memory_add(*, user: User, content: str) -> Memory:
     text = memory_content_clean(content)
+    _lock_user(user)
     _ensure_not_duplicate(user=user, content=text)
-    return Memory.objects.create(owner=user, content=text, origin=Memory.Origin.USER)
+    _ensure_room(user=user)
+    return _create_active(owner=user, content=text, origin=Memory.Origin.USER)
 
 
 @transaction.atomic
@@ -97,7 +136,7 @@ def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
     if text == current.content:
         return current
     _ensure_not_duplicate(user=user, content=text)
-    new = Memory.objects.create(owner=user, content=text, origin=Memory.Origin.USER)
+    new = _create_active(owner=user, content=text, origin=Memory.Origin.USER)
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=current.pk).update(
         invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED, superseded_by=new
@@ -151,15 +190,15 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     head = _chain_head(user=user, memory=current)
     same = Memory.objects.filter(owner=user, invalid_at__isnull=True, content=current.content).exclude(pk=head.pk)
     if same.exists():
-        raise MemoryConflict("An active memory already says exactly this.")
-    new = Memory.objects.create(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
-    _copy_sources(source=current, target=new)
+        raise MemoryConflict(DUPLICATE)
     if head.invalid_at is None:
-        Memory.objects.filter(pk=head.pk).update(
-            invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED, superseded_by=new
-        )
+        # Replaced first, so the new version never sits beside it in the active set (one row per content).
+        Memory.objects.filter(pk=head.pk).update(invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED)
     else:
-        Memory.objects.filter(pk=head.pk).update(superseded_by=new)
+        _ensure_room(user=user)
+    new = _create_active(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
+    _copy_sources(source=current, target=new)
+    Memory.objects.filter(pk=head.pk).update(superseded_by=new)
     return new
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import BadRequest
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
@@ -49,7 +50,10 @@ def _page_url(anchor: str = "") -> str:
 
 def _query(request: HttpRequest) -> str:
     data = request.POST if request.method == "POST" else request.GET
-    return " ".join(data.get("q", "").split())[:SEARCH_MAX_CHARS]
+    query = data.get("q", "")
+    if "\x00" in query:  # PostgreSQL cannot compare with it; the same 400 on every database
+        raise BadRequest("The search text contains a NUL character, which is not allowed.")
+    return " ".join(query.split())[:SEARCH_MAX_CHARS]
 
 
 # --- context for the partials ---------------------------------------------------------------------

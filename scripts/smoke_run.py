@@ -135,7 +135,9 @@ def main() -> int:
         for label, extra in (("embedded defaults", {}), ("PostgreSQL + Redis", {"postgres": args.database_url})):
             if extra and not (args.database_url and args.redis_url):
                 continue
-            env = {**base, "MEMORA_VAR_DIR": str(Path(tmp) / label.split()[0].lower())}
+            # As `make run` does: a development run, debug on, on loopback (the demo account needs both).
+            env = {**base, "MEMORA_VAR_DIR": str(Path(tmp) / label.split()[0].lower()), "DJANGO_DEBUG": "1"}
+            env.pop("HOST", None)
             env.pop("DATABASE_URL", None)
             env.pop("REDIS_URL", None)
             if extra:

@@ -216,7 +216,7 @@ def test_send_with_all_run_slots_taken_answers_429(
         ({"content": 5}, 422, "Input should be a valid string"),
         ({"content": None}, 422, "Input should be a valid string"),
         ({"content": ["a"]}, 422, "Input should be a valid string"),
-        (["content"], 422, "Field required"),
+        (["content"], 422, "valid dictionary"),
     ],
 )
 def test_send_with_bad_input_answers_a_clear_4xx_and_writes_nothing(

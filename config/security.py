@@ -1,0 +1,116 @@
+"""Start-up safety and the WebSocket origin check (README, "Security").
+
+`require_secret_key` is called by every entry point that serves or works (ASGI, WSGI, the Celery
+worker): with debug off and no DJANGO_SECRET_KEY the process stops with one line saying why.
+Settings themselves never refuse to load, so `manage.py makemigrations`, mypy and the tests work
+without one.
+
+`WebSocketOriginValidator` accepts a WebSocket handshake only from the site's own origin: the same
+scheme, host and port as the request (or one of CSRF_TRUSTED_ORIGINS, exactly as Django's CSRF check
+treats them). Channels' AllowedHostsOriginValidator compares host names only, so a page served by
+another program on another port of the same host could open a signed-in user's socket.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from channels.security.websocket import WebsocketDenier
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
+
+MISSING_SECRET_KEY = (
+    "Memora will not start: DJANGO_SECRET_KEY is not set and debug is off. Set DJANGO_SECRET_KEY to a long "
+    "random value (README, Security), or DJANGO_DEBUG=1 for local development (`make run` does this for you)."
+)
+DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def require_secret_key() -> None:
+    """Stop the process with a one-line explanation when there is no secret key to sign sessions with."""
+    try:
+        key = settings.SECRET_KEY
+    except ImproperlyConfigured:  # Django refuses an empty SECRET_KEY on access
+        key = ""
+    if not key:
+        raise SystemExit(MISSING_SECRET_KEY)
+
+
+def _origin(scheme: str, netloc: str) -> tuple[str, str, str] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None when malformed."""
+    scheme = scheme.lower()
+    if scheme not in DEFAULT_PORTS or not netloc or "@" in netloc:
+        return None
+    host, port = split_domain_port(netloc)
+    if not host:
+        return None
+    return scheme, host, port or DEFAULT_PORTS[scheme]
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            try:
+                return str(value.decode("latin1"))
+            except UnicodeDecodeError:
+                return None
+    return None
+
+
+def _own_scheme(scope: dict[str, Any]) -> str:
+    """http or https, as the browser sees the site: the socket's own scheme, or the proxy's word
+    for it when MEMORA_HTTPS trusts X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER)."""
+    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy_header:
+        name, secure_value = proxy_header
+        header = name.removeprefix("HTTP_").lower().replace("_", "-").encode()
+        forwarded = _header(scope, header)
+        if forwarded is not None:
+            return "https" if forwarded.split(",")[0].strip() == secure_value else "http"
+    return "https" if scope.get("scheme") in ("wss", "https") else "http"
+
+
+def _trusted(origin: tuple[str, str, str], pattern: str) -> bool:
+    """One CSRF_TRUSTED_ORIGINS entry: scheme and port must match; `*.` allows subdomains (as Django)."""
+    parts = urlsplit(pattern)
+    wildcard = parts.netloc.startswith("*.")
+    trusted = _origin(parts.scheme, parts.netloc[1:] if wildcard else parts.netloc)
+    if trusted is None:
+        return False
+    scheme, host, port = trusted
+    if (scheme, port) != (origin[0], origin[2]):
+        return False
+    return is_same_domain(origin[1], host) if wildcard else host == origin[1]
+
+
+def origin_allowed(scope: dict[str, Any]) -> bool:
+    """Whether the handshake's Origin is the site's own origin (scheme, host and port) or trusted."""
+    raw_origin = _header(scope, b"origin")
+    host_header = _header(scope, b"host")
+    if not raw_origin or not host_header:
+        return False
+    parts = urlsplit(raw_origin)
+    origin = _origin(parts.scheme, parts.netloc)
+    if origin is None:
+        return False
+    own = _origin(_own_scheme(scope), host_header)
+    if own is None or not validate_host(own[1], settings.ALLOWED_HOSTS):
+        return False
+    if origin == own:
+        return True
+    return any(_trusted(origin, pattern) for pattern in settings.CSRF_TRUSTED_ORIGINS)
+
+
+class WebSocketOriginValidator:
+    """ASGI middleware: refuse (close before accepting) a handshake from any other origin."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if scope["type"] == "websocket" and not origin_allowed(scope):
+            return await WebsocketDenier()(scope, receive, send)
+        return await self.application(scope, receive, send)
