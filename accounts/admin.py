@@ -13,7 +13,7 @@ class UserAdmin(BaseUserAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "user", "name", "created_at", "last_used_at")
+    list_display = ("prefix", "user", "name", "created_at", "last_used_at", "expires_at")
     search_fields = ("user__username", "name", "prefix")
     readonly_fields = ("prefix", "digest", "created_at", "last_used_at")
     list_select_related = ("user",)

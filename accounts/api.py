@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
+from ninja.responses import Status
 from pydantic import ConfigDict
 
+from accounts import selectors
 from accounts.models import User
-from accounts.services import user_set_memory_enabled
+from accounts.services import (
+    TOKEN_NAME_MAX,
+    TokenRejected,
+    api_token_create,
+    api_token_revoke,
+    user_set_memory_enabled,
+)
 
 router = Router(tags=["me"])
 
@@ -34,3 +45,50 @@ def me_patch(request: HttpRequest, payload: MePatch) -> User:
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
     return user
+
+
+# --- API tokens (the same as Settings → API tokens) ---
+
+
+class TokenOut(Schema):
+    id: int
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+
+
+class TokenCreatedOut(TokenOut):
+    token: str = Field(description="The token itself; shown only in this answer.")
+
+
+class TokenIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("", max_length=TOKEN_NAME_MAX)
+    expires_at: datetime | None = Field(None, description="When it stops working; omit for never.")
+
+
+class TokenErrorOut(Schema):
+    detail: str
+
+
+@router.get("/tokens", response=list[TokenOut], tags=["tokens"], summary="Your API tokens, with their last use")
+def token_list(request: HttpRequest) -> Any:
+    return selectors.api_token_list(user=request.user)  # type: ignore[arg-type]
+
+
+@router.post("/tokens", response={201: TokenCreatedOut, 400: TokenErrorOut}, tags=["tokens"])
+def token_create(request: HttpRequest, payload: TokenIn) -> Any:
+    try:
+        token, plain = api_token_create(user=request.user, name=payload.name, expires_at=payload.expires_at)  # type: ignore[arg-type]
+    except TokenRejected as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(201, {**TokenOut.from_orm(token).model_dump(), "token": plain})
+
+
+@router.delete("/tokens/{token_id}", response={204: None}, tags=["tokens"], summary="Revoke a token")
+def token_revoke(request: HttpRequest, token_id: int) -> Any:
+    api_token_revoke(token=selectors.api_token_get_for_user(user=request.user, token_id=token_id))  # type: ignore[arg-type]
+    return Status(204, None)

@@ -1,4 +1,10 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django import forms
 from django.contrib.auth.forms import UserCreationForm
+from django.utils import timezone
 
 from accounts.models import User
 
@@ -7,3 +13,14 @@ class SignupForm(UserCreationForm):  # type: ignore[type-arg]
     class Meta(UserCreationForm.Meta):
         model = User
         fields = ("username",)
+
+
+class ApiTokenForm(forms.Form):
+    EXPIRY_CHOICES = [("30", "In 30 days"), ("90", "In 90 days"), ("365", "In a year"), ("", "Never")]
+
+    name = forms.CharField(max_length=100, required=False, help_text="To tell your tokens apart, e.g. “laptop script”.")
+    expires_in = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90", label="Expires")
+
+    def expires_at(self) -> datetime | None:
+        days = self.cleaned_data.get("expires_in")
+        return timezone.now() + timedelta(days=int(days)) if days else None

@@ -4,12 +4,17 @@ import math
 from typing import Any
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.forms import SignupForm
+from accounts import selectors
+from accounts.forms import ApiTokenForm, SignupForm
+from accounts.models import User
+from accounts.services import TokenRejected, api_token_create, api_token_revoke
 
 
 @require_http_methods(["GET", "POST"])
@@ -31,3 +36,34 @@ def locked_out(request: HttpRequest, original_response: Any = None, credentials:
     response = render(request, "registration/locked_out.html", context, status=429)
     response["Retry-After"] = str(minutes * 60)
     return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def token_page(request: HttpRequest) -> HttpResponse:
+    """Settings → API tokens: list (with last use), create (shown once), revoke."""
+    user: User = request.user  # type: ignore[assignment]
+    form = ApiTokenForm(request.POST or None)
+    created = None
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                _, created = api_token_create(user=user, name=form.cleaned_data["name"], expires_at=form.expires_at())
+            except TokenRejected as exc:
+                form.add_error(None, str(exc))
+        if created is None:
+            status = 422
+        else:
+            form = ApiTokenForm()
+    context = {"form": form, "tokens": selectors.api_token_list(user=user), "created": created}
+    return render(request, "accounts/tokens.html", context, status=status)
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = selectors.api_token_get_for_user(user=request.user, token_id=token_id)  # type: ignore[arg-type]
+    api_token_revoke(token=token)
+    messages.success(request, f"Revoked the token {token.prefix}… ({token.name or 'unnamed'}).")
+    return redirect("tokens")

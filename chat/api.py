@@ -7,9 +7,10 @@ from typing import Any
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
-from ninja import Router
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.models import User
@@ -21,6 +22,7 @@ from chat.schemas import (
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
+    ConversationPage,
     ConversationPatch,
     ErrorOut,
     MessageIn,
@@ -37,9 +39,19 @@ def _user(request: HttpRequest) -> User:
     return request.auth  # type: ignore[attr-defined,no-any-return]
 
 
-@router.get("", response=list[ConversationOut])
-def conversation_list(request: HttpRequest) -> Any:
-    return selectors.conversation_list(user=_user(request))
+@router.get(
+    "",
+    response=list[ConversationOut],
+    summary="List conversations, newest first (all of them, or a page with limit and offset)",
+    description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total.",
+)
+def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[ConversationPage]) -> Any:
+    conversations = selectors.conversation_list(user=_user(request)).order_by("-updated_at", "-id")
+    if page.limit is None and page.offset == 0:
+        return conversations  # the original, unpaginated answer
+    response["X-Total-Count"] = str(conversations.count())
+    end = page.offset + (page.limit or settings.NINJA_PAGINATION_PER_PAGE)
+    return conversations[page.offset : end]
 
 
 @router.post("", response={201: ConversationOut})

@@ -27,6 +27,11 @@ def _no_nul(value: str) -> str:
     return value
 
 
+class ConversationPage(Schema):
+    limit: int | None = Field(None, ge=1, le=100)
+    offset: int = Field(0, ge=0)
+
+
 class ConversationIn(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from django.db.models import Q, QuerySet
@@ -66,3 +67,28 @@ def with_summary_divider(messages: list[Message], size: ContextSize) -> list[Mes
             message.summary_before = size.summary  # type: ignore[attr-defined]
             break
     return messages
+
+
+SIDEBAR_PAGE = 50
+
+
+def conversation_sidebar_page(
+    *,
+    user: User,
+    current: Conversation | None = None,
+    before: tuple[datetime, UUID] | None = None,
+    limit: int = SIDEBAR_PAGE,
+) -> tuple[list[Conversation], tuple[datetime, UUID] | None]:
+    """One page of the sidebar, newest first, and the cursor of the next page (None at the end).
+
+    A cursor (the last item's update time and id), not an offset: a conversation that moves to the
+    top while the list is open is not shown twice."""
+    conversations = conversation_sidebar(user=user, current=current).order_by("-updated_at", "-id")
+    if before is not None:
+        updated_at, pk = before
+        conversations = conversations.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, pk__lt=pk))
+    page = list(conversations[: limit + 1])
+    if len(page) <= limit:
+        return page, None
+    last = page[limit - 1]
+    return page[:limit], (last.updated_at, last.pk)

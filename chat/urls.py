@@ -6,6 +6,7 @@ app_name = "chat"
 urlpatterns = [
     path("", views.index, name="index"),
     path("c/new/", views.conversation_new, name="conversation_new"),
+    path("c/more/", views.conversation_more, name="conversation_more"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation"),
     path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
     path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),

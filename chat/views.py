@@ -7,11 +7,13 @@ full page, the HTMX responses below and the WebSocket pushes in chat/consumers.p
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 from uuid import UUID
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -55,9 +57,34 @@ def message_html(message: Message, *, retry_text: str = "", live: bool = False, 
     return render_to_string("chat/_message.html", {"message": message, "live": live, "oob": oob})
 
 
+def sidebar_context(
+    user: User, *, current: Conversation | None = None, before: tuple[datetime, UUID] | None = None
+) -> dict[str, Any]:
+    """The conversation list's first page (or the one after `before`) and the link to the next."""
+    conversations, after = selectors.conversation_sidebar_page(user=user, current=current, before=before)
+    more = ""
+    if after is not None:
+        more = f"{reverse('chat:conversation_more')}?{urlencode({'before': after[0].isoformat(), 'id': after[1]})}"
+    return {"conversations": conversations, "conversations_more": more}
+
+
 def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
-    conversations = selectors.conversation_sidebar(user=_user(request), current=conversation)
-    return {"conversations": conversations, "current": conversation, "suggestions": SUGGESTIONS}
+    return {
+        **sidebar_context(_user(request), current=conversation),
+        "current": conversation,
+        "suggestions": SUGGESTIONS,
+    }
+
+
+@login_required
+@require_GET
+def conversation_more(request: HttpRequest) -> HttpResponse:
+    """The sidebar's next page: its items and, when there are more, the next "Show more" button."""
+    try:
+        before = (datetime.fromisoformat(request.GET["before"]), UUID(request.GET["id"]))
+    except (KeyError, ValueError):
+        return HttpResponseBadRequest("Expected the `before` and `id` of the last conversation shown.")
+    return render(request, "chat/_conversation_more.html", sidebar_context(_user(request), before=before))
 
 
 @login_required

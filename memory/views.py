@@ -28,7 +28,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from accounts.models import User
 from accounts.services import user_set_memory_enabled
-from chat import selectors as chat_selectors
+from chat.views import sidebar_context
 from memory import notices, selectors, services
 from memory.forms import ForgetAllForm, MemoryForm, MemorySwitchForm
 from memory.models import CONTENT_MAX, Memory
@@ -80,7 +80,7 @@ def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpRespo
     """The full page; `extra` opens one step in it (a row's edit form or delete confirmation, ...)."""
     user = _user(request)
     context = {
-        "conversations": chat_selectors.conversation_sidebar(user=user),
+        **sidebar_context(user),
         "current": None,
         "add_form": MemoryForm(),
         **_list_context(user, _query(request)),

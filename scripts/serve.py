@@ -48,6 +48,10 @@ def main() -> int:
     django.setup()
     from django.conf import settings
 
+    from config.security import require_secret_key
+
+    require_secret_key()  # one line and exit, before starting anything, when debug is off without a key
+
     if args.workers > 1 and not settings.REDIS_URL:
         print("--workers above 1 needs REDIS_URL (a channel layer shared by the processes).", file=sys.stderr)
         return 2

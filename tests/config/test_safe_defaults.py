@@ -68,6 +68,13 @@ def test_the_app_refuses_to_start_without_a_key_with_one_line_saying_why(tmp_pat
     assert "DJANGO_SECRET_KEY is not set" in lines[0]
 
 
+@pytest.mark.parametrize("command", [["scripts/serve.py"], ["-m", "celery", "-A", "config", "worker"]])
+def test_the_run_command_and_the_worker_refuse_to_start_without_a_key(tmp_path: Path, command: list[str]) -> None:
+    result = run(command, tmp_path, PORT="9")  # nothing binds: they stop before starting anything
+    assert result.returncode == 1
+    assert "Memora will not start: DJANGO_SECRET_KEY is not set" in result.stderr.strip().splitlines()[-1]
+
+
 def test_the_app_starts_with_a_key_or_in_debug(tmp_path: Path) -> None:
     assert run(["-c", "import config.asgi"], tmp_path, DJANGO_SECRET_KEY=secrets.token_urlsafe(50)).returncode == 0
     assert run(["-c", "import config.asgi"], tmp_path, DJANGO_DEBUG="1").returncode == 0
