@@ -48,6 +48,12 @@ def _fresh_cache(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_turn_rate_limit(settings: Any) -> None:
+    """Tests send turns faster than anyone types; the tests of the limit set their own."""
+    settings.CHAT_USER_TURNS_PER_MINUTE = 10_000
+
+
+@pytest.fixture(autouse=True)
 def _offline_model(settings: Any) -> None:
     """No test may reach a real provider: the demo model unless a test picks another fake."""
     settings.OPENAI_API_KEY = ""

@@ -139,3 +139,8 @@ def test_the_demo_account_is_only_for_a_development_run_on_loopback(
     monkeypatch.setenv("HOST", host)
     call_command("ensure_demo_user", stdout=StringIO())
     assert User.objects.filter(username="demo").exists() is created
+
+
+def test_quota_defaults(load: Any) -> None:
+    s = load()
+    assert (s["CHAT_USER_TURNS_PER_MINUTE"], s["MEMORY_MAX_ACTIVE"], s["MEMORY_MAX_OPS_PER_ANSWER"]) == (20, 500, 50)

@@ -22,7 +22,7 @@ def test_pages_load_without_csp_violations(page: Any, live_server_url: str) -> N
     page.fill("#start-input", "Hello there")
     page.keyboard.press("Enter")
     expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete", timeout=20_000)
-    for path in ("/", "/settings/memory/", "/settings/tokens/", "/accounts/password/"):
+    for path in ("/", "/settings/memory/", "/settings/tokens/", "/accounts/password/", "/api/docs"):
         page.goto(f"{base}{path}")
         page.wait_for_load_state("networkidle")
     header = page.request.get(f"{base}/").headers["content-security-policy"]
