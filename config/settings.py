@@ -29,13 +29,19 @@ def env_int(name: str, default: int) -> int:
 def local_secret_key(var_dir: Path) -> str:
     """A random key kept under var/ for development runs (created on first use, readable by its owner only)."""
     path = var_dir / "secret_key"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
+    if not path.exists():
+        # Written whole under a private name, then linked into place: processes starting together
+        # (web and worker) all read the one key that won, never a half-written file.
+        draft = var_dir / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(secrets.token_urlsafe(50))
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
     return path.read_text().strip()
 
 
