@@ -51,6 +51,7 @@ def web_processes(fake_openai: FakeOpenAIServer, tmp_path: Path) -> Iterator[lis
         DATABASE_URL=database_url(), REDIS_URL=settings.REDIS_URL, MEMORA_VAR_DIR=str(tmp_path),
         OPENAI_BASE_URL=fake_openai.base_url, OPENAI_API_KEY="test-key", LLM_MAX_RETRIES="0",
         DJANGO_DEBUG="1", LOG_LEVEL="WARNING",
+        DJANGO_SECRET_KEY=settings.SECRET_KEY,  # the test signs the session cookie the processes read
     )  # fmt: skip
     processes: list[subprocess.Popen[bytes]] = []
     ports: list[int] = []
