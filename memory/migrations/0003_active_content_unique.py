@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('chat', '0001_initial'),
-        ('memory', '0001_initial'),
+        ('memory', '0002_extraction_run_split_and_too_large'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
