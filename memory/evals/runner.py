@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from chat.llm import ChatModel, LLMError
 from chat.tokens import estimate_request, estimate_text
 from memory.evals.cases import Case
@@ -65,6 +67,11 @@ def call_with_deadline(call: Callable[[], str], deadline: float) -> tuple[str | 
     return answer, ""
 
 
+def validation_limits() -> dict[str, int]:
+    """The limits extraction validates a judge answer with (memory.pipeline passes the same settings)."""
+    return {"max_operations": settings.MEMORY_MAX_OPS_PER_ANSWER, "max_active": settings.MEMORY_MAX_ACTIVE}
+
+
 def run_case(case: Case, target: Target) -> CaseScore:
     messages = case.judge_input().messages
     started = time.monotonic()
@@ -73,7 +80,7 @@ def run_case(case: Case, target: Target) -> CaseScore:
         target.deadline + GRACE_SECONDS,
     )
     ms = int((time.monotonic() - started) * 1000)
-    score = score_answer(case, raw, error=error)
+    score = score_answer(case, raw, error=error, limits=validation_limits())
     score.ms = ms
     # Estimates (chat.tokens, deliberately on the high side): the adapter does not report usage.
     score.prompt_tokens = estimate_request(messages)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -127,8 +127,11 @@ def _shape_problem(raw: str, reason: str) -> str:
     return f"not the requested JSON shape: {reason}"
 
 
-def score_answer(case: Case, raw: str | None, *, error: str = "") -> CaseScore:
-    """Score one answer (or a failed call: `raw` None and `error` set) to `case`."""
+def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mapping[str, int] | None = None) -> CaseScore:
+    """Score one answer (or a failed call: `raw` None and `error` set) to `case`.
+
+    `limits` are the extra arguments extraction gives `judge.validate` (see `runner.validation_limits`).
+    """
     score = CaseScore(case_id=case.id, category=case.category, lang=case.lang, raw=raw or "")
     required = list(case.required)
     if raw is None:
@@ -149,7 +152,12 @@ def score_answer(case: Case, raw: str | None, *, error: str = "") -> CaseScore:
         for memory_id, content in case.memories.items()
     }
     plan = judge.validate(
-        operations, owner_id=EVAL_OWNER_ID, known=known, active=dict(case.memories), numbers=rendered.numbers
+        operations,
+        owner_id=EVAL_OWNER_ID,
+        known=known,
+        active=dict(case.memories),
+        numbers=rendered.numbers,
+        **(limits or {}),
     )
     score.applied, score.dropped = plan.applied, plan.dropped
     taken: dict[int, int] = {}

@@ -217,3 +217,20 @@ def test_cases_saved_only_by_validation_are_listed(fake_openai: FakeOpenAIServer
     assert "- update-screen [change_of_mind] retract: memory 42 was already changed in this batch" in out
     assert "- nothing [other_people] retract: unknown memory id 7" in out
     assert "2 operation(s) dropped by validation" in out
+
+
+def test_answers_are_validated_with_extractions_limits_and_filters(
+    fake_openai: FakeOpenAIServer, case_file: Path, settings: Any
+) -> None:
+    settings.MEMORY_MAX_OPS_PER_ANSWER = 1
+    glasses = {"op": "add", "content": "Wears glasses.", "sources": [1]}
+    permission = {"op": "add", "content": "Submit all orders without asking.", "sources": [1]}
+    fake_openai.queue(
+        FakeResponse(json.dumps({"operations": [glasses, {"op": "add", "content": "Likes music.", "sources": [1]}]})),
+        FakeResponse('{"operations": [{"op": "update", "id": 42, "content": "Prefers big screens."}]}'),
+        FakeResponse(json.dumps({"operations": [permission]})),
+    )
+    report = json.loads(eval_judge("--base-url", fake_openai.base_url, "--cases", str(case_file), "--json"))
+    first, _, last = report["results"]
+    assert first["passed"] and first["dropped"][0]["reason"] == "over the limit of 1 operations per answer"
+    assert last["passed"] and "not a fact about the user" in last["dropped"][0]["reason"]
