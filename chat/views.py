@@ -87,13 +87,14 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
+    chat_messages = with_retry_text(selectors.message_list(conversation=conversation))
+    # Opened mid-reply (the turn runs on without any page): Stop is offered, the reply follows live.
+    streaming = any(m.status == Message.Status.STREAMING for m in chat_messages[-1:])
     context = {
         **_chat_context(request, conversation),
         "conversation": conversation,
-        "chat_messages": markers.timeline(
-            with_retry_text(selectors.message_list(conversation=conversation)),
-            markers.marker_list(conversation=conversation),
-        ),
+        "chat_messages": markers.timeline(chat_messages, markers.marker_list(conversation=conversation)),
+        "turn_state": "streaming" if streaming else "idle",
         "draft": draft,
         "page_fragments": extensions.page_fragments(request, conversation),
     }

@@ -186,7 +186,10 @@ CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
 CHAT_MAX_MESSAGE_CHARS = 8000
 CHAT_MAX_TOOL_STEPS = env_int("CHAT_MAX_TOOL_STEPS", 4)
 CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
-CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 600)
+# A running turn's lease on its conversation, renewed every second by the process running it; a turn
+# whose process died is closed (saved "interrupted") at most this long plus one sweep after (chat/leases.py).
+CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 20)
+CHAT_RECOVERY_SWEEP_SECONDS = float(os.environ.get("CHAT_RECOVERY_SWEEP_SECONDS", "5"))
 
 # --- Context budget and compaction (chat.tokens, chat.compaction) ---
 # The chat model's context window, the room kept in it for the reply (at most half the window), and the
