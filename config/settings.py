@@ -140,12 +140,16 @@ if REDIS_URL:
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [_redis_host]}}
     }
     CELERY_BROKER_URL = REDIS_URL
+    # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    # kombu's filesystem transport: a real broker between processes that needs no server.
+    # kombu's filesystem transport: a real broker between processes that needs no server; written
+    # atomically and skipping unreadable files (config/broker.py).
     BROKER_DIR = VAR_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT = "config.broker:FilesystemTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -163,6 +167,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Keep trying to reach the broker through an outage of any length (every few seconds), never give up.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 
 # --- Model provider (chat.llm) ---
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
@@ -210,6 +216,10 @@ MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
 # the judge's context window (0: the chat model's, CHAT_CONTEXT_TOKENS): no judge request exceeds it.
 MEMORY_JUDGE_CONCURRENCY = env_int("MEMORY_JUDGE_CONCURRENCY", 1)
 MEMORY_CONTEXT_TOKENS = env_int("MEMORY_CONTEXT_TOKENS", 0)
+# Every worker sweeps for extraction work a dead worker or a lost message left behind, at start and then
+# this often; work is overdue when its newest message is older than the grace (memory/recovery.py).
+MEMORY_SWEEP_SECONDS = float(os.environ.get("MEMORY_SWEEP_SECONDS", "30"))
+MEMORY_SWEEP_GRACE_SECONDS = float(os.environ.get("MEMORY_SWEEP_GRACE_SECONDS", "30"))
 
 NINJA_PAGINATION_PER_PAGE = 100
 
