@@ -27,13 +27,17 @@ directly (`runner.watch`) and otherwise polls the saved reply, as the notices po
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 from django.core.exceptions import ValidationError
 
 from accounts.models import User
@@ -41,12 +45,14 @@ from chat import runner, selectors, services
 from chat.fragments import delta_html, notice_html, streaming_html, text_html, turn_state_html
 from chat.models import Conversation, Message
 from chat.runner import FLUSH_SECONDS  # noqa: F401  (kept importable here: the batching interval)
+from chat.views import message_html
 
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 LAYER_TIMEOUT_SECONDS = 2.0
+LAYER_RETRY_SECONDS = 3.0  # how often a page without a channel layer tries to join again
 
 
 def user_group(user_id: int) -> str:
@@ -75,7 +81,54 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     user: User
     conversation: Conversation
     joined: list[str]
+    live = False  # in the channel layer's groups; otherwise degraded (see the module docstring)
     _unwatch: Callable[[], None] | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """As channels' AsyncConsumer.__call__, but reading the channel layer through `_layer_receive`,
+        which survives the layer going away (Redis down) instead of failing the connection."""
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.channel_name = await self.channel_layer.new_channel()  # a name only: no I/O
+        self.base_send = send
+        self._accepted = asyncio.Event()
+        with contextlib.suppress(StopConsumer):
+            await await_many_dispatch([receive, self._layer_receive], self.dispatch)
+
+    async def _layer_receive(self) -> Any:
+        await self._accepted.wait()  # nothing to receive before `connect` joined (or could not join) the groups
+        while True:
+            if self.live:
+                try:
+                    return await self.channel_layer.receive(self.channel_name)
+                except Exception as exc:
+                    await self._degrade(exc)
+                    continue
+            await asyncio.sleep(LAYER_RETRY_SECONDS)
+            if not self._closed and await self._join(*self._groups()):
+                await self._go_live()
+
+    def _groups(self) -> tuple[str, str]:
+        return user_group(self.user.pk), runner.conversation_group(self.conversation.pk)
+
+    async def _degrade(self, exc: Exception) -> None:
+        logger.warning("channel layer unavailable (%s); this page falls back to polling", exc)
+        self.live, self.joined = False, []
+        if self._unwatch is None:
+            self._unwatch = runner.watch(self.conversation.pk, self._local)
+        # The page polls again: a reply being written elsewhere shows as it is saved, so do notices.
+        html = '<div id="turn-live" hidden data-live="0" hx-swap-oob="true"></div>'
+        reply = await _streaming_reply(self.conversation)
+        if reply is not None and runner.running_turn(self.conversation.pk) is None:
+            html += message_html(reply, oob=True)
+        await self.push(html)
+
+    async def _go_live(self) -> None:
+        self.live = True
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+        await self._catch_up()
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -91,21 +144,24 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self._closed = False
         self._shown: dict[int, int] = {}
         self.joined = []
-        live = await self._join(user_group(user.pk), runner.conversation_group(conversation.pk))
-        if not live:  # no channel layer: follow this process's turns directly, poll for the rest
+        self.live = await self._join(*self._groups())
+        if not self.live:  # no channel layer: follow this process's turns directly, poll for the rest
+            logger.warning("channel layer unavailable; a chat page falls back to polling")
             self._unwatch = runner.watch(conversation.pk, self._local)
         await self.accept()
-        if live:
+        self._accepted.set()
+        if self.live:
             await self._catch_up()
 
     async def _join(self, *groups: str) -> bool:
+        joined = []
         for group in groups:
             try:
                 await asyncio.wait_for(self.channel_layer.group_add(group, self.channel_name), LAYER_TIMEOUT_SECONDS)
-            except Exception as exc:
-                logger.warning("channel layer unavailable (%s); this page falls back to polling", exc)
+            except Exception:
                 return False
-            self.joined.append(group)
+            joined.append(group)
+        self.joined = joined
         return True
 
     async def _catch_up(self) -> None:

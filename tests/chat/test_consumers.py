@@ -423,3 +423,68 @@ async def test_garbage_is_answered_without_dropping_the_connection(alice: Any, c
 
     assert "Unknown request." in frame
     assert "Unknown request." in second
+
+
+@pytest.fixture
+def private_redis(settings: Any) -> Any:
+    """The channel layer on a private redis-server (on a free port) that a test may stop and start."""
+    import shutil
+    import subprocess
+
+    from tests.processes import free_port, stop, wait_for_port
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    port = free_port()
+    servers: list[Any] = []
+
+    def start() -> Any:
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        wait_for_port(port, server, seconds=10)
+        servers.append(server)
+        return server
+
+    start()
+    url = f"redis://127.0.0.1:{port}/0"
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}
+    }
+    yield start, servers
+    for server in servers:
+        stop(server, seconds=5)
+    runner._layer_down_until = 0.0  # later tests start with a working layer
+
+
+async def test_without_the_channel_layer_the_page_still_connects_streams_its_turn_and_recovers(
+    alice: Any, conversation: Conversation, fake_model: Any, private_redis: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(consumers, "LAYER_RETRY_SECONDS", 0.5)
+    start, servers = private_redis
+    servers[0].terminate()  # Redis goes away
+    servers[0].wait()
+
+    socket = await open_socket(alice, conversation)
+    ok, code = await socket.connect(timeout=5)  # trying the channel layer takes a moment
+    assert ok, code  # no 500: the page degrades
+    fake_model.reply("Still ", "here")
+    await send(socket, "Anyone?")
+    frames = await receive_until(socket, idle)
+    assert "Still here" in frames[-1] and "is-complete" in frames[-1]
+
+    start()  # Redis is back: the page joins its groups again and is live
+    back = await receive_until(socket, lambda f: 'data-live="1"' in f)
+    await get_channel_layer().group_send(consumers.user_group(alice.pk), {"type": "memory.notice", "html": "<p>Hi</p>"})
+    assert "<p>Hi</p>" in (await socket.receive_from(timeout=5))
+    assert back
+
+    servers[-1].terminate()  # and away again, this time under a live page
+    servers[-1].wait()
+    await receive_until(socket, lambda f: 'data-live="0"' in f)
+    fake_model.reply("Again ", "fine")
+    await send(socket, "And now?")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+    assert "Again fine" in frames[-1] and "is-complete" in frames[-1]
