@@ -180,7 +180,8 @@ class RunningTurn:
             for queue in self.listeners:
                 queue.put_nowait(None)
             self.fanout.close()
-        with contextlib.suppress(Exception):
+        # The saved reply reaches the pages before the turn counts as over; a late Stop changes nothing now.
+        with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(self.fanout.task), SHUTDOWN_SECONDS)
         return last
 

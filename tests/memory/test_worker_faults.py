@@ -165,12 +165,11 @@ def test_a_redis_outage_during_an_extraction_leaves_the_worker_alive_and_the_bat
     redis.send_signal(signal.SIGTERM)  # Redis goes away while the judge is thinking
     redis.wait()
     wait_until(lambda: app.memories() == [FACTS[0]], 30, "the batch applied during the outage")
-    time.sleep(4)  # the worker has noticed the lost connection by now
+    time.sleep(4)  # the worker has run into the lost connection by now
     assert worker.poll() is None, app.log()
-    assert "Connection to broker lost" in app.log()
 
     redis_server()  # back, empty (no persistence), as after a restart
-    wait_until(lambda: "Connected to" in app.log().rsplit("Connection to broker lost", 1)[-1], 60, "reconnected")
+    wait_until(lambda: app.log().count("Connected to") >= 2, 60, "reconnected")
     app.messages(["I drink tea, not coffee.", "Nice.", "Thanks."], enqueue=True)
     wait_until(lambda: len(app.memories()) == 2, 60, "a batch after the outage")
 
