@@ -3,11 +3,12 @@
     turn = await Turn.begin(user=..., conversation=..., content=...)   # may raise TurnRejected
     async for event in turn.events(): ...                                # "start", "delta", "tool", "done" | "error"
 
-Used by the JSON API (plain and server-sent events) and by the WebSocket consumer.
+Run by chat/runner.py, detached from any connection, for the JSON API (plain and server-sent events)
+and the WebSocket consumer alike.
 
 However a turn ends it is saved exactly once and the conversation is unlocked: "complete"; "error" with
 the partial text (provider failure); "interrupted" with the partial text when the task iterating
-`events()` is cancelled or the generator is closed (a stop button, a dropped connection). The saved
+`events()` is cancelled or the generator is closed (Stop, or the server shutting down). The saved
 context always stays valid for the provider: every tool call in it has a result.
 """
 
@@ -171,6 +172,11 @@ class Turn:
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
         started = await _turn_start(user=user, conversation=conversation, content=content)
         return cls(started=started, model=model)
+
+    @property
+    def text(self) -> str:
+        """The reply text streamed so far (the runner saves it about once a second)."""
+        return "".join(self._text)
 
     @property
     def ctx(self) -> TurnContext:

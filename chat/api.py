@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 from uuid import UUID
 
@@ -14,8 +14,8 @@ from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.models import User
-from chat import selectors, services
-from chat.agent import Turn, TurnEvent
+from chat import runner, selectors, services
+from chat.agent import TurnEvent
 from chat.models import Conversation, Message
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
@@ -96,12 +96,11 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, cls=NinjaJSONEncoder, ensure_ascii=False)}\n\n".encode()
 
 
-async def _sse_stream(turn: Turn) -> AsyncIterator[bytes]:
-    # aclosing: when the client goes away the turn is closed at once (saved as interrupted, lock
-    # released) instead of whenever the abandoned generator happens to be collected.
-    async with aclosing(turn.events()) as events:
-        async for event in events:
-            yield _sse_for(event)
+async def _sse_stream(events: asyncio.Queue[TurnEvent | None]) -> AsyncIterator[bytes]:
+    # The turn runs on its own (chat/runner.py): a client that goes away only stops listening, and the
+    # reply is still completed and saved. Only Stop (POST .../stop, or a page's Stop) stops it.
+    while (event := await events.get()) is not None:
+        yield _sse_for(event)
 
 
 def _sse_for(event: TurnEvent) -> bytes:
@@ -145,26 +144,45 @@ def _conversation_for_turn(*, user: User, conversation_id: UUID) -> Conversation
     description=(
         "With `Accept: text/event-stream` the reply streams as server-sent events: `start` (the saved user "
         'message and the empty assistant message), `delta` (`{"text"}`, many), `tool` (`{"name"}`, when a '
-        'tool runs), then `done` (both messages as saved) or `error` (`{"detail", "assistant_message"}`).'
+        'tool runs), then `done` (both messages as saved) or `error` (`{"detail", "assistant_message"}`; also '
+        "when the reply was stopped: its status is then `interrupted`). The reply belongs to the conversation, "
+        "not to the request: a client that disconnects stops listening, and the reply is still completed and "
+        "saved; `POST /api/conversations/{id}/stop` stops it."
     ),
 )
 async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
     user = _user(request)
     conversation: Conversation = await sync_to_async(_conversation_for_turn)(user=user, conversation_id=conversation_id)
     try:
-        turn = await Turn.begin(user=user, conversation=conversation, content=payload.content)
+        running = await runner.start_turn(user=user, conversation=conversation, content=payload.content)
     except services.TurnRejected as exc:
         rejected = JsonResponse({"detail": str(exc)}, status=exc.status, content_type="application/json; charset=utf-8")
         if exc.retry_after is not None:
             rejected["Retry-After"] = str(exc.retry_after)
         return rejected
     if wants_event_stream(request.headers.get("Accept")):
-        response = StreamingHttpResponse(_sse_stream(turn), content_type="text/event-stream")
+        response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
-    final: TurnEvent = await turn.run_to_end()
+    final: TurnEvent = await running.result()
     body = {"user_message": final.user_message, "assistant_message": final.assistant_message}
-    if final.type == "error":
+    stopped = final.assistant_message is not None and final.assistant_message.status == Message.Status.INTERRUPTED
+    if final.type == "error" and not stopped:
         return Status(502, {"detail": final.text, **body})
     return Status(200, body)
+
+
+@router.post(
+    "/{conversation_id}/stop",
+    response={204: None, 404: ErrorOut},
+    summary="Stop the reply being written in this conversation",
+    description=(
+        "Stops the running turn wherever it runs (any tab, any server process); the reply is saved as "
+        "`interrupted` with the text written so far. 204 also when no reply is running."
+    ),
+)
+def conversation_stop(request: HttpRequest, conversation_id: UUID) -> Any:
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    runner.stop(conversation=conversation)
+    return Status(204, None)

@@ -4,11 +4,14 @@ The browser (htmx's ws extension) sends JSON form values:
     {"action": "send", "content": "..."}   start a turn
     {"action": "stop"}                      stop the reply being written (saved as "interrupted")
 and receives HTML fragments that htmx swaps in by id: the same partials the page renders
-(chat/_message.html and friends), so the live page always equals a reload.
+(chat/_message.html and friends, see chat/fragments.py), so the live page always equals a reload.
 
-A turn runs in its own asyncio task, so the consumer keeps receiving while it streams (that is
-what lets "stop" cancel it). Deltas are batched: the first is sent at once (time to first token
-matters most), later ones at most every FLUSH_SECONDS.
+A turn does not belong to the socket that started it: it runs in chat/runner.py and its events reach
+every page open on the conversation through the channel layer group of that conversation (in any web
+process), so every tab shows the live reply and has Stop. Closing the page or losing the connection
+leaves the turn running. A page that connects mid-reply gets the text so far, then the live stream:
+`_shown` counts the characters each reply shows here, so a delta that overlaps is trimmed and one
+after a gap waits for the runner's next full text (about once a second).
 
 Server-side events for a user reach all their open chat pages through the channel layer group
 ``user-<user id>`` (see `user_group`). To show a notice, send
@@ -17,6 +20,9 @@ Server-side events for a user reach all their open chat pages through the channe
 
 to that group; the fragment is appended to the page's notices area. {"type": "session.close"}
 closes every socket of the user (sent on logout and password change).
+
+Without a channel layer (Redis down) the socket still opens: its page follows this process's turns
+directly (`runner.watch`) and otherwise polls the saved reply, as the notices poll.
 """
 
 from __future__ import annotations
@@ -25,26 +31,29 @@ import asyncio
 import contextlib
 import json
 import logging
-from contextlib import aclosing
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 from django.core.exceptions import ValidationError
-from django.template.loader import render_to_string
-from django.utils.html import escape
 
 from accounts.models import User
-from chat import selectors, services
-from chat.agent import Turn, TurnEvent
+from chat import runner, selectors, services
+from chat.fragments import delta_html, notice_html, streaming_html, text_html, turn_state_html
 from chat.models import Conversation, Message
+from chat.runner import FLUSH_SECONDS  # noqa: F401  (kept importable here: the batching interval)
 from chat.views import message_html
 
 logger = logging.getLogger(__name__)
 
-FLUSH_SECONDS = 0.04
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+LAYER_TIMEOUT_SECONDS = 2.0
+LAYER_RETRY_SECONDS = 3.0  # how often a page without a channel layer tries to join again
 
 
 def user_group(user_id: int) -> str:
@@ -61,56 +70,66 @@ def _conversation_for(user: User, conversation_id: str) -> Conversation | None:
 
 
 @database_sync_to_async
-def _message_reload(conversation: Conversation, message_id: int) -> Message:
-    return selectors.message_list(conversation=conversation).get(pk=message_id)
+def _streaming_reply(conversation: Conversation) -> Message | None:
+    messages = selectors.message_list(conversation=conversation)
+    return messages.filter(role=Message.Role.ASSISTANT, status=Message.Status.STREAMING).last()
 
 
-def notice_html(text: str, *, level: str = "info") -> str:
-    return render_to_string("chat/_notice.html", {"text": text, "level": level})
-
-
-def turn_state_html(state: str) -> str:
-    return render_to_string("chat/_turn_state.html", {"state": state, "oob": True})
-
-
-def delta_html(message_id: int, text: str) -> str:
-    return f'<span hx-swap-oob="beforeend:#message-{message_id}-text">{escape(text)}</span>'
-
-
-TOOL_ACTIVITY = {"flush_memory": "Updating memory…", "summarize_context": "Summarizing earlier messages…"}
-
-
-def activity_html(message_id: int, tool: str) -> str:
-    """What the reply is doing while a tool runs (it may take a few seconds)."""
-    text = TOOL_ACTIVITY.get(tool, "Working…")
-    return f'<p id="message-{message_id}-activity" class="message-activity" hx-swap-oob="true">{escape(text)}</p>'
-
-
-def start_html(event: TurnEvent, conversation: Conversation) -> str:
-    """The user's message and the empty reply; the conversation moves to the top of the list."""
-    assert event.user_message and event.assistant_message
-    messages = message_html(event.user_message, live=True) + message_html(event.assistant_message, live=True)
-    context = {"conversation": conversation, "current": conversation}
-    return (
-        f'<div hx-swap-oob="beforeend:#messages">{messages}</div>'
-        f'<div id="conversation-{conversation.pk}" hx-swap-oob="delete"></div>'
-        '<div hx-swap-oob="afterbegin:#conversation-list">'
-        + render_to_string("chat/_conversation_item.html", context)
-        + "</div>"
-        + render_to_string("chat/_title_oob.html", context)
-        + turn_state_html("streaming")
-    )
-
-
-def final_html(message: Message, *, retry_text: str) -> str:
-    return message_html(message, retry_text=retry_text, live=True, oob=True) + turn_state_html("idle")
+LIVE_HTML = '<div id="turn-live" hidden data-live="1" hx-swap-oob="true"></div>'
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     user: User
     conversation: Conversation
-    task: asyncio.Task[None] | None = None
-    group: str = ""
+    joined: list[str]
+    live = False  # in the channel layer's groups; otherwise degraded (see the module docstring)
+    _unwatch: Callable[[], None] | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """As channels' AsyncConsumer.__call__, but reading the channel layer through `_layer_receive`,
+        which survives the layer going away (Redis down) instead of failing the connection."""
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.channel_name = await self.channel_layer.new_channel()  # a name only: no I/O
+        self.base_send = send
+        self._accepted = asyncio.Event()
+        with contextlib.suppress(StopConsumer):
+            await await_many_dispatch([receive, self._layer_receive], self.dispatch)
+
+    async def _layer_receive(self) -> Any:
+        await self._accepted.wait()  # nothing to receive before `connect` joined (or could not join) the groups
+        while True:
+            if self.live:
+                try:
+                    return await self.channel_layer.receive(self.channel_name)
+                except Exception as exc:
+                    await self._degrade(exc)
+                    continue
+            await asyncio.sleep(LAYER_RETRY_SECONDS)
+            if not self._closed and await self._join(*self._groups()):
+                await self._go_live()
+
+    def _groups(self) -> tuple[str, str]:
+        return user_group(self.user.pk), runner.conversation_group(self.conversation.pk)
+
+    async def _degrade(self, exc: Exception) -> None:
+        logger.warning("channel layer unavailable (%s); this page falls back to polling", exc)
+        self.live, self.joined = False, []
+        if self._unwatch is None:
+            self._unwatch = runner.watch(self.conversation.pk, self._local)
+        # The page polls again: a reply being written elsewhere shows as it is saved, so do notices.
+        html = '<div id="turn-live" hidden data-live="0" hx-swap-oob="true"></div>'
+        reply = await _streaming_reply(self.conversation)
+        if reply is not None and runner.running_turn(self.conversation.pk) is None:
+            html += message_html(reply, oob=True)
+        await self.push(html)
+
+    async def _go_live(self) -> None:
+        self.live = True
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+        await self._catch_up()
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -122,19 +141,50 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.user, self.conversation = user, conversation
-        self.group = user_group(user.pk)
         self._send_lock = asyncio.Lock()
         self._closed = False
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self._shown: dict[int, int] = {}
+        self.joined = []
+        self.live = await self._join(*self._groups())
+        if not self.live:  # no channel layer: follow this process's turns directly, poll for the rest
+            logger.warning("channel layer unavailable; a chat page falls back to polling")
+            self._unwatch = runner.watch(conversation.pk, self._local)
         await self.accept()
+        self._accepted.set()
+        if self.live:
+            await self._catch_up()
+
+    async def _join(self, *groups: str) -> bool:
+        joined = []
+        for group in groups:
+            try:
+                await asyncio.wait_for(self.channel_layer.group_add(group, self.channel_name), LAYER_TIMEOUT_SECONDS)
+            except Exception:
+                return False
+            joined.append(group)
+        self.joined = joined
+        return True
+
+    async def _catch_up(self) -> None:
+        """A page opened mid-reply: the reply as saved (the runner's full text follows within a second)."""
+        reply = await _streaming_reply(self.conversation)
+        html = LIVE_HTML
+        if reply is not None:
+            self._shown[reply.pk] = len(reply.content)
+            html += streaming_html(reply)
+        await self.push(html)
 
     async def disconnect(self, code: int) -> None:
+        # The turn goes on without this page (chat/runner.py); only Stop stops it.
         self._closed = True
-        if self.task is not None:
-            # A dropped connection stops the turn; the agent saves what arrived as "interrupted".
-            await self._stop()
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self._unwatch is not None:
+            self._unwatch()
+        for group in getattr(self, "joined", []):
+            try:
+                leave = self.channel_layer.group_discard(group, self.channel_name)
+                await asyncio.wait_for(leave, LAYER_TIMEOUT_SECONDS)
+            except Exception:
+                logger.warning("could not leave channel layer group %s", group, exc_info=True)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         if text_data is None:  # a binary frame: answered, not a dropped connection
@@ -154,67 +204,57 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if action == "send":
             await self._start(content.get("content"))
         elif action == "stop":
-            await self._stop()
+            await database_sync_to_async(runner.stop)(conversation=self.conversation)
         else:
             await self.push(notice_html("Unknown request.", level="error"))
 
     async def _start(self, text: object) -> None:
-        if self.task is not None and not self.task.done():
-            await self.push(notice_html(str(services.ConversationBusy()), level="error") + turn_state_html("streaming"))
-            return
         try:
-            turn = await Turn.begin(user=self.user, conversation=self.conversation, content=text)  # type: ignore[arg-type]
+            await runner.start_turn(user=self.user, conversation=self.conversation, content=text)
         except services.TurnRejected as exc:
             await self.push(notice_html(str(exc), level="error") + turn_state_html("rejected"))
-            return
-        self.task = asyncio.create_task(self._run(turn))
-
-    async def _stop(self) -> None:
-        task, self.task = self.task, None
-        if task is None or task.done():
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    async def _run(self, turn: Turn) -> None:
-        started = turn.started
-        retry_text = started.user_message.content
-        batch = DeltaBatch(self, started.assistant_message.pk)
-        try:
-            async with aclosing(turn.events()) as events:
-                async for event in events:
-                    if event.type == "delta":
-                        await batch.add(event.text)
-                    elif event.type == "start":
-                        # Rendered and sent while the agent prepares the model call, not before it.
-                        batch.after = asyncio.create_task(self._push_start(event, started.conversation))
-                    elif event.type == "tool":
-                        await batch.flush()
-                        await self.push(activity_html(started.assistant_message.pk, event.tool))
-                    elif event.assistant_message is not None:  # "done" or "error"
-                        await batch.flush()
-                        await self.push(final_html(event.assistant_message, retry_text=retry_text))
-        except asyncio.CancelledError:
-            batch.cancel()
-            if batch.after is not None:
-                await batch.after
-            if not self._closed:
-                message = await _message_reload(self.conversation, started.assistant_message.pk)
-                await self.push(final_html(message, retry_text=retry_text))
-        except Exception:
-            logger.exception("chat stream failed")
-            failed = notice_html("Something went wrong. Reload the page.", level="error")
-            await self.push(failed + turn_state_html("idle"))
-
-    async def _push_start(self, event: TurnEvent, conversation: Conversation) -> None:
-        await self.push(start_html(event, conversation))
 
     async def push(self, html: str) -> None:
         if self._closed:
             return
         async with self._send_lock:
             await self.send(text_data=html)
+
+    # --- a turn's events (chat/runner.py), from the conversation's group ---
+
+    async def turn_begin(self, event: dict[str, Any]) -> None:
+        self._shown[event["message_id"]] = 0
+        await self.push(event["html"])
+
+    async def turn_delta(self, event: dict[str, Any]) -> None:
+        message_id, offset, text = event["message_id"], event["offset"], event["text"]
+        shown = self._shown.get(message_id)
+        if shown is None or offset > shown:
+            return  # a gap: the runner's next full text catches this page up
+        new = text[shown - offset :]
+        if new:
+            self._shown[message_id] = shown + len(new)
+            await self.push(delta_html(message_id, new))
+
+    async def turn_text(self, event: dict[str, Any]) -> None:
+        message_id, text = event["message_id"], event["text"]
+        if self._shown.get(message_id, -1) >= len(text):
+            return
+        self._shown[message_id] = len(text)
+        await self.push(text_html(message_id, text))
+
+    async def turn_html(self, event: dict[str, Any]) -> None:
+        await self.push(event["html"])
+
+    async def turn_end(self, event: dict[str, Any]) -> None:
+        self._shown.pop(event["message_id"], None)
+        await self.push(event["html"])
+
+    async def _local(self, event: dict[str, Any]) -> None:
+        """The same events, straight from this process's runner, when the channel layer is away."""
+        handler = getattr(self, event["type"].replace(".", "_"), None)
+        if handler is not None:
+            await handler(event)
 
     async def memory_notice(self, event: dict[str, Any]) -> None:
         """Append a rendered fragment (event["html"]) to the page's notices area."""
@@ -231,43 +271,3 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """The user logged out or changed their password (accounts.sessions): close this socket."""
         await self.close(code=CLOSE_UNAUTHENTICATED)
 
-
-class DeltaBatch:
-    """Collects reply text and pushes it at most every FLUSH_SECONDS; the first piece goes at once."""
-
-    def __init__(self, consumer: ChatConsumer, message_id: int) -> None:
-        self.consumer, self.message_id = consumer, message_id
-        self.parts: list[str] = []
-        self.last_flush = float("-inf")  # the first piece goes at once, whatever the loop's clock says
-        self.timer: asyncio.TimerHandle | None = None
-        self.pending: set[asyncio.Task[None]] = set()
-        self.after: asyncio.Task[None] | None = None
-
-    async def add(self, text: str) -> None:
-        self.parts.append(text)
-        loop = asyncio.get_running_loop()
-        wait = self.last_flush + FLUSH_SECONDS - loop.time()
-        if wait <= 0:
-            await self.flush()
-        elif self.timer is None:
-            self.timer = loop.call_later(wait, self._flush_soon)
-
-    def _flush_soon(self) -> None:
-        self.timer = None
-        task = asyncio.ensure_future(self.flush())
-        self.pending.add(task)
-        task.add_done_callback(self.pending.discard)
-
-    async def flush(self) -> None:
-        self.cancel()
-        if self.after is not None:  # the user's message and the empty reply go first
-            await self.after
-        self.last_flush = asyncio.get_running_loop().time()
-        if self.parts:
-            text, self.parts = "".join(self.parts), []
-            await self.consumer.push(delta_html(self.message_id, text))
-
-    def cancel(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None

@@ -21,9 +21,14 @@ class Conversation(models.Model):
     temporary = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # The per-conversation turn lock; it expires so that a crashed turn cannot block forever.
+    # The per-conversation turn lock, held as a lease: the process running the turn renews it every
+    # few seconds (chat/leases.py), so a turn whose process died is found and closed within seconds.
     lock_token = models.UUIDField(null=True, blank=True, editable=False)
     lock_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Which process runs the turn ("host:pid:boot"), so a restarted server recovers its own dead turns at once.
+    lock_owner = models.CharField(max_length=200, blank=True, editable=False)
+    # Stop asked for the running turn (from any tab, any process, or the API); cleared by the next turn.
+    stop_requested = models.BooleanField(default=False, editable=False)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -103,6 +108,8 @@ class Message(models.Model):
                 name="msg_user_pending",
                 condition=Q(role="user", memory_status="pending"),
             ),
+            # The crash-recovery sweep looks at the few replies being written, every few seconds.
+            models.Index(fields=["conversation"], name="msg_streaming", condition=Q(status="streaming")),
         ]
 
     def __str__(self) -> str:

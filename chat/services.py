@@ -88,6 +88,13 @@ def turn_rate_check(*, user: User, now: Any, recent: int | None = None) -> None:
     raise TooManyTurns(limit, max(1, math.ceil((oldest - window).total_seconds())))
 
 
+def leases_owner() -> str:
+    """The process taking a turn's lock (see chat/leases.py)."""
+    from chat.leases import owner
+
+    return owner()
+
+
 def _now() -> Any:
     """The current time; a seam for tests."""
     return timezone.now()
@@ -194,7 +201,10 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     token = uuid.uuid4()
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
-    if not Conversation.objects.filter(free, pk=conversation.pk).update(lock_token=token, lock_expires_at=expires):
+    taken = Conversation.objects.filter(free, pk=conversation.pk).update(
+        lock_token=token, lock_expires_at=expires, lock_owner=leases_owner(), stop_requested=False
+    )
+    if not taken:
         if not Conversation.objects.filter(pk=conversation.pk).exists():
             raise ConversationGone()
         raise ConversationBusy()
@@ -243,8 +253,10 @@ def turn_finish(
     message.error = without_nul(error)[:500]
     message.updated_at = _now()
     fields = {f: getattr(message, f) for f in ("content", "status", "error", "updated_at")}
-    if not Message.objects.filter(pk=message.pk).update(**fields):
-        return message  # the conversation was deleted during the turn: nothing left to save or announce
+    if not Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(**fields):
+        # Deleted with its conversation, or already closed by crash recovery (chat/leases.py) after this
+        # turn's lease ran out: nothing left to save or announce.
+        return Message.objects.filter(pk=message.pk).first() or message
 
     context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
     saved = AgentState.objects.filter(conversation=turn.conversation, version=turn.state_version).update(
@@ -257,7 +269,7 @@ def turn_finish(
         message.error = "The conversation changed while this reply was written; it was not added to the context."
         Message.objects.filter(pk=message.pk).update(status=message.status, error=message.error)
     Conversation.objects.filter(pk=turn.conversation.pk, lock_token=turn.lock_token).update(
-        lock_token=None, lock_expires_at=None
+        lock_token=None, lock_expires_at=None, lock_owner="", stop_requested=False
     )
 
     payload = {

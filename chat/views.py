@@ -114,16 +114,19 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
+    chat_messages = with_retry_text(selectors.message_list(conversation=conversation))
+    # Opened mid-reply (the turn runs on without any page): Stop is offered, the reply follows live.
+    streaming = any(m.status == Message.Status.STREAMING for m in chat_messages[-1:])
     context = {
         **_chat_context(request, conversation),
         "conversation": conversation,
         "chat_messages": markers.timeline(
             selectors.with_summary_divider(
-                with_retry_text(selectors.message_list(conversation=conversation)),
-                selectors.conversation_context_size(conversation=conversation),
+                chat_messages, selectors.conversation_context_size(conversation=conversation)
             ),
             markers.marker_list(conversation=conversation),
         ),
+        "turn_state": "streaming" if streaming else "idle",
         "draft": draft,
         "page_fragments": extensions.page_fragments(request, conversation),
     }

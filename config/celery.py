@@ -1,8 +1,10 @@
 """Celery application; configuration lives in Django settings under the CELERY_ prefix."""
 
+import logging
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -10,6 +12,49 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("memora")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+logger = logging.getLogger(__name__)
+
+
+class ExtractionSweep(bootsteps.StartStopStep):
+    """Every worker sends the extraction sweep (memory/recovery.py) a second after it starts, then every
+    MEMORY_SWEEP_SECONDS.
+
+    A worker step rather than Celery beat: it needs no schedule file and no separate beat process to
+    keep alive (or to forget), it runs as soon as a worker is back (which is when left-behind work can
+    run again), and running it in several workers is harmless, the sweep and extraction being idempotent.
+    """
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.entries: list[Any] = []
+
+    def start(self, worker: Any) -> None:
+        from django.conf import settings
+
+        seconds = settings.MEMORY_SWEEP_SECONDS
+        self.entries = [
+            worker.timer.call_after(1.0, self.send),
+            worker.timer.call_repeatedly(seconds, self.send),
+        ]
+
+    def stop(self, worker: Any) -> None:
+        for entry in self.entries:
+            entry.cancel()
+        self.entries = []
+
+    def send(self) -> None:
+        from memory.tasks import sweep_extractions_task
+
+        try:
+            sweep_extractions_task.apply_async(retry=False)
+        except Exception as exc:  # the broker is away: the next tick tries again
+            logger.warning("could not send the extraction sweep: %s", exc)
+
+
+app.steps["worker"].add(ExtractionSweep)
 
 
 @worker_init.connect

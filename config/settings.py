@@ -220,14 +220,18 @@ if REDIS_URL:
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [_redis_host]}}
     }
     CELERY_BROKER_URL = REDIS_URL
+    # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     # Rate-limit counters shared by every process (see accounts/throttle.py).
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    # kombu's filesystem transport: a real broker between processes that needs no server.
+    # kombu's filesystem transport: a real broker between processes that needs no server; written
+    # atomically and skipping unreadable files (config/broker.py).
     BROKER_DIR = VAR_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT = "config.broker:FilesystemTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -245,6 +249,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Keep trying to reach the broker through an outage of any length (every few seconds), never give up.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 
 # --- Model provider (chat.llm) ---
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
@@ -268,7 +274,10 @@ CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
 CHAT_MAX_MESSAGE_CHARS = 8000
 CHAT_MAX_TOOL_STEPS = env_int("CHAT_MAX_TOOL_STEPS", 4)
 CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
-CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 600)
+# A running turn's lease on its conversation, renewed every second by the process running it; a turn
+# whose process died is closed (saved "interrupted") at most this long plus one sweep after (chat/leases.py).
+CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 20)
+CHAT_RECOVERY_SWEEP_SECONDS = float(os.environ.get("CHAT_RECOVERY_SWEEP_SECONDS", "5"))
 # Turns a user may start in any 60 seconds; one more answers 429 with Retry-After.
 CHAT_USER_TURNS_PER_MINUTE = env_int("CHAT_USER_TURNS_PER_MINUTE", 20)
 
@@ -295,6 +304,10 @@ MEMORY_CONTEXT_TOKENS = env_int("MEMORY_CONTEXT_TOKENS", 0)
 MEMORY_MAX_ACTIVE = env_int("MEMORY_MAX_ACTIVE", 500)
 # Operations applied from one judge answer; the rest are dropped with a recorded reason.
 MEMORY_MAX_OPS_PER_ANSWER = env_int("MEMORY_MAX_OPS_PER_ANSWER", 50)
+# Every worker sweeps for extraction work a dead worker or a lost message left behind, at start and then
+# this often; work is overdue when its newest message is older than the grace (memory/recovery.py).
+MEMORY_SWEEP_SECONDS = float(os.environ.get("MEMORY_SWEEP_SECONDS", "30"))
+MEMORY_SWEEP_GRACE_SECONDS = float(os.environ.get("MEMORY_SWEEP_GRACE_SECONDS", "30"))
 
 NINJA_PAGINATION_PER_PAGE = 100
 

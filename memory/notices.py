@@ -200,12 +200,14 @@ def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
 
 
 def notice_poller_html(*, user: Any) -> str:
-    """The chat page's poller for notices, needed only when pushes cannot cross processes (the
-    in-memory channel layer); empty otherwise and for anonymous users."""
-    if push_is_cross_process() or user is None or not user.is_authenticated:
+    """The chat page's poller for notices. Always polling on the in-memory channel layer, whose pushes
+    cannot cross processes; on Redis only while the page's socket is not live (the channel layer is
+    away, see chat/consumers.py). Empty for anonymous users."""
+    if user is None or not user.is_authenticated:
         return ""
     after = selectors.extraction_run_last_changed_id(user=user)
-    return render_to_string("memory/_notice_poller.html", {"enabled": True, "after": after, "with_script": True})
+    context = {"enabled": True, "after": after, "with_script": True, "offline_only": push_is_cross_process()}
+    return render_to_string("memory/_notice_poller.html", context)
 
 
 def conversation_page_fragment(request: HttpRequest, conversation: Conversation) -> str:

@@ -42,6 +42,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
+from chat.leases import owner as process_owner
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
 from memory import batching, judge
@@ -140,7 +141,7 @@ def claim_take(*, user_id: int) -> uuid.UUID | None:
     """Take the user's extraction claim; None when another live run holds it."""
     now = _now()
     token = uuid.uuid4()
-    values = {"token": token, "expires_at": now + claim_ttl(), "run": None}
+    values = {"token": token, "expires_at": now + claim_ttl(), "run": None, "owner": process_owner()}
     if MemoryClaim.objects.filter(user_id=user_id, token__isnull=True).update(**values):
         return token
     if MemoryClaim.objects.filter(user_id=user_id, expires_at__lte=now).update(**values):
@@ -165,7 +166,8 @@ def _close_stale_runs(*, user_id: int, now: datetime) -> None:
 
 
 def claim_release(*, user_id: int, token: uuid.UUID) -> bool:
-    return bool(MemoryClaim.objects.filter(user_id=user_id, token=token).update(token=None, expires_at=None, run=None))
+    released = MemoryClaim.objects.filter(user_id=user_id, token=token)
+    return bool(released.update(token=None, expires_at=None, run=None, owner=""))
 
 
 # --- loading -------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from memory import pipeline
+from memory import pipeline, recovery
 from memory.models import ExtractionRun
 from memory.pipeline import Outcome
 
@@ -59,6 +59,16 @@ def extract_memories_task(
     if result.status == Outcome.BUSY and self.request.retries < BUSY_RETRIES:
         raise self.retry(countdown=busy_delay())
     return result.status
+
+
+@shared_task(ignore_result=True)
+def sweep_extractions_task() -> int:
+    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py)."""
+    recovery.claims_recover()
+    work = recovery.pending_work()
+    for user_id, message_id in work:
+        _send(user_id, message_id, None, ExtractionRun.Trigger.BACKGROUND)
+    return len(work)
 
 
 def _send(user_id: int, message_id: int, min_pending: int | None, trigger: str, countdown: float | None = None) -> None:

@@ -356,4 +356,5 @@ def memory_notices(request: HttpRequest) -> HttpResponse:
     except ValueError:  # no position yet: start from now rather than replay old runs
         after = selectors.extraction_run_last_changed_id(user=user)
     items, last = notices.notices_after(user=user, after_run_id=after)
-    return render(request, "memory/_notice_poller.html", {"enabled": True, "after": last, "notices": items})
+    context = {"enabled": True, "after": last, "notices": items, "offline_only": notices.push_is_cross_process()}
+    return render(request, "memory/_notice_poller.html", context)

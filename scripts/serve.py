@@ -1,6 +1,14 @@
 """Run the web server (uvicorn, ASGI) and a real Celery worker together until Ctrl-C stops both.
 
-Used by `make run`. If either process exits, the other is stopped too and the exit code is kept.
+Used by `make run`. The two are supervised: if one exits or is killed (a crash, SIGKILL, out of
+memory), it is started again after a short backoff (1 s, doubling up to 30 s while it keeps dying
+quickly; back to 1 s once it has run for a minute), and the other one keeps running. Ctrl-C or
+SIGTERM stops both cleanly (SIGTERM, then SIGKILL after 15 s) and exits.
+
+A restarted web server first closes the replies its dead predecessor was writing (saved
+"interrupted", their conversations free again; see chat/leases.py), then serves; the browser's
+socket reconnects on its own. A restarted worker sweeps for extraction work left behind
+(memory/recovery.py).
 
 Production, more than one process (README, "Production"): with PostgreSQL and Redis configured,
 
@@ -20,10 +28,62 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+BACKOFF_FIRST, BACKOFF_MAX, HEALTHY_SECONDS = 1.0, 30.0, 60.0
+STOP_SECONDS = 15.0
+
+
+def log(text: str) -> None:
+    print(f"[serve] {text}", flush=True)
+
+
+@dataclass
+class Child:
+    name: str
+    command: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restart_at: float = 0.0
+    backoff: float = BACKOFF_FIRST
+    restarts: int = field(default=0)
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.command, cwd=ROOT)
+        self.started_at = time.monotonic()
+        log(f"{self.name} started (pid {self.process.pid})")
+
+    def check(self, now: float) -> None:
+        """Start it again if it has exited, once its backoff has passed."""
+        if self.process is not None:
+            code = self.process.poll()
+            if code is None:
+                return
+            ran = now - self.started_at
+            if ran >= HEALTHY_SECONDS:
+                self.backoff = BACKOFF_FIRST
+            delay, self.backoff = self.backoff, min(self.backoff * 2, BACKOFF_MAX)
+            log(f"{self.name} exited with {code} after {ran:.0f} s; starting it again in {delay:.0f} s")
+            self.process, self.restart_at = None, now + delay
+        if now >= self.restart_at:
+            self.restarts += 1
+            self.start()
+
+    def terminate(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait(self, deadline: float) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def options() -> argparse.Namespace:
@@ -37,6 +97,21 @@ def options() -> argparse.Namespace:
         help="Celery worker processes (default: CELERY_CONCURRENCY or 2)",
     )  # fmt: skip
     return parser.parse_args()
+
+
+def commands(host: str, port: str, args: argparse.Namespace) -> list[Child]:
+    worker = [
+        str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
+        "--concurrency", str(args.celery_concurrency),
+        # One worker: no neighbours to sync with at start, no heartbeats between workers.
+        "--without-gossip", "--without-mingle",
+    ]  # fmt: skip
+    web = [
+        str(BIN / "uvicorn"), "config.asgi:application", "--host", host, "--port", port,
+        "--ws", "websockets", "--log-level", "info",
+        *(["--workers", str(args.workers)] if args.workers > 1 else []),
+    ]  # fmt: skip
+    return [Child("worker", worker), Child("web server", web)]
 
 
 def main() -> int:
@@ -57,29 +132,6 @@ def main() -> int:
         return 2
     port = os.environ.get("PORT", "8000")
     host = os.environ.get("HOST", "127.0.0.1")
-    worker = [
-        str(BIN / "celery"),
-        "-A",
-        "config",
-        "worker",
-        "--loglevel",
-        "INFO",
-        "--concurrency",
-        str(args.celery_concurrency),
-    ]
-    web = [
-        str(BIN / "uvicorn"),
-        "config.asgi:application",
-        "--host",
-        host,
-        "--port",
-        port,
-        "--ws",
-        "websockets",
-        "--log-level",
-        "info",
-        *(["--workers", str(args.workers)] if args.workers > 1 else []),
-    ]
     backend = (
         "demo model (offline)"
         if settings.LLM_BACKEND == "demo"
@@ -91,27 +143,30 @@ def main() -> int:
         f"  ·  web processes: {args.workers}",
         flush=True,
     )
-    procs = [subprocess.Popen(worker, cwd=ROOT), subprocess.Popen(web, cwd=ROOT)]
+    children = commands(host, port, args)
+    stopping = False
 
     def stop(*_: object) -> None:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
+        nonlocal stopping
+        stopping = True
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
-        while all(p.poll() is None for p in procs):
+        for child in children:
+            child.start()
+        while not stopping:
             time.sleep(0.3)
+            for child in children:
+                if not stopping:
+                    child.check(time.monotonic())
     finally:
-        stop()
-        deadline = time.monotonic() + 15
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-    return next((p.returncode for p in procs if p.returncode and p.returncode > 0), 0)
+        for child in children:
+            child.terminate()
+        deadline = time.monotonic() + STOP_SECONDS
+        for child in children:
+            child.wait(deadline)
+    return 0
 
 
 if __name__ == "__main__":

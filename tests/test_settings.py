@@ -49,6 +49,7 @@ def test_defaults_need_no_server_and_no_provider(load: Any, tmp_path: Path) -> N
     assert s["REDIS_URL"] == ""
     assert s["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
     assert s["CELERY_BROKER_URL"] == "filesystem://"
+    assert s["CELERY_BROKER_TRANSPORT"] == "config.broker:FilesystemTransport"
     assert s["LLM_BACKEND"] == "demo"
     assert s["MEMORY_MODEL"] == s["CHAT_MODEL"]
     assert s["MEMORY_EXTRACT_MIN_TURNS"] == 3
@@ -97,10 +98,11 @@ def test_redis_url_moves_the_broker_and_channel_layer_to_redis(load: Any) -> Non
     s = load(REDIS_URL="redis://127.0.0.1:6379/3")
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/3"
     assert s["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    (host,) = s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"]
-    assert host["address"] == "redis://127.0.0.1:6379/3"
-    # Longer than the layer's 5 s blocking pop, so an idle consumer is not cut off by its own socket.
-    assert host["socket_timeout"] > 5
+    # Read with a socket timeout above channels_redis's 5 s blocking pop, so idle consumers survive.
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [
+        {"address": "redis://127.0.0.1:6379/3", "socket_timeout": 30}
+    ]
+    assert s["CELERY_BROKER_TRANSPORT"] == "config.broker:RedisTransport"
 
 
 def test_the_running_settings_use_a_custom_user_and_never_a_real_provider_in_tests(settings: Any) -> None:

@@ -144,11 +144,22 @@
     var c = chat();
     if (!c) return;
     c.classList.remove("is-connected");
+    var live = $("#turn-live");
+    if (live) live.dataset.live = "0";
     socketLost = true;
+  });
+  // A reply being written polls its saved text (_message.html) until the socket is live; from then on
+  // the socket streams it (chat/consumers.py), and a poll would only show older text. Pollers marked
+  // data-offline-only (memory notices on Redis) are the fallback for a socket without a channel layer.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var live = $("#turn-live");
+    if (!live || live.dataset.live !== "1") return;
+    if (e.target.matches("article.message[data-status=streaming], [data-offline-only]")) e.preventDefault();
   });
   window.addEventListener("pagehide", function () { socketLost = false; });
 
   document.addEventListener("DOMContentLoaded", function () {
+    applyTurnState();  // a page opened while a reply is being written offers Stop
     document.querySelectorAll("textarea").forEach(autosize);
     scrollToBottom();
   });

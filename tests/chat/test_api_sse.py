@@ -206,18 +206,57 @@ async def test_json_mode_through_asgi_returns_both_messages(
     assert (body["user_message"]["content"], body["assistant_message"]["content"]) == ("Hello", "ok")
 
 
-async def test_client_disconnect_mid_stream_saves_the_reply_interrupted_and_frees_the_conversation(
-    token: str, user: User, conversation: Conversation, settings: Any
+async def test_a_client_that_disconnects_mid_stream_does_not_stop_the_reply(
+    fake_model: Any, token: str, conversation: Conversation
 ) -> None:
-    settings.LLM_BACKEND = "tests.chat.fake_tools.StallingModel"
+    fake_model.reply("One ", "two ", "three", delay=0.1)
     response = await post(conversation.id, token, disconnect_after=2)  # start, the first delta
     assert [name for name, _ in response.events()] == ["start", "delta"]
 
+    for _ in range(100):
+        assistant = await Message.objects.aget(conversation=conversation, role="assistant")
+        if assistant.status != "streaming":
+            break
+        await asyncio.sleep(0.05)
+    assert (assistant.status, assistant.content) == ("complete", "One two three")
+    assert (await Conversation.objects.aget(pk=conversation.pk)).lock_token is None
+    assert (await post(conversation.id, token, accept="application/json")).status == 200
+
+
+async def stop(conversation_id: Any, token: str) -> int:
+    from django.test import AsyncClient
+
+    response = await AsyncClient().post(
+        f"/api/conversations/{conversation_id}/stop", headers={"Authorization": f"Bearer {token}"}
+    )
+    return int(response.status_code)
+
+
+async def test_stop_ends_the_stream_and_saves_the_reply_interrupted(
+    token: str, conversation: Conversation, settings: Any
+) -> None:
+    settings.LLM_BACKEND = "tests.chat.fake_tools.StallingModel"
+    streaming = asyncio.create_task(post(conversation.id, token))
+    for _ in range(100):
+        if await Message.objects.filter(conversation=conversation, role="assistant", content="Partial ").aexists():
+            break
+        await asyncio.sleep(0.05)  # the partial text is saved about once a second
+    assert await stop(conversation.id, token) == 204
+    events = (await streaming).events()
+
+    assert [name for name, _ in events] == ["start", "delta", "error"]
+    assert events[-1][1]["assistant_message"]["status"] == "interrupted"
     assistant = await Message.objects.aget(conversation=conversation, role="assistant")
     assert (assistant.status, assistant.content) == ("interrupted", "Partial")
     assert (await Conversation.objects.aget(pk=conversation.pk)).lock_token is None
-    settings.LLM_BACKEND = "demo"
-    assert (await post(conversation.id, token, accept="application/json")).status == 200
+
+
+async def test_stop_with_no_reply_running_is_204_and_another_users_conversation_404(
+    token: str, conversation: Conversation, other_user: User
+) -> None:
+    assert await stop(conversation.id, token) == 204
+    theirs = await sync_to_async(conversation_create)(user=other_user)
+    assert await stop(theirs.id, token) == 404
 
 
 # --- the same stream over the OpenAI adapter and a local OpenAI-compatible server ---

@@ -95,7 +95,7 @@ def test_the_page_costs_one_more_query_at_most(
 
 
 def test_the_page_says_it_is_summarizing_while_a_turn_compacts() -> None:
-    from chat.consumers import activity_html
+    from chat.fragments import activity_html
 
     html = activity_html(7, compaction.SUMMARIZING)
     assert 'id="message-7-activity"' in html and "Summarizing earlier messages…" in html

@@ -15,7 +15,7 @@ from channels.testing.websocket import WebsocketCommunicator  # (the package __i
 from django.conf import settings as django_settings
 from django.test import Client
 
-from chat import consumers
+from chat import consumers, runner
 from chat.llm import ChatModel, StreamChunk, TextDelta
 from chat.models import Conversation, Message
 from config.asgi import application
@@ -41,6 +41,23 @@ class HoldingModel(ChatModel):
         return '{"operations": []}'
 
 
+class PausingModel(ChatModel):
+    """Streams a sentence, waits for `resume`, then ends the reply."""
+
+    label = "Pausing test model"
+    resume: asyncio.Event
+
+    async def stream(
+        self, *, messages: Any, tools: Any = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
+        yield TextDelta("Before you came. ")
+        await type(self).resume.wait()
+        yield TextDelta("After.")
+
+    def complete_json(self, **kwargs: Any) -> str:
+        return '{"operations": []}'
+
+
 @pytest.fixture
 def holding_model(settings: Any) -> None:
     settings.LLM_BACKEND = "tests.chat.test_consumers.HoldingModel"
@@ -61,9 +78,12 @@ async def open_socket(user: Any, conversation: Conversation, *, origin: bytes = 
 
 
 async def connected(user: Any, conversation: Conversation) -> WebsocketCommunicator:
+    """An open page's socket, past its first frame (the page is live; the reply so far, if one is running)."""
     socket = await open_socket(user, conversation)
     ok, code = await socket.connect()
     assert ok, code
+    socket.first_frame = await socket.receive_from(timeout=5)  # type: ignore[attr-defined]
+    assert 'id="turn-live"' in socket.first_frame  # type: ignore[attr-defined]
     return socket
 
 
@@ -142,8 +162,8 @@ async def test_a_turn_shows_the_user_message_then_streams_deltas_then_the_saved_
 
 
 async def test_deltas_are_batched(alice: Any, conversation: Conversation, fake_model: Any, monkeypatch: Any) -> None:
-    monkeypatch.setattr(consumers, "FLUSH_SECONDS", 3600)
-    fake_model.reply(*[f"w{i} " for i in range(20)])
+    monkeypatch.setattr(runner, "FLUSH_SECONDS", 3600)
+    fake_model.reply(*[f"w{i} " for i in range(20)], delay=0.005)
     socket = await connected(alice, conversation)
     await send(socket, "Count")
     frames = await receive_until(socket, idle)
@@ -171,17 +191,74 @@ async def test_stop_saves_the_partial_reply_as_interrupted(
     assert "Stopped" in frames[-1]
 
 
-async def test_a_dropped_connection_saves_the_partial_reply(
-    alice: Any, conversation: Conversation, holding_model: None
+async def wait_for_reply(conversation: Conversation, *statuses: str, seconds: float = 10) -> Message:
+    for _ in range(int(seconds / 0.05)):
+        reply = await Message.objects.filter(conversation=conversation, role="assistant").alast()
+        if reply is not None and reply.status in statuses:
+            return reply
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the reply did not become {statuses}")
+
+
+async def test_closing_the_page_mid_reply_lets_the_reply_finish_and_be_saved(
+    alice: Any, conversation: Conversation, fake_model: Any
 ) -> None:
+    fake_model.reply("One ", "two ", "three ", "four", delay=0.1)
     socket = await connected(alice, conversation)
     await send(socket, "Hello")
-    await receive_until(socket, lambda f: "Partial answer" in f)
+    await receive_until(socket, lambda f: "One" in f)
     await socket.disconnect()
 
+    reply = await wait_for_reply(conversation, Message.Status.COMPLETE)
+    assert reply.content == "One two three four"
+    assert (await Conversation.objects.aget(pk=conversation.pk)).lock_token is None
+
+
+async def test_two_tabs_see_the_same_stream_and_either_can_stop_it(
+    alice: Any, conversation: Conversation, holding_model: None
+) -> None:
+    first = await connected(alice, conversation)
+    second = await connected(alice, conversation)
+    await send(first, "Tell me a long story")
+    seen_first = await receive_until(first, lambda f: "Partial answer" in f)
+    seen_second = await receive_until(second, lambda f: "Partial answer" in f)
+    assert 'data-state="streaming"' in seen_second[0]  # the other tab shows Stop too
+    assert "Tell me a long story" in seen_first[0] and "Tell me a long story" in seen_second[0]
+
+    await second.send_json_to({"action": "stop"})
+    ends = [await receive_until(tab, idle) for tab in (first, second)]
+    await first.disconnect()
+    await second.disconnect()
+
     reply = await Message.objects.aget(conversation=conversation, role=Message.Role.ASSISTANT)
-    assert reply.status == Message.Status.INTERRUPTED
-    assert reply.content == "Partial answer"
+    assert (reply.status, reply.content) == (Message.Status.INTERRUPTED, "Partial answer")
+    assert all("is-interrupted" in frames[-1] for frames in ends)
+
+
+async def test_a_page_opened_mid_reply_shows_the_text_so_far_and_keeps_streaming(
+    alice: Any, conversation: Conversation, settings: Any
+) -> None:
+    PausingModel.resume = gate = asyncio.Event()
+    settings.LLM_BACKEND = "tests.chat.test_consumers.PausingModel"
+    first = await connected(alice, conversation)
+    await send(first, "Hi")
+    await receive_until(first, lambda f: "came." in f)
+    reply = await wait_for_reply(conversation, Message.Status.STREAMING)
+    for _ in range(60):  # saved about once a second while it streams
+        await reply.arefresh_from_db()
+        if reply.content:
+            break
+        await asyncio.sleep(0.05)
+    assert reply.content == "Before you came. "
+
+    late = await connected(alice, conversation)
+    gate.set()
+    frames = [late.first_frame, *await receive_until(late, idle)]  # type: ignore[attr-defined]
+    await first.disconnect()
+    await late.disconnect()
+
+    assert "Before you came." in frames[0] and 'data-state="streaming"' in frames[0]
+    assert "After." in frames[-1] and "is-complete" in frames[-1]
 
 
 async def test_a_second_send_while_a_reply_streams_is_refused_as_busy(
@@ -208,7 +285,7 @@ async def test_a_send_from_another_tab_while_a_reply_streams_is_refused_as_busy(
     await receive_until(first, lambda f: "Partial answer" in f)
     second = await connected(alice, conversation)
     await send(second, "Second")
-    busy = await second.receive_from(timeout=5)
+    busy = (await receive_until(second, lambda f: "Another reply" in f))[-1]
     await second.disconnect()
     await first.disconnect()
 
@@ -346,3 +423,68 @@ async def test_garbage_is_answered_without_dropping_the_connection(alice: Any, c
 
     assert "Unknown request." in frame
     assert "Unknown request." in second
+
+
+@pytest.fixture
+def private_redis(settings: Any) -> Any:
+    """The channel layer on a private redis-server (on a free port) that a test may stop and start."""
+    import shutil
+    import subprocess
+
+    from tests.processes import free_port, stop, wait_for_port
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    port = free_port()
+    servers: list[Any] = []
+
+    def start() -> Any:
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        wait_for_port(port, server, seconds=10)
+        servers.append(server)
+        return server
+
+    start()
+    url = f"redis://127.0.0.1:{port}/0"
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}
+    }
+    yield start, servers
+    for server in servers:
+        stop(server, seconds=5)
+    runner._layer_down_until = 0.0  # later tests start with a working layer
+
+
+async def test_without_the_channel_layer_the_page_still_connects_streams_its_turn_and_recovers(
+    alice: Any, conversation: Conversation, fake_model: Any, private_redis: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(consumers, "LAYER_RETRY_SECONDS", 0.5)
+    start, servers = private_redis
+    servers[0].terminate()  # Redis goes away
+    servers[0].wait()
+
+    socket = await open_socket(alice, conversation)
+    ok, code = await socket.connect(timeout=5)  # trying the channel layer takes a moment
+    assert ok, code  # no 500: the page degrades
+    fake_model.reply("Still ", "here")
+    await send(socket, "Anyone?")
+    frames = await receive_until(socket, idle)
+    assert "Still here" in frames[-1] and "is-complete" in frames[-1]
+
+    start()  # Redis is back: the page joins its groups again and is live
+    back = await receive_until(socket, lambda f: 'data-live="1"' in f)
+    await get_channel_layer().group_send(consumers.user_group(alice.pk), {"type": "memory.notice", "html": "<p>Hi</p>"})
+    assert "<p>Hi</p>" in (await socket.receive_from(timeout=5))
+    assert back
+
+    servers[-1].terminate()  # and away again, this time under a live page
+    servers[-1].wait()
+    await receive_until(socket, lambda f: 'data-live="0"' in f)
+    fake_model.reply("Again ", "fine")
+    await send(socket, "And now?")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+    assert "Again fine" in frames[-1] and "is-complete" in frames[-1]

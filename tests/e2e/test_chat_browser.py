@@ -136,3 +136,44 @@ def test_markdown_reply_and_screenshots(page: Any, live_server_url: str) -> None
     page.set_viewport_size({"width": 390, "height": 844})
     page.evaluate("document.getElementById('scroller').scrollTop = 0")
     page.screenshot(path=str(SCREENSHOTS / "chat-phone.png"))
+
+
+def test_a_reply_follows_every_tab_outlives_its_page_and_stops_from_another(browser: Any, live_server_url: str) -> None:
+    base = live_server_url
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    first, second = context.new_page(), context.new_page()
+    try:
+        sign_up(first, base, "dora")
+        first.fill("#start-input", "Something long, please")
+        first.keyboard.press("Enter")
+        expect(first).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+        expect(reply(first, 0).locator(".streaming-text")).to_contain_text("word2")
+
+        # A second tab opened mid-reply shows the text so far, keeps streaming and offers Stop.
+        second.goto(first.url)
+        expect(reply(second, 0)).to_have_attribute("data-status", "streaming")
+        expect(reply(second, 0).locator(".streaming-text")).to_contain_text("word40")
+        expect(second.locator("#stop-btn")).to_be_visible()
+
+        # Closing the first page does not stop the reply.
+        first.close()
+        expect(reply(second, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
+        expect(reply(second, 0)).to_contain_text("word199")
+
+        # Two tabs on one reply: Stop in either stops it in both.
+        first = context.new_page()
+        first.goto(second.url)
+        expect(first.locator("#turn-live")).to_have_attribute("data-live", "1")
+        second.fill("#composer-input", "Another long one")
+        second.keyboard.press("Enter")
+        expect(reply(first, 1).locator(".streaming-text")).to_contain_text("word5")
+        first.click("#stop-btn")
+        for tab in (first, second):
+            expect(reply(tab, 1)).to_have_attribute("data-status", "interrupted")
+            expect(tab.locator("#composer .send-btn")).to_be_enabled()
+        assert (
+            reply(first, 1).locator(".message-text").inner_text()
+            == reply(second, 1).locator(".message-text").inner_text()
+        )
+    finally:
+        context.close()

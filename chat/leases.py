@@ -1,0 +1,169 @@
+"""The lease on a running turn, and recovery of turns whose process died.
+
+A turn holds its conversation's lock (`Conversation.lock_token`) as a *lease*: `lock_expires_at` is
+only CHAT_LOCK_TTL_SECONDS ahead (20 s by default), and the process running the turn renews it every
+HEARTBEAT_SECONDS while it also saves the text streamed so far (`turn_heartbeat`). If the process dies
+(a crash, SIGKILL, out of memory, a deploy), nothing renews the lease, and a sweep (`turns_recover`,
+run every few seconds by each web process and by the worker, and at once when a web process starts)
+closes the turn: the assistant message is saved `interrupted` with its persisted text, the agent
+state gets the user's message and the partial reply (so the next turn sees what happened), and the
+lock and the user's run slot are released.
+
+The lock also records its owner, "host:pid:boot". A process that starts on the same host knows the
+turns of a process that is gone (or of an earlier life of its own pid) are dead: it recovers them at
+once instead of waiting for their lease to run out, so a restarted server answers the next turn in
+that conversation straight away.
+
+Stop is a flag on the conversation (`stop_requested`), so it reaches the turn whichever process runs
+it; the runner also cancels a turn of its own process at once (chat/runner.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from chat import services
+from chat.models import AgentState, Conversation, Message
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 1.0  # partial text is saved about this often; the lease is renewed with it
+RECOVERED_ERROR = "The server stopped while this reply was being written."
+_BOOT = uuid.uuid4().hex[:8]
+
+
+def owner() -> str:
+    """This process, as recorded on the leases it holds."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_BOOT}"
+
+
+def lease_seconds() -> int:
+    return int(settings.CHAT_LOCK_TTL_SECONDS)
+
+
+def owner_is_dead(value: str) -> bool:
+    """True only when sure: the owner ran on this host and its process is gone (or this pid's earlier life)."""
+    try:
+        host, pid_text, boot = value.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if host != socket.gethostname():
+        return False  # another machine's process: its lease decides
+    if pid == os.getpid():
+        return boot != _BOOT
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+@dataclass
+class Beat:
+    held: bool  # False: the lease was lost (recovered as dead, or the conversation was deleted)
+    stop: bool  # Stop was asked for
+
+
+def turn_heartbeat(*, conversation_id: Any, lock_token: uuid.UUID, message_id: int, content: str | None) -> Beat:
+    """Renew the lease and save the partial text (`content`, None when unchanged)."""
+    now = services._now()
+    expires = now + timedelta(seconds=lease_seconds())
+    held = Conversation.objects.filter(pk=conversation_id, lock_token=lock_token)
+    if content is not None:
+        Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
+            content=services.without_nul(content), updated_at=now
+        )
+    if held.filter(stop_requested=False).update(lock_expires_at=expires):
+        return Beat(held=True, stop=False)
+    stopping = held.update(lock_expires_at=expires)
+    return Beat(held=bool(stopping), stop=bool(stopping))
+
+
+def turn_stop_request(*, conversation: Conversation) -> bool:
+    """Ask the turn running in `conversation` to stop, wherever it runs. False when none runs."""
+    return bool(Conversation.objects.filter(pk=conversation.pk, lock_token__isnull=False).update(stop_requested=True))
+
+
+# --- recovery ------------------------------------------------------------------------------------
+
+
+def _is_dead(conversation: Conversation, now: Any) -> bool:
+    return (
+        conversation.lock_token is None
+        or conversation.lock_expires_at is None
+        or conversation.lock_expires_at <= now
+        or owner_is_dead(conversation.lock_owner)
+    )
+
+
+def turns_recover(*, conversation_id: Any = None) -> int:
+    """Close the turns whose process died (all of them, or one conversation's); returns how many.
+
+    Safe to run anywhere and concurrently: each close is conditional on the message still streaming
+    and the lock still being the one that was read.
+    """
+    now = services._now()
+    streaming = Message.objects.filter(status=Message.Status.STREAMING, role=Message.Role.ASSISTANT)
+    if conversation_id is not None:
+        streaming = streaming.filter(conversation_id=conversation_id)
+    newest: dict[Any, int] = {}
+    for conversation_pk, message_pk in streaming.order_by("id").values_list("conversation_id", "id"):
+        newest[conversation_pk] = message_pk
+    recovered = 0
+    for conversation in Conversation.objects.filter(pk__in=list(newest)):
+        dead = _is_dead(conversation, now)
+        for message in streaming.filter(conversation=conversation).order_by("id"):
+            if not dead and message.pk == newest[conversation.pk]:
+                continue  # the live turn's own reply
+            recovered += _close(conversation, message, with_state=dead and message.pk == newest[conversation.pk])
+    if recovered:
+        logger.warning("recovered %s reply(s) left streaming by a process that stopped", recovered)
+    return recovered
+
+
+@transaction.atomic
+def _close(conversation: Conversation, message: Message, *, with_state: bool) -> int:
+    """Save one orphaned reply as interrupted; with `with_state`, as its turn would have (state, lock, hook)."""
+    if not with_state:
+        # An older reply in a conversation whose lock a later turn holds: only the display is fixed.
+        return Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
+            status=Message.Status.INTERRUPTED, error=RECOVERED_ERROR, updated_at=services._now()
+        )
+    from chat.agent import CUT_SHORT  # the agent's own marker for a reply cut short
+
+    lock = Q(lock_token=conversation.lock_token) if conversation.lock_token else Q(lock_token__isnull=True)
+    if not Conversation.objects.filter(lock, pk=conversation.pk).exists():
+        return 0  # the lock changed since it was read: a live turn, or another sweep got there first
+    earlier = Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=message.pk)
+    user_message = earlier.order_by("id").last()
+    state, _ = AgentState.objects.get_or_create(conversation=conversation)
+    if user_message is None:
+        return _close(conversation, message, with_state=False)
+    partial = message.content.strip()
+    turn = services.StartedTurn(
+        user=conversation.owner,
+        conversation=conversation,
+        user_message=user_message,
+        assistant_message=message,
+        lock_token=conversation.lock_token or uuid.uuid4(),
+        context=list(state.context),
+        state_version=state.version,
+    )
+    items = [{"role": "assistant", "content": partial + CUT_SHORT}] if partial else []
+    services.turn_finish(
+        turn=turn, status=Message.Status.INTERRUPTED, content=partial, error=RECOVERED_ERROR, new_items=items
+    )
+    return 1

@@ -1,0 +1,361 @@
+"""Where a turn runs: in a task of the web process, owned by the conversation, not by a connection.
+
+    running = await runner.start_turn(user=..., conversation=..., content=...)  # may raise TurnRejected
+    events = running.listen()         # this process's listeners (the SSE response): every TurnEvent
+    final = await running.result()    # the last event ("done" | "error"), without tying the turn to the caller
+    runner.stop(conversation=...)     # from any tab, any process, or the API (sync; call it off the loop)
+
+Why here. A page that is closed or reloaded, a dropped WebSocket or an SSE client that goes away only
+stops *listening*: the turn goes on, is saved as complete, and every open tab (in any web process)
+follows it, because what a turn shows goes to the conversation's channel layer group
+(`conversation_group`), not to the socket that started it. Only Stop stops it.
+
+What goes to the group, rendered once per event (chat/fragments.py):
+    {"type": "turn.begin", "message_id", "html"}          the user's message and the empty reply
+    {"type": "turn.delta", "message_id", "offset", "text"} reply text, batched (first piece at once,
+                                                           then at most every FLUSH_SECONDS)
+    {"type": "turn.text", "message_id", "text"}            all the text so far, about once a second
+    {"type": "turn.html", "message_id", "html"}            tool activity
+    {"type": "turn.end", "message_id", "html"}             the saved reply, and the page is idle again
+`offset` and the periodic full text let a tab that joined mid-reply (or missed a message) catch up
+without gaps or repeats (chat/consumers.py).
+
+While it runs, the turn renews its lease and saves the text so far every HEARTBEAT_SECONDS
+(chat/leases.py); that is also where a Stop asked in another process, or a lost lease, is noticed.
+A sweep in every web process (started by the ASGI lifespan, `lifespan`) closes the turns whose
+process died. When the server shuts down cleanly, the turns it runs are stopped and saved first.
+
+When the channel layer is unreachable (Redis down), sends are skipped for a few seconds at a time
+instead of slowing the turn; pages of this process that could not join the group follow its turns
+through `watch` instead, and the others poll the saved text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import copy
+import dataclasses
+import logging
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from accounts.models import User
+from chat import leases
+from chat.agent import Turn, TurnEvent
+from chat.fragments import activity_html, final_html, notice_html, start_html, turn_state_html
+from chat.models import Conversation, Message
+
+logger = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.04
+LAYER_TIMEOUT_SECONDS = 2.0
+LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
+SHUTDOWN_SECONDS = 10.0
+STOPPED = "The reply was stopped."
+
+Page = Callable[[dict[str, Any]], Awaitable[None]]
+
+_running: dict[str, RunningTurn] = {}
+_watchers: dict[str, set[Page]] = {}
+_registry_lock = threading.Lock()
+_layer_down_until = 0.0
+_sweeper: asyncio.Task[None] | None = None
+
+
+def conversation_group(conversation_id: Any) -> str:
+    """The channel layer group of one conversation's open pages, in every web process."""
+    return f"conversation-{conversation_id}"
+
+
+def running_turn(conversation_id: Any) -> RunningTurn | None:
+    """The turn this process runs in that conversation, if any."""
+    return _running.get(str(conversation_id))
+
+
+async def start_turn(*, user: User, conversation: Conversation, content: object) -> RunningTurn:
+    """Begin a turn (raises services.TurnRejected, writing nothing) and run it in the background.
+
+    Call `listen()` on the result before awaiting anything else to get every event from the start.
+    """
+    # A turn of this conversation left by a process that died is closed first, so it does not block.
+    await database_sync_to_async(leases.turns_recover, thread_sensitive=False)(conversation_id=conversation.pk)
+    turn = await Turn.begin(user=user, conversation=conversation, content=content)  # type: ignore[arg-type]
+    running = RunningTurn(turn)
+    with _registry_lock:
+        _running[running.key] = running
+    # A fresh context: the turn outlives the request or socket that started it, so it must not use that
+    # request's thread for database calls (asgiref shuts it down when the request ends).
+    running.task = asyncio.create_task(running.main(), name=f"turn-{running.key}", context=contextvars.Context())
+    return running
+
+
+def stop(*, conversation: Conversation) -> bool:
+    """Stop the turn running in `conversation`, in whichever process runs it; False when none runs.
+
+    Synchronous (it writes the stop flag): call it from a view or through database_sync_to_async.
+    """
+    requested = leases.turn_stop_request(conversation=conversation)
+    running = running_turn(conversation.pk)
+    if running is not None and running.task is not None:
+        running.loop.call_soon_threadsafe(running.task.cancel)  # this process's own: at once
+        return True
+    return requested
+
+
+def watch(conversation_id: Any, page: Page) -> Callable[[], None]:
+    """Follow this process's turns in a conversation without the channel layer; returns the unwatch."""
+    key = str(conversation_id)
+    with _registry_lock:
+        _watchers.setdefault(key, set()).add(page)
+
+    def unwatch() -> None:
+        with _registry_lock:
+            _watchers.get(key, set()).discard(page)
+
+    return unwatch
+
+
+class RunningTurn:
+    def __init__(self, turn: Turn) -> None:
+        self.turn = turn
+        self.key = str(turn.started.conversation.pk)
+        self.message_id = turn.started.assistant_message.pk
+        self.loop = asyncio.get_running_loop()
+        self.task: asyncio.Task[TurnEvent] | None = None
+        self.listeners: list[asyncio.Queue[TurnEvent | None]] = []
+        self.fanout: Fanout
+
+    def listen(self) -> asyncio.Queue[TurnEvent | None]:
+        """A queue of this turn's events; None after the last one."""
+        queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+        self.listeners.append(queue)
+        return queue
+
+    async def result(self) -> TurnEvent:
+        """The final event. Cancelling the caller (a client that left) does not cancel the turn."""
+        assert self.task is not None
+        return await asyncio.shield(self.task)
+
+    async def main(self) -> TurnEvent:
+        # Its own thread for database calls, as Django gives each request: the turn neither waits for nor
+        # blocks the thread of the request or socket that started it.
+        async with ThreadSensitiveContext():
+            return await self._main()
+
+    async def _main(self) -> TurnEvent:
+        started = self.turn.started
+        self.fanout = Fanout(self.key, self.message_id)
+        heartbeat = asyncio.create_task(self._heartbeat())
+        last = TurnEvent("error", text="The reply stopped unexpectedly.", user_message=started.user_message)
+        try:
+            async with aclosing(self.turn.events()) as events:
+                async for event in events:
+                    last = event
+                    self._emit(event)
+        except asyncio.CancelledError:
+            # Stopped (or the lease was lost): the turn has saved what arrived; tell everyone, then end.
+            message = self.turn._finished or await _reload(self.message_id)
+            last = TurnEvent("error", text=STOPPED, user_message=started.user_message, assistant_message=message)
+            self._emit(last)
+        except Exception:
+            logger.exception("turn runner failed")
+            message = await _reload(self.message_id)
+            last = TurnEvent("error", text=STOPPED, user_message=started.user_message, assistant_message=message)
+            self._emit(last)
+        finally:
+            heartbeat.cancel()
+            with _registry_lock:
+                if _running.get(self.key) is self:
+                    del _running[self.key]
+            for queue in self.listeners:
+                queue.put_nowait(None)
+            self.fanout.close()
+        # The saved reply reaches the pages before the turn counts as over; a late Stop changes nothing now.
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(self.fanout.task), SHUTDOWN_SECONDS)
+        return last
+
+    def _emit(self, event: TurnEvent) -> None:
+        if self.listeners:
+            # A snapshot: the turn goes on, and saving the reply changes its Message object meanwhile.
+            snapshot = dataclasses.replace(
+                event,
+                user_message=copy.copy(event.user_message),
+                assistant_message=copy.copy(event.assistant_message),
+            )
+            for queue in self.listeners:
+                queue.put_nowait(snapshot)
+        try:
+            self.fanout.event(event, self.turn)
+        except Exception:  # a page that cannot be rendered must not stop the turn
+            logger.exception("could not render a turn event for open pages")
+
+    async def _heartbeat(self) -> None:
+        started = self.turn.started
+        beat = database_sync_to_async(leases.turn_heartbeat)
+        saved = ""
+        while True:
+            await asyncio.sleep(leases.HEARTBEAT_SECONDS)
+            text = self.turn.text
+            try:
+                result = await beat(
+                    conversation_id=started.conversation.pk,
+                    lock_token=started.lock_token,
+                    message_id=self.message_id,
+                    content=text if text != saved else None,
+                )
+            except Exception:  # the database is away for a moment: the lease outlasts a few misses
+                logger.warning("could not renew the lease of a running turn", exc_info=True)
+                continue
+            if text != saved:
+                saved = text
+                self.fanout.send({"type": "turn.text", "message_id": self.message_id, "text": text})
+            if result.stop or not result.held:
+                assert self.task is not None
+                self.task.cancel()
+                return
+
+
+@database_sync_to_async
+def _reload(message_id: int) -> Message | None:
+    return Message.objects.filter(pk=message_id).first()
+
+
+class Fanout:
+    """Sends a turn's events to its conversation's group, in order, batching the reply's text."""
+
+    def __init__(self, key: str, message_id: int) -> None:
+        self.key, self.message_id = key, message_id
+        self.group = conversation_group(key)
+        self.pending: list[str] = []
+        self.sent = 0  # characters of reply text sent so far
+        self.outbox: deque[dict[str, Any]] = deque()
+        self.wake = asyncio.Event()
+        self.closed = False
+        self.last_flush = float("-inf")  # the first piece goes at once
+        self.task = asyncio.create_task(self._run())
+
+    def event(self, event: TurnEvent, turn: Turn) -> None:
+        started = turn.started
+        if event.type == "delta":
+            self.pending.append(event.text)
+            self.wake.set()
+        elif event.type == "start":
+            html = start_html(event, started.conversation)
+            self.send({"type": "turn.begin", "message_id": self.message_id, "html": html})
+        elif event.type == "tool":
+            html = activity_html(self.message_id, event.tool)
+            self.send({"type": "turn.html", "message_id": self.message_id, "html": html})
+        elif event.assistant_message is not None:  # "done" or "error": the saved reply
+            html = final_html(event.assistant_message, retry_text=started.user_message.content)
+            self.send({"type": "turn.end", "message_id": self.message_id, "html": html})
+        else:
+            html = notice_html("Something went wrong. Reload the page.", level="error") + turn_state_html("idle")
+            self.send({"type": "turn.end", "message_id": self.message_id, "html": html})
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.outbox.append(message)
+        self.wake.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self.pending and not self.outbox:
+                if self.closed:
+                    return
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            if self.pending and not self.outbox and not self.closed:
+                wait = self.last_flush + FLUSH_SECONDS - loop.time()
+                if wait > 0:  # batch: wait for the interval, or for a message that must go now
+                    self.wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), wait)
+                    continue
+            if self.pending:
+                text, self.pending = "".join(self.pending), []
+                message = {"type": "turn.delta", "message_id": self.message_id, "offset": self.sent, "text": text}
+                self.sent += len(text)
+                self.last_flush = loop.time()
+                await self._deliver(message)
+            if self.outbox:
+                await self._deliver(self.outbox.popleft())
+
+    async def _deliver(self, message: dict[str, Any]) -> None:
+        global _layer_down_until
+        for page in list(_watchers.get(self.key, ())):
+            with contextlib.suppress(Exception):
+                await page(message)
+        loop = asyncio.get_running_loop()
+        if loop.time() < _layer_down_until:
+            return
+        try:
+            await asyncio.wait_for(get_channel_layer().group_send(self.group, message), LAYER_TIMEOUT_SECONDS)
+        except Exception as exc:
+            _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
+            logger.warning("channel layer unavailable (%s); open pages fall back to polling", exc)
+
+
+# --- the web process's lifecycle (ASGI lifespan) ----------------------------------------------------
+
+
+async def recover_once() -> None:
+    """Close the turns whose process died (see chat/leases.py); a failure is logged, not raised."""
+    try:
+        async with ThreadSensitiveContext():
+            await database_sync_to_async(leases.turns_recover)()
+    except Exception:
+        logger.warning("could not sweep for interrupted replies", exc_info=True)
+
+
+async def recover_forever() -> None:
+    """The sweep, every CHAT_RECOVERY_SWEEP_SECONDS."""
+    while True:
+        await asyncio.sleep(settings.CHAT_RECOVERY_SWEEP_SECONDS)
+        await recover_once()
+
+
+async def shutdown() -> None:
+    """Stop this process's turns and wait (briefly) until each is saved."""
+    global _sweeper
+    if _sweeper is not None:
+        _sweeper.cancel()
+        _sweeper = None
+    tasks = [r.task for r in list(_running.values()) if r.task is not None]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
+
+
+async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """ASGI lifespan: start the recovery sweep with the server; stop and save running turns on shutdown."""
+    global _sweeper
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            # Before serving: the replies a crashed predecessor left are closed, their conversations free.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(recover_once(), SHUTDOWN_SECONDS)
+            if _sweeper is None:
+                _sweeper = asyncio.create_task(recover_forever(), name="turn-recovery")
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
