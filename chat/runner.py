@@ -62,6 +62,7 @@ LAYER_TIMEOUT_SECONDS = 2.0
 LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
 SHUTDOWN_SECONDS = 10.0
 STOPPED = "The reply was stopped."
+SKIPPABLE = {"turn.delta", "turn.text"}
 
 Page = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -302,13 +303,15 @@ class Fanout:
             with contextlib.suppress(Exception):
                 await page(message)
         loop = asyncio.get_running_loop()
-        if loop.time() < _layer_down_until:
+        # While the layer is failing, skip the reply's text (a page catches up from the full text later),
+        # never its start, tool activity or end: a page that misses those would look stuck.
+        if message["type"] in SKIPPABLE and loop.time() < _layer_down_until:
             return
         try:
             await asyncio.wait_for(get_channel_layer().group_send(self.group, message), LAYER_TIMEOUT_SECONDS)
         except Exception as exc:
             _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
-            logger.warning("channel layer unavailable (%s); open pages fall back to polling", exc)
+            logger.warning("channel layer unavailable (%r); open pages fall back to polling", exc)
 
 
 # --- the web process's lifecycle (ASGI lifespan) ----------------------------------------------------

@@ -58,6 +58,13 @@ class PausingModel(ChatModel):
         return '{"operations": []}'
 
 
+@pytest.fixture(autouse=True)
+async def _turns_stopped_after_each_test() -> AsyncIterator[None]:
+    """Replies a test left running are stopped and saved with its event loop, as a server does on exit."""
+    yield
+    await runner.shutdown()
+
+
 @pytest.fixture
 def holding_model(settings: Any) -> None:
     settings.LLM_BACKEND = "tests.chat.test_consumers.HoldingModel"
