@@ -156,10 +156,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # A connection pool per process (psycopg_pool). Under ASGI every request and every sync_to_async
-    # hop may run in a different thread, so persistent per-thread connections (CONN_MAX_AGE) would pile
-    # up instead of being reused; a pooled connection goes back to the pool when Django closes it.
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_POOL", False):
+    # A connection pool per process (psycopg_pool), opt-in with DATABASE_POOL=1. Under ASGI every request
+    # and every sync_to_async hop may run in a different thread, so persistent per-thread connections
+    # (CONN_MAX_AGE) would pile up instead of being reused; a pooled connection goes back to the pool when
+    # Django closes it. Opt-in because a thread that never closes its connection keeps it from the pool:
+    # size it above the threads a process runs (the test suite's many threads exhaust a small pool).
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_int("DATABASE_POOL_MIN_SIZE", 2),
         "max_size": env_int("DATABASE_POOL_MAX_SIZE", 20),

@@ -94,6 +94,13 @@ def test_database_url_selects_postgresql(load: Any) -> None:
     assert "init_command" not in database.get("OPTIONS", {})
 
 
+def test_the_postgresql_connection_pool_is_opt_in(load: Any) -> None:
+    url = "postgres://memora:secret@db.example:5432/memora"
+    assert "pool" not in load(DATABASE_URL=url)["DATABASES"]["default"].get("OPTIONS", {})
+    pooled = load(DATABASE_URL=url, DATABASE_POOL="1", DATABASE_POOL_MAX_SIZE="40")["DATABASES"]["default"]
+    assert pooled["OPTIONS"]["pool"]["max_size"] == 40
+
+
 def test_redis_url_moves_the_broker_and_channel_layer_to_redis(load: Any) -> None:
     s = load(REDIS_URL="redis://127.0.0.1:6379/3")
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/3"
