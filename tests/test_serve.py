@@ -57,7 +57,7 @@ def serves(port: int) -> bool:
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(MEMORA_VAR_DIR=str(tmp_path), LOG_LEVEL="WARNING", CELERY_CONCURRENCY="1")
+    env.update(MEMORA_VAR_DIR=str(tmp_path), LOG_LEVEL="WARNING", CELERY_CONCURRENCY="1", DJANGO_DEBUG="1")
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     port = free_port()
     env["PORT"] = str(port)

@@ -44,6 +44,7 @@ class App:
         self.env.update(
             MEMORA_VAR_DIR=str(var_dir), LLM_BACKEND="openai", OPENAI_BASE_URL=provider.base_url,
             OPENAI_API_KEY="test-key", LLM_MAX_RETRIES="0", LOG_LEVEL="WARNING", CHAT_RECOVERY_SWEEP_SECONDS="1",
+            DJANGO_DEBUG="1",  # a development run: the app keeps its own secret key under var/
         )  # fmt: skip
         self.server: subprocess.Popen[bytes] | None = None
 
