@@ -28,18 +28,6 @@ def django_db_modify_db_settings(
 
 
 @pytest.fixture(autouse=True)
-def _fresh_channel_layer() -> Iterator[None]:
-    """A channel layer instance per test. channels_redis binds a layer's receive state (its lock and
-    count of waiting receivers) to the event loop that first received on it; each async test runs on a
-    loop of its own, so a receiver left over from an earlier test would make later receives fail."""
-    from channels.layers import channel_layers
-
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
-@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings: Any) -> None:
     """Hashing with the production hasher costs a third of a second per user; tests need no strength."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
