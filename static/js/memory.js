@@ -34,7 +34,11 @@
   // --- Focus follows the action: into a new form, back to the row, or to the list ---
   var lastRowIndex = -1;
   var lastFocusedId = "";
+  // Only this page's own controls move focus: the notice poller's requests and swaps every few
+  // seconds must neither overwrite what was focused nor decide where focus goes.
+  function ownSwap(e) { var elt = e.detail.elt; return elt && elt.id !== "memory-notice-poller" && page.contains(elt); }
   document.addEventListener("htmx:beforeRequest", function (e) {
+    if (!ownSwap(e)) return;
     var row = e.detail.elt.closest && e.detail.elt.closest(".memory-row");
     var list = row && row.parentElement;
     lastRowIndex = row ? Array.prototype.indexOf.call(list.children, row) : -1;
@@ -51,6 +55,7 @@
   }
   // On swap, not settle: the new content is usable (and may be typed into) as soon as it is swapped.
   document.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.elt && e.detail.elt.id === "memory-notice-poller") return;
     var target = e.detail.elt;
     var auto = page.querySelector("[data-autofocus]:not([data-focused])");
     if (auto) { auto.setAttribute("data-focused", ""); focusSoon(auto); return; }
