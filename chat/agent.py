@@ -1,6 +1,7 @@
 """One chat turn (SPEC §3): build the model input, stream the reply, run tools, finish.
 
     turn = await Turn.begin(user=..., conversation=..., content=...)   # may raise TurnRejected
+    turn = await Turn.begin_retry(user=..., conversation=...)          # the failed latest reply, again
     async for event in turn.events(): ...                                # "start", "delta", "tool", "done" | "error"
 
 Run by chat/runner.py, detached from any connection, for the JSON API (plain and server-sent events)
@@ -119,6 +120,7 @@ def _answered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # starting together must not queue behind each other (or behind a tool, which may block for long).
 _run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
 _turn_start = database_sync_to_async(services.turn_start, thread_sensitive=False)
+_turn_retry_start = database_sync_to_async(services.turn_retry_start, thread_sensitive=False)
 _turn_finish = database_sync_to_async(services.turn_finish, thread_sensitive=False)
 _model_input = database_sync_to_async(lambda ctx, context: build_model_input(ctx, context), thread_sensitive=False)
 # Summarizing waits for the model: off the shared ORM thread too.
@@ -171,6 +173,14 @@ class Turn:
         """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
         started = await _turn_start(user=user, conversation=conversation, content=content)
+        return cls(started=started, model=model)
+
+    @classmethod
+    async def begin_retry(cls, *, user: User, conversation: Conversation, message_id: int | None = None) -> Turn:
+        """Lock and reopen the failed latest reply, to write it again for the same user message.
+        Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
+        model = get_chat_model()
+        started = await _turn_retry_start(user=user, conversation=conversation, message_id=message_id)
         return cls(started=started, model=model)
 
     @property

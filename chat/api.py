@@ -127,20 +127,24 @@ def _conversation_for_turn(*, user: User, conversation_id: UUID) -> Conversation
             connection.close()
 
 
+# A turn answers JSON or, with Accept: text/event-stream, server-sent events.
+_TURN_RESPONSES: dict[str, Any] = {
+    "responses": {
+        "200": {
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/TurnOut"}},
+                "text/event-stream": {"schema": {"type": "string"}},
+            }
+        }
+    }
+}
+
+
 @router.post(
     "/{conversation_id}/messages",
     response={200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut},
     summary="Send a message and run one turn (JSON, or server-sent events with Accept: text/event-stream)",
-    openapi_extra={
-        "responses": {
-            "200": {
-                "content": {
-                    "application/json": {"schema": {"$ref": "#/components/schemas/TurnOut"}},
-                    "text/event-stream": {"schema": {"type": "string"}},
-                }
-            }
-        }
-    },
+    openapi_extra=_TURN_RESPONSES,
     description=(
         "With `Accept: text/event-stream` the reply streams as server-sent events: `start` (the saved user "
         'message and the empty assistant message), `delta` (`{"text"}`, many), `tool` (`{"name"}`, when a '
@@ -151,10 +155,30 @@ def _conversation_for_turn(*, user: User, conversation_id: UUID) -> Conversation
     ),
 )
 async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
+    return await _run_turn(request, conversation_id, content=payload.content)
+
+
+@router.post(
+    "/{conversation_id}/retry",
+    response={200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut},
+    summary="Write the failed (or stopped) latest reply again, in place",
+    openapi_extra=_TURN_RESPONSES,
+    description=(
+        "Runs the turn again for the same user message, writing the reply into the same assistant message "
+        "(its id is kept; nothing is added to the conversation). Only the conversation's latest message can be "
+        "retried, when it is a reply with status `error` or `interrupted`; otherwise 409. Answers exactly as "
+        "`POST /api/conversations/{id}/messages` (JSON, or server-sent events with `Accept: text/event-stream`)."
+    ),
+)
+async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
+    return await _run_turn(request, conversation_id, retry=True)
+
+
+async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False) -> Any:
     user = _user(request)
     conversation: Conversation = await sync_to_async(_conversation_for_turn)(user=user, conversation_id=conversation_id)
     try:
-        running = await runner.start_turn(user=user, conversation=conversation, content=payload.content)
+        running = await runner.start_turn(user=user, conversation=conversation, content=content, retry=retry)
     except services.TurnRejected as exc:
         rejected = JsonResponse({"detail": str(exc)}, status=exc.status, content_type="application/json; charset=utf-8")
         if exc.retry_after is not None:

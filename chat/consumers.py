@@ -3,6 +3,7 @@
 The browser (htmx's ws extension) sends JSON form values:
     {"action": "send", "content": "..."}   start a turn
     {"action": "stop"}                      stop the reply being written (saved as "interrupted")
+    {"action": "retry", "message_id": "12"} write the failed (or stopped) latest reply again, in place
 and receives HTML fragments that htmx swaps in by id: the same partials the page renders
 (chat/_message.html and friends, see chat/fragments.py), so the live page always equals a reload.
 
@@ -202,15 +203,23 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         action = content.get("action") if isinstance(content, dict) else None
         if action == "send":
-            await self._start(content.get("content"))
+            await self._start(content=content.get("content"))
+        elif action == "retry":
+            message_id = content.get("message_id")
+            if not (isinstance(message_id, int | str) and str(message_id).isdigit()):
+                await self.push(notice_html("Retry needs the id of the reply to write again.", level="error"))
+                return
+            await self._start(retry=True, message_id=int(message_id))
         elif action == "stop":
             await database_sync_to_async(runner.stop)(conversation=self.conversation)
         else:
             await self.push(notice_html("Unknown request.", level="error"))
 
-    async def _start(self, text: object) -> None:
+    async def _start(self, *, content: object = None, retry: bool = False, message_id: int | None = None) -> None:
         try:
-            await runner.start_turn(user=self.user, conversation=self.conversation, content=text)
+            await runner.start_turn(
+                user=self.user, conversation=self.conversation, content=content, retry=retry, message_id=message_id
+            )
         except services.TurnRejected as exc:
             await self.push(notice_html(str(exc), level="error") + turn_state_html("rejected"))
 

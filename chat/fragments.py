@@ -42,14 +42,19 @@ def activity_html(message_id: int, tool: str) -> str:
     return f'<p id="message-{message_id}-activity" class="message-activity" hx-swap-oob="true">{escape(text)}</p>'
 
 
-def start_html(event: TurnEvent, conversation: Conversation) -> str:
-    """The user's message and the empty reply; the conversation moves to the top of the list."""
+def start_html(event: TurnEvent, conversation: Conversation, *, retry: bool = False) -> str:
+    """The user's message and the empty reply (on a retry: the failed reply, emptied, in its place);
+    the conversation moves to the top of the list."""
     assert event.user_message and event.assistant_message
-    messages = message_html(event.user_message, live=True) + message_html(event.assistant_message, live=True)
+    if retry:
+        messages = message_html(event.assistant_message, live=True, oob=True)
+    else:
+        new = message_html(event.user_message, live=True) + message_html(event.assistant_message, live=True)
+        messages = f'<div hx-swap-oob="beforeend:#messages">{new}</div>'
     context = {"conversation": conversation, "current": conversation}
     return (
-        f'<div hx-swap-oob="beforeend:#messages">{messages}</div>'
-        f'<div id="conversation-{conversation.pk}" hx-swap-oob="delete"></div>'
+        messages
+        + f'<div id="conversation-{conversation.pk}" hx-swap-oob="delete"></div>'
         '<div hx-swap-oob="afterbegin:#conversation-list">'
         + render_to_string("chat/_conversation_item.html", context)
         + "</div>"
@@ -58,8 +63,9 @@ def start_html(event: TurnEvent, conversation: Conversation) -> str:
     )
 
 
-def final_html(message: Message, *, retry_text: str) -> str:
-    return message_html(message, retry_text=retry_text, live=True, oob=True) + turn_state_html("idle")
+def final_html(message: Message) -> str:
+    """The saved reply: the latest message, so Retry is offered when it failed or was stopped."""
+    return message_html(message, retryable=True, live=True, oob=True) + turn_state_html("idle")
 
 
 def streaming_html(message: Message) -> str:

@@ -1,6 +1,7 @@
 """Where a turn runs: in a task of the web process, owned by the conversation, not by a connection.
 
     running = await runner.start_turn(user=..., conversation=..., content=...)  # may raise TurnRejected
+    running = await runner.start_turn(user=..., conversation=..., retry=True)  # the failed latest reply, again
     events = running.listen()         # this process's listeners (the SSE response): every TurnEvent
     final = await running.result()    # the last event ("done" | "error"), without tying the turn to the caller
     runner.stop(conversation=...)     # from any tab, any process, or the API (sync; call it off the loop)
@@ -83,14 +84,26 @@ def running_turn(conversation_id: Any) -> RunningTurn | None:
     return _running.get(str(conversation_id))
 
 
-async def start_turn(*, user: User, conversation: Conversation, content: object) -> RunningTurn:
+async def start_turn(
+    *,
+    user: User,
+    conversation: Conversation,
+    content: object = None,
+    retry: bool = False,
+    message_id: int | None = None,
+) -> RunningTurn:
     """Begin a turn (raises services.TurnRejected, writing nothing) and run it in the background.
+    With `retry`, the turn writes the conversation's failed latest reply again (`message_id`, when
+    given, must be that reply) instead of answering a new message.
 
     Call `listen()` on the result before awaiting anything else to get every event from the start.
     """
     # A turn of this conversation left by a process that died is closed first, so it does not block.
     await database_sync_to_async(leases.turns_recover, thread_sensitive=False)(conversation_id=conversation.pk)
-    turn = await Turn.begin(user=user, conversation=conversation, content=content)  # type: ignore[arg-type]
+    if retry:
+        turn = await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id)
+    else:
+        turn = await Turn.begin(user=user, conversation=conversation, content=content)  # type: ignore[arg-type]
     running = RunningTurn(turn)
     with _registry_lock:
         _running[running.key] = running
@@ -252,13 +265,13 @@ class Fanout:
             self.pending.append(event.text)
             self.wake.set()
         elif event.type == "start":
-            html = start_html(event, started.conversation)
+            html = start_html(event, started.conversation, retry=started.retry)
             self.send({"type": "turn.begin", "message_id": self.message_id, "html": html})
         elif event.type == "tool":
             html = activity_html(self.message_id, event.tool)
             self.send({"type": "turn.html", "message_id": self.message_id, "html": html})
         elif event.assistant_message is not None:  # "done" or "error": the saved reply
-            html = final_html(event.assistant_message, retry_text=started.user_message.content)
+            html = final_html(event.assistant_message)
             self.send({"type": "turn.end", "message_id": self.message_id, "html": html})
         else:
             html = notice_html("Something went wrong. Reload the page.", level="error") + turn_state_html("idle")

@@ -56,6 +56,14 @@ class RunSlotsFull(TurnRejected):
         super().__init__(f"You already have {slots} replies being written. Wait for one to finish.")
 
 
+class NothingToRetry(TurnRejected):
+    status = 409
+    code = "nothing_to_retry"
+
+    def __init__(self) -> None:
+        super().__init__("Only the latest reply can be retried, and only when it failed or was stopped.")
+
+
 class TooManyTurns(TurnRejected):
     status = 429
     code = "rate_limited"
@@ -175,17 +183,12 @@ class StartedTurn:
     lock_token: uuid.UUID
     context: list[dict[str, Any]]
     state_version: int
+    retry: bool = False  # regenerating a failed reply in place (turn_retry_start)
 
 
-@transaction.atomic
-def turn_start(*, user: User, conversation: Conversation, content: str) -> StartedTurn:
-    """Take the conversation lock and a run slot, then save the user's message.
-
-    Both happen in one transaction: a refused turn writes nothing, an accepted one has its user
-    message saved before the model is called, so it is never lost.
-    """
-    content = message_content_clean(content)
-    now = _now()
+def _turn_claim(*, user: User, conversation: Conversation, now: Any) -> uuid.UUID:
+    """Within the caller's transaction: check the user's turn rate, take the conversation lock and a
+    run slot; the lock token. Raises TurnRejected (rolling back with the caller's transaction)."""
     # Serialise turn starts per user, so two of them cannot both take the last run slot
     # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
     # memory switch: the `user` object may be stale (a long-lived WebSocket's, say).
@@ -208,11 +211,38 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
         if not Conversation.objects.filter(pk=conversation.pk).exists():
             raise ConversationGone()
         raise ConversationBusy()
-    # Raising below rolls the lock back with the rest of the transaction.
     running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
     if running >= settings.CHAT_USER_RUN_SLOTS:
         raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
+    return token
 
+
+def _turn_state(conversation: Conversation, *, title: str, now: Any) -> tuple[list[dict[str, Any]], int]:
+    """Move the conversation to the top (titled from `title` unless it has one); its agent state."""
+    # Checked in SQL: the object may be stale.
+    untitled = Case(When(title="", then=Value(title_from(title))), default=F("title"))
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=now, title=untitled)
+    conversation.updated_at = now
+    row = Conversation.objects.filter(pk=conversation.pk).values_list(
+        "title", "agent_state__context", "agent_state__version"
+    )[0]
+    conversation.title, context, version = row
+    if version is None:  # every conversation is created with its state; this only repairs a missing one
+        state = AgentState.objects.create(conversation=conversation)
+        context, version = state.context, state.version
+    return list(context), version
+
+
+@transaction.atomic
+def turn_start(*, user: User, conversation: Conversation, content: str) -> StartedTurn:
+    """Take the conversation lock and a run slot, then save the user's message.
+
+    Both happen in one transaction: a refused turn writes nothing, an accepted one has its user
+    message saved before the model is called, so it is never lost.
+    """
+    content = message_content_clean(content)
+    now = _now()
+    token = _turn_claim(user=user, conversation=conversation, now=now)
     learns = user.memory_enabled and not conversation.temporary
     # One INSERT for both messages (ids in this order); then one UPDATE and one SELECT, whatever happened.
     user_message, assistant_message = Message.objects.bulk_create(
@@ -227,18 +257,54 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
             Message(conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING),
         ]
     )
-    # Titled from its first message unless it has a title already (checked in SQL: the object may be stale).
-    untitled = Case(When(title="", then=Value(title_from(content))), default=F("title"))
-    Conversation.objects.filter(pk=conversation.pk).update(updated_at=now, title=untitled)
-    conversation.updated_at = now
-    row = Conversation.objects.filter(pk=conversation.pk).values_list(
-        "title", "agent_state__context", "agent_state__version"
-    )[0]
-    conversation.title, context, version = row
-    if version is None:  # every conversation is created with its state; this only repairs a missing one
-        state = AgentState.objects.create(conversation=conversation)
-        context, version = state.context, state.version
-    return StartedTurn(user, conversation, user_message, assistant_message, token, list(context), version)
+    context, version = _turn_state(conversation, title=content, now=now)
+    return StartedTurn(user, conversation, user_message, assistant_message, token, context, version)
+
+
+def retryable_reply(conversation: Conversation) -> Message | None:
+    """The conversation's latest message when it is a reply that failed or was stopped: the one reply
+    Retry can regenerate in place (an earlier one has later messages that depend on it)."""
+    latest = Message.objects.filter(conversation=conversation).order_by("-created_at", "-id").first()
+    retryable = (Message.Status.ERROR, Message.Status.INTERRUPTED)
+    if latest is None or latest.role != Message.Role.ASSISTANT or latest.status not in retryable:
+        return None
+    return latest
+
+
+def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str, Any]]:
+    """`context` without the failed turn that answered `content`: what the stored state looked like
+    before it, so a retry does not show the model the question twice (or its cut-short answer).
+
+    A failed turn leaves its user message and whatever it wrote at the tail; a turn that failed for
+    length left nothing (compaction.failed_turn_discard), and then the tail is an earlier turn's."""
+    for index in range(len(context) - 1, -1, -1):
+        if context[index].get("role") == "user":
+            return context[:index] if context[index].get("content") == content else context
+    return context
+
+
+@transaction.atomic
+def turn_retry_start(*, user: User, conversation: Conversation, message_id: int | None = None) -> StartedTurn:
+    """Regenerate the conversation's failed (or stopped) latest reply in place: the same user message,
+    the same reply row, emptied and streaming again. Refused like turn_start, writing nothing; also
+    with NothingToRetry when the latest message is not such a reply (or is not `message_id`)."""
+    now = _now()
+    token = _turn_claim(user=user, conversation=conversation, now=now)
+    reply = retryable_reply(conversation)
+    if reply is None or (message_id is not None and reply.pk != message_id):
+        raise NothingToRetry()
+    user_message = (
+        Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=reply.pk)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if user_message is None:
+        raise NothingToRetry()
+    reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
+    reply.save(update_fields=["content", "error", "status", "updated_at"])
+    context, version = _turn_state(conversation, title=user_message.content, now=now)
+    context = context_before(context, user_message.content)
+    return StartedTurn(user, conversation, user_message, reply, token, context, version, retry=True)
 
 
 @transaction.atomic

@@ -37,23 +37,23 @@ def _user(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
 
 
-def with_retry_text(messages: Iterable[Message]) -> list[Message]:
-    """Attach to each failed reply the text of the user message it answered, for its Retry button."""
-    items: list[Message] = []
-    last_user_text = ""
-    for message in messages:
-        if message.role == Message.Role.USER:
-            last_user_text = message.content
-        elif message.status == Message.Status.ERROR:
-            message.retry_text = last_user_text  # type: ignore[attr-defined]
-        items.append(message)
+RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
+
+
+def with_retry(messages: Iterable[Message]) -> list[Message]:
+    """The messages, the latest marked for a Retry button when it is a reply that failed or was
+    stopped: Retry writes that reply again in place (services.turn_retry_start)."""
+    items = list(messages)
+    if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status in RETRYABLE:
+        items[-1].retryable = True  # type: ignore[attr-defined]
     return items
 
 
-def message_html(message: Message, *, retry_text: str = "", live: bool = False, oob: bool = False) -> str:
-    """The one message partial. `live`: pushed over the WebSocket (no polling while it streams)."""
-    if retry_text:
-        message.retry_text = retry_text  # type: ignore[attr-defined]
+def message_html(message: Message, *, retryable: bool = False, live: bool = False, oob: bool = False) -> str:
+    """The one message partial. `live`: pushed over the WebSocket (no polling while it streams).
+    `retryable`: the message is the conversation's latest, so a failed or stopped reply offers Retry."""
+    if retryable and message.role == Message.Role.ASSISTANT and message.status in RETRYABLE:
+        message.retryable = True  # type: ignore[attr-defined]
     return render_to_string("chat/_message.html", {"message": message, "live": live, "oob": oob})
 
 
@@ -114,7 +114,7 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
-    chat_messages = with_retry_text(selectors.message_list(conversation=conversation))
+    chat_messages = with_retry(selectors.message_list(conversation=conversation))
     # Opened mid-reply (the turn runs on without any page): Stop is offered, the reply follows live.
     streaming = any(m.status == Message.Status.STREAMING for m in chat_messages[-1:])
     context = {
@@ -173,8 +173,5 @@ def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int)
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     messages = selectors.message_list(conversation=conversation)
     message = get_object_or_404(messages, pk=message_id)
-    retry_text = ""
-    if message.status == Message.Status.ERROR:
-        previous = messages.filter(role=Message.Role.USER, pk__lt=message.pk).last()
-        retry_text = previous.content if previous else ""
-    return HttpResponse(message_html(message, retry_text=retry_text))
+    latest = not messages.filter(pk__gt=message.pk).exists()
+    return HttpResponse(message_html(message, retryable=latest))

@@ -110,6 +110,8 @@
         var input = $("#composer-input");
         if (!input.value.trim()) { e.preventDefault(); return; }
         lastDraft = input.value;
+      } else {
+        lastDraft = "";  // a retry sends no text: a refusal has nothing to give back
       }
       // Show the reply is on its way at once; the server confirms with the messages.
       chat().dataset.turn = "sending";

@@ -238,6 +238,39 @@ def test_send_of_exactly_8000_characters_is_accepted(
     assert response.status_code == 200
 
 
+@TURN
+def test_retry_writes_the_failed_reply_again_in_place(
+    api_client: Client, conversation: Conversation, fake_model: Any
+) -> None:
+    fake_model.fail("Partial", kind="timeout", message="The model provider timed out.")
+    failed = send(api_client, "POST", f"/api/conversations/{conversation.id}/messages", {"content": "Hello"}).json()
+    fake_model.reply("Hello again")
+    response = send(api_client, "POST", f"/api/conversations/{conversation.id}/retry")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["user_message"]["id"] == failed["user_message"]["id"]
+    assert body["assistant_message"]["id"] == failed["assistant_message"]["id"]
+    assert (body["assistant_message"]["status"], body["assistant_message"]["content"]) == ("complete", "Hello again")
+    assert Message.objects.filter(conversation=conversation).count() == 2
+    state = AgentState.objects.get(conversation=conversation)
+    assert state.context == [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hello again"}]
+
+
+@TURN
+def test_retry_with_nothing_failed_answers_409_and_writes_nothing(
+    api_client: Client, conversation: Conversation, fake_model: Any
+) -> None:
+    empty = send(api_client, "POST", f"/api/conversations/{conversation.id}/retry")
+    fake_model.reply("Fine")
+    send(api_client, "POST", f"/api/conversations/{conversation.id}/messages", {"content": "Hello"})
+    before = counts()
+    response = send(api_client, "POST", f"/api/conversations/{conversation.id}/retry")
+    assert (empty.status_code, response.status_code) == (409, 409)
+    assert "Only the latest reply can be retried" in response.json()["detail"]
+    assert counts() == before
+    assert Message.objects.get(role="assistant").content == "Fine"
+
+
 # --- ownership, unknown ids, authentication ---
 
 CONVERSATION_ROUTES = [
@@ -246,6 +279,7 @@ CONVERSATION_ROUTES = [
     ("DELETE", "/api/conversations/{id}", None),
     ("GET", "/api/conversations/{id}/messages", None),
     ("POST", "/api/conversations/{id}/messages", {"content": "Hi"}),
+    ("POST", "/api/conversations/{id}/retry", None),
 ]
 ALL_ROUTES = [
     ("GET", "/api/me", None),
@@ -335,6 +369,9 @@ def test_session_auth_with_csrf_token_works(
     secret = "a" * 32
     browser.cookies["csrftoken"] = secret
     response = send(browser, method, path.format(id=conversation.id), body, HTTP_X_CSRFTOKEN=secret)
+    if path.endswith("/retry"):  # past authentication and CSRF: there is just nothing to retry yet
+        assert response.status_code == 409, response.content
+        return
     assert response.status_code in (200, 201, 204), response.content
 
 
@@ -351,7 +388,8 @@ def test_bearer_auth_needs_no_csrf(
 ) -> None:
     client = Client(enforce_csrf_checks=True)
     response = send(client, method, path.format(id=conversation.id), body, HTTP_AUTHORIZATION=f"Bearer {api_token}")
-    assert response.status_code in (200, 201, 204), response.content
+    expected = (409,) if path.endswith("/retry") else (200, 201, 204)  # 409: authenticated, nothing to retry
+    assert response.status_code in expected, response.content
 
 
 # --- docs and query counts ---
@@ -368,6 +406,7 @@ def test_openapi_schema_lists_every_route(client: Client) -> None:
     assert set(paths["/api/conversations"]) >= {"get", "post"}
     assert set(paths["/api/conversations/{conversation_id}"]) >= {"get", "patch", "delete"}
     assert set(paths["/api/conversations/{conversation_id}/messages"]) >= {"get", "post"}
+    assert set(paths["/api/conversations/{conversation_id}/retry"]) == {"post"}
     assert set(paths["/api/me"]) >= {"get", "patch"}
 
 

@@ -325,25 +325,63 @@ async def test_a_provider_error_is_shown_in_place_with_a_retry(
     assert f'id="message-{reply.pk}"' in frames[-1]
     assert "is-error" in frames[-1]
     assert "The model provider timed out." in frames[-1]
-    assert 'name="content" value="Are you there?"' in frames[-1]  # Retry sends the same text again
+    # Retry names the reply to write again; it does not send the message a second time.
+    assert 'name="action" value="retry"' in frames[-1]
+    assert f'name="message_id" value="{reply.pk}"' in frames[-1]
+    assert 'name="content"' not in frames[-1]
     assert ">Retry<" in frames[-1]
 
 
-async def test_retry_after_an_error_runs_a_new_turn(alice: Any, conversation: Conversation, fake_model: Any) -> None:
-    fake_model.fail(message="The model provider timed out.")
+async def retry(socket: WebsocketCommunicator, message_id: int) -> None:
+    # What the Retry form sends through htmx's ws extension: its hidden fields, as strings.
+    await socket.send_to(
+        text_data=json.dumps({"action": "retry", "message_id": str(message_id), "HEADERS": {"HX-Request": "true"}})
+    )
+
+
+async def test_retry_after_an_error_writes_the_same_reply_again_in_place(
+    alice: Any, conversation: Conversation, fake_model: Any
+) -> None:
+    fake_model.fail("Half a ", message="The model provider timed out.")
     fake_model.reply("Back again")
     socket = await connected(alice, conversation)
     await send(socket, "Are you there?")
     await receive_until(socket, idle)
-    await send(socket, "Are you there?")
+    failed = await Message.objects.aget(conversation=conversation, role=Message.Role.ASSISTANT)
+    await retry(socket, failed.pk)
     frames = await receive_until(socket, idle)
     await socket.disconnect()
 
+    # The page swaps the failed bubble for the new reply; the user's message is not shown again.
+    assert f'<article id="message-{failed.pk}"' in frames[0] and "beforeend:#messages" not in frames[0]
     assert "Back again" in frames[-1]
-    statuses = [
-        m.status async for m in Message.objects.filter(conversation=conversation, role="assistant").order_by("id")
-    ]
-    assert statuses == [Message.Status.ERROR, Message.Status.COMPLETE]
+    messages = [(m.role, m.status, m.content) async for m in Message.objects.filter(conversation=conversation)]
+    assert messages == [("user", "complete", "Are you there?"), ("assistant", "complete", "Back again")]
+    assert (await Message.objects.aget(role="assistant", conversation=conversation)).pk == failed.pk
+    # The model saw the question once, without the failed attempt's partial answer.
+    sent = fake_model.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["Are you there?"]
+    assert not [m for m in sent if m["role"] == "assistant"]
+
+
+async def test_retry_of_a_reply_that_is_not_the_failed_latest_is_refused(
+    alice: Any, conversation: Conversation, fake_model: Any
+) -> None:
+    fake_model.reply("Fine")
+    socket = await connected(alice, conversation)
+    await send(socket, "Hi")
+    await receive_until(socket, idle)
+    reply = await Message.objects.aget(conversation=conversation, role=Message.Role.ASSISTANT)
+    await retry(socket, reply.pk)
+    frame = await socket.receive_from(timeout=5)
+    await socket.send_to(text_data=json.dumps({"action": "retry", "message_id": "not a number"}))
+    malformed = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+
+    assert "Only the latest reply can be retried" in frame and 'data-state="rejected"' in frame
+    assert "Retry needs the id of the reply" in malformed
+    assert await Message.objects.filter(conversation=conversation).acount() == 2
+    assert (await Message.objects.aget(pk=reply.pk)).content == "Fine"
 
 
 async def test_a_notice_sent_to_the_users_group_reaches_the_page(alice: Any, conversation: Conversation) -> None:

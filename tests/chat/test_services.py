@@ -262,3 +262,61 @@ def test_turn_start_takes_the_lock_and_saves_the_message_in_one_transaction_of_f
     assert started.user_message.pk < started.assistant_message.pk
     assert started.conversation.title == "Hello there"
     assert (started.context, started.state_version) == ([], 0)
+
+
+# --- Retry: the failed latest reply, written again in place ---
+
+
+def test_turn_retry_start_reopens_the_failed_reply_for_the_same_message(user: User, conversation: Conversation) -> None:
+    _finish(turn_start(user=user, conversation=conversation, content="First"))
+    failed = turn_start(user=user, conversation=conversation, content="Second")
+    turn_finish(
+        turn=failed,
+        status="interrupted",
+        content="Half",
+        error="Stopped.",
+        new_items=[{"role": "assistant", "content": "Half [reply cut short]"}],
+    )
+
+    retried = services.turn_retry_start(user=user, conversation=conversation, message_id=failed.assistant_message.pk)
+
+    assert retried.retry
+    assert (retried.user_message.pk, retried.assistant_message.pk) == (
+        failed.user_message.pk,
+        failed.assistant_message.pk,
+    )
+    reply = Message.objects.get(pk=failed.assistant_message.pk)
+    assert (reply.status, reply.content, reply.error) == ("streaming", "", "")
+    # The state as it was before the failed turn: the retry adds the question back once.
+    assert retried.context == [{"role": "user", "content": "First"}, {"role": "assistant", "content": "Hi!"}]
+    _finish(retried, "Whole")
+    state = AgentState.objects.get(conversation=conversation)
+    assert [item["content"] for item in state.context] == ["First", "Hi!", "Second", "Whole"]
+    assert Message.objects.filter(conversation=conversation).count() == 4
+
+
+@pytest.mark.parametrize("case", ["complete", "not the latest", "empty", "busy"])
+def test_turn_retry_start_refuses_anything_but_the_failed_latest_reply_and_writes_nothing(
+    user: User, conversation: Conversation, case: str
+) -> None:
+    message_id = None
+    if case != "empty":
+        started = turn_start(user=user, conversation=conversation, content="Hello")
+        if case != "busy":
+            status = "complete" if case == "complete" else "error"
+            turn_finish(turn=started, status=status, content="", error="x", new_items=[])
+        message_id = started.assistant_message.pk - 2 if case == "not the latest" else None
+    before = list(Message.objects.values_list("pk", "status", "content"))
+    expected = ConversationBusy if case == "busy" else services.NothingToRetry
+    with pytest.raises(expected):
+        services.turn_retry_start(user=user, conversation=conversation, message_id=message_id)
+    assert list(Message.objects.values_list("pk", "status", "content")) == before
+
+
+def test_context_before_drops_only_the_failed_turns_tail() -> None:
+    earlier = [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}]
+    failed = [{"role": "user", "content": "Q2"}, {"role": "assistant", "content": "A [reply cut short]"}]
+    assert services.context_before([*earlier, *failed], "Q2") == earlier
+    # A turn that failed for length left nothing behind: the tail is an earlier turn's, kept as is.
+    assert services.context_before(earlier, "Q2") == earlier
+    assert services.context_before([], "Q2") == []

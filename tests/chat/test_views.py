@@ -227,12 +227,20 @@ def test_conversation_page_shows_messages_with_ids_user_text_escaped_and_reply_r
     assert "onerror=alert" not in body.replace("&lt;img src=x onerror=alert", "")
 
 
-def test_a_failed_reply_offers_retry_with_the_users_text(alice_client: Client, conversation: Conversation) -> None:
+def test_only_the_failed_latest_reply_offers_retry_in_place(alice_client: Client, conversation: Conversation) -> None:
     make_message(conversation=conversation, content="What time is it?")
-    make_message(conversation=conversation, role="assistant", status="error", error="The model provider timed out.")
+    earlier = make_message(conversation=conversation, role="assistant", status="error", error="Timed out.")
+    make_message(conversation=conversation, content="And now?")
+    latest = make_message(conversation=conversation, role="assistant", status="error", error="Timed out again.")
     body = alice_client.get(reverse("chat:conversation", args=[conversation.pk])).content.decode()
-    assert "The model provider timed out." in body
-    assert 'name="content" value="What time is it?"' in body
+    assert "Timed out." in body and "Timed out again." in body
+    assert body.count('name="action" value="retry"') == 1
+    assert f'name="message_id" value="{latest.pk}"' in body
+    assert f'name="message_id" value="{earlier.pk}"' not in body
+    assert 'name="content" value=' not in body  # Retry does not send the message again
+    # The reply re-fetched on its own (a page loaded mid-reply) offers it too, being the latest.
+    partial = alice_client.get(reverse("chat:message", args=[conversation.pk, latest.pk]), headers=HTMX).content
+    assert f'name="message_id" value="{latest.pk}"' in partial.decode()
 
 
 def test_a_reply_still_streaming_at_load_time_refreshes_itself(

@@ -64,6 +64,16 @@ def test_stream_stop_and_reload(page: Any, live_server_url: str) -> None:
     assert reply(page, 1).locator(".message-text").inner_text() == stopped_text
     expect(page.locator(".message-user").nth(1)).to_contain_text("Another long one")
 
+    # Writing the stopped reply again replaces it in place: the question is not sent a second time.
+    reply(page, 1).get_by_role("button", name="Write it again").click()
+    expect(reply(page, 1)).to_have_attribute("data-status", "complete", timeout=20_000)
+    expect(reply(page, 1)).to_contain_text("word199")
+    expect(page.locator(".message")).to_have_count(4)
+    expect(page.locator(".retry-form")).to_have_count(0)
+    page.reload()
+    expect(page.locator(".message")).to_have_count(4)
+    expect(reply(page, 1)).to_have_attribute("data-status", "complete")
+
 
 def test_rename_delete_and_phone_sidebar(page: Any, live_server_url: str) -> None:
     base = live_server_url
