@@ -82,7 +82,8 @@ def provider() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture(scope="session")
-def live_server_url(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpenAIServer) -> Iterator[str]:
+def live_server_env(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpenAIServer) -> dict[str, str]:
+    """The environment of the browser tests' server: its scratch database, the fake provider."""
     var_dir = tmp_path_factory.mktemp("memora-e2e")
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
     env.update(
@@ -90,7 +91,19 @@ def live_server_url(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpen
         CHAT_MODEL="local-model", LLM_MAX_RETRIES="0", DJANGO_DEBUG="1", LOG_LEVEL="WARNING",
         CHAT_REPLY_TOKENS="500",  # so that a small provider window (test_compaction_browser) leaves room
     )  # fmt: skip
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> None:
+    """`manage.py …` against the browser tests' server database (to set up what no page creates)."""
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
+
+
+@pytest.fixture(scope="session")
+def live_server_url(live_server_env: dict[str, str]) -> Iterator[str]:
+    env = live_server_env
+    var_dir = Path(env["MEMORA_VAR_DIR"])
+    manage(env, "migrate", "--noinput", "-v0")
     port = free_port(PORTS)
     log = var_dir / "server.log"
     with log.open("wb") as out:
