@@ -28,6 +28,7 @@ from websockets.sync.client import ClientConnection, connect
 from accounts.models import User
 from accounts.services import api_token_create
 from chat.consumers import user_group
+from chat.models import Message
 from chat.services import conversation_create
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.processes import free_port, stop, wait_for_port
@@ -147,3 +148,29 @@ def test_a_turn_running_on_one_process_holds_the_conversation_on_the_other(
         assert response.status_code == 409, response.text[:300]
         socket.send(json.dumps({"action": "stop"}))
         frames_until(socket, 'data-state="idle"')
+
+
+def test_a_turn_started_on_one_process_is_followed_and_stopped_from_a_page_on_the_other(
+    user: User, web_processes: list[str], fake_openai: FakeOpenAIServer
+) -> None:
+    conversation = conversation_create(user=user)
+    cookie = session_cookie(user)
+    fake_openai.queue(FakeResponse(chunks=["Written on ", "the first process"], hang=True))
+    with (
+        chat_socket(web_processes[0], conversation.pk, cookie) as starter,
+        chat_socket(web_processes[1], conversation.pk, cookie) as follower,
+    ):
+        frames_until(follower, 'id="turn-live"')  # live: in the conversation's group
+        starter.send(json.dumps({"action": "send", "content": "Write slowly"}))
+        # The other process's page gets the user's message and the reply as it streams...
+        frames_until(follower, "Write slowly")
+        assert "the first process" in frames_until(follower, "the first process")
+        # ...and its Stop ends the turn running in the first process (the stop flag is in the database).
+        follower.send(json.dumps({"action": "stop"}))
+        ended = frames_until(follower, 'data-state="idle"', seconds=15)
+        assert 'data-status="interrupted"' in ended
+        frames_until(starter, 'data-state="idle"', seconds=15)
+    reply = Message.objects.get(conversation=conversation, role=Message.Role.ASSISTANT)
+    assert (reply.status, reply.content) == (Message.Status.INTERRUPTED, "Written on the first process")
+    conversation.refresh_from_db()
+    assert conversation.lock_token is None
