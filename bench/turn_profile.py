@@ -61,15 +61,13 @@ def traced(name: str, func: Any) -> Any:
 
 
 def install() -> None:
-    from channels.db import database_sync_to_async
 
     from accounts import auth
     from chat import agent, api, selectors, services
 
     auth.api_token_authenticate = traced("authenticate", auth.api_token_authenticate)  # type: ignore[assignment]
     selectors.conversation_get_for_user = traced("conversation lookup", selectors.conversation_get_for_user)
-    services.turn_start = traced("turn_start", services.turn_start)
-    agent._turn_start = database_sync_to_async(services.turn_start, thread_sensitive=False)  # bound at import
+    services.turn_start = traced("turn_start", services.turn_start)  # looked up by agent._begin at each call
     agent.build_model_input = traced("build_model_input", agent.build_model_input)
     sse_for = api._sse_for
 
@@ -123,6 +121,8 @@ def main() -> int:
     os.environ.update(
         MEMORA_VAR_DIR=scratch, DJANGO_SETTINGS_MODULE="config.settings", LLM_BACKEND="openai",
         OPENAI_API_KEY="bench", CHAT_MODEL="bench", LLM_MAX_RETRIES="0", LOG_LEVEL="WARNING",
+        DJANGO_DEBUG="1",  # as `make run` serves (no secret key needed)
+        CHAT_USER_TURNS_PER_MINUTE="0",  # one user sends every turn here; the quota is not what is measured
     )  # fmt: skip
     from tests.fake_openai import FakeOpenAIServer, FakeResponse
 

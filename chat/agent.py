@@ -119,8 +119,28 @@ def _answered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # shares between every connection of the process: each call is its own short transaction, and turns
 # starting together must not queue behind each other (or behind a tool, which may block for long).
 _run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
-_turn_start = database_sync_to_async(services.turn_start, thread_sensitive=False)
-_turn_retry_start = database_sync_to_async(services.turn_retry_start, thread_sensitive=False)
+
+
+
+def _begin(
+    *, user: User, conversation: Conversation, content: str, retry: bool = False, message_id: int | None = None
+) -> tuple[services.StartedTurn, list[dict[str, Any]] | None]:
+    """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
+    to the database thread: each trip is a thread hop the first token waits for. The input is None when
+    it could not be built here; the turn builds it again, where a failure is saved as its error."""
+    if retry:
+        started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id)
+    else:
+        started = services.turn_start(user=user, conversation=conversation, content=content)
+    try:
+        ctx = TurnContext(user=started.user, conversation=started.conversation, user_message=started.user_message)
+        return started, build_model_input(ctx, started.context)
+    except Exception:  # the turn is started and must run (and be saved) whatever happens here
+        logger.exception("could not build the model input with the turn's start")
+        return started, None
+
+
+_begin_async = database_sync_to_async(_begin, thread_sensitive=False)
 _turn_finish = database_sync_to_async(services.turn_finish, thread_sensitive=False)
 _model_input = database_sync_to_async(lambda ctx, context: build_model_input(ctx, context), thread_sensitive=False)
 # Summarizing waits for the model: off the shared ORM thread too.
@@ -167,21 +187,29 @@ class Turn:
     _budget: compaction.Budget | None = None
     _refused: bool = False
     _too_long: bool = False
+    _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
 
     @classmethod
     async def begin(cls, *, user: User, conversation: Conversation, content: str) -> Turn:
         """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
-        started = await _turn_start(user=user, conversation=conversation, content=content)
-        return cls(started=started, model=model)
+        started, messages = await _begin_async(user=user, conversation=conversation, content=content)
+        return cls._started(started, model, messages)
 
     @classmethod
     async def begin_retry(cls, *, user: User, conversation: Conversation, message_id: int | None = None) -> Turn:
         """Lock and reopen the failed latest reply, to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()
-        started = await _turn_retry_start(user=user, conversation=conversation, message_id=message_id)
-        return cls(started=started, model=model)
+        started, messages = await _begin_async(
+            user=user, conversation=conversation, content="", retry=True, message_id=message_id
+        )
+        return cls._started(started, model, messages)
+
+    @classmethod
+    def _started(cls, started: services.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None) -> Turn:
+        budget = compaction.budget_of(context_window=started.context_window, token_ratio=started.token_ratio)
+        return cls(started=started, model=model, _budget=budget, _first_input=messages)
 
     @property
     def text(self) -> str:
@@ -197,7 +225,9 @@ class Turn:
         s = self.started
         try:
             yield TurnEvent("start", user_message=s.user_message, assistant_message=s.assistant_message)
-            messages = await _model_input(self.ctx, s.context)
+            messages = self._first_input
+            if messages is None:
+                messages = await _model_input(self.ctx, s.context)
             # aclosing, here and around the model stream: a stopped turn closes the provider's stream at
             # once instead of leaving it to the garbage collector.
             async with aclosing(self._steps(messages)) as steps:
@@ -266,8 +296,7 @@ class Turn:
         compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
         s = self.started
         if self._budget is None:
-            load = database_sync_to_async(compaction.budget_load, thread_sensitive=False)
-            self._budget = await load(conversation_id=s.conversation.pk)
+            self._budget = compaction.budget_of(context_window=s.context_window, token_ratio=s.token_ratio)
         request = [*messages, *self._items]
         size = self._budget.measure(request, tools)
         if size > self._budget.input:

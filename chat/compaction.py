@@ -92,17 +92,18 @@ class Budget:
 
 
 def budget_for(state: AgentState | None = None) -> Budget:
+    if state is None:
+        return budget_of(context_window=None, token_ratio=None)
+    return budget_of(context_window=state.context_window, token_ratio=state.token_ratio)
+
+
+def budget_of(*, context_window: int | None, token_ratio: float | None) -> Budget:
+    """The budget for a state's learned window (None: CHAT_CONTEXT_TOKENS) and calibration."""
     window = settings.CHAT_CONTEXT_TOKENS
-    if state is not None and state.context_window:
-        window = min(window, state.context_window)
+    if context_window:
+        window = min(window, context_window)
     window = max(window, 256)
-    ratio = state.token_ratio if state is not None else None
-    return Budget(window=window, reply=min(settings.CHAT_REPLY_TOKENS, window // 2), ratio=ratio)
-
-
-def budget_load(*, conversation_id: Any) -> Budget:
-    state = AgentState.objects.filter(conversation_id=conversation_id).only("context_window", "token_ratio").first()
-    return budget_for(state)
+    return Budget(window=window, reply=min(settings.CHAT_REPLY_TOKENS, window // 2), ratio=token_ratio)
 
 
 # --- the state's shape ---

@@ -51,7 +51,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from accounts.models import User
-from chat import leases
+from chat import leases, services
 from chat.agent import Turn, TurnEvent
 from chat.fragments import activity_html, final_html, notice_html, start_html, turn_state_html
 from chat.models import Conversation, Message
@@ -98,12 +98,15 @@ async def start_turn(
 
     Call `listen()` on the result before awaiting anything else to get every event from the start.
     """
-    # A turn of this conversation left by a process that died is closed first, so it does not block.
-    await database_sync_to_async(leases.turns_recover, thread_sensitive=False)(conversation_id=conversation.pk)
-    if retry:
-        turn = await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id)
-    else:
-        turn = await Turn.begin(user=user, conversation=conversation, content=content)  # type: ignore[arg-type]
+    try:
+        turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
+    except services.ConversationBusy:
+        # The lock may be held by a turn whose process died (chat/leases.py): close that turn, then try
+        # once more. Only then: on the way to every first token, it would be one more database trip.
+        recover = database_sync_to_async(leases.turns_recover, thread_sensitive=False)
+        if not await recover(conversation_id=conversation.pk):
+            raise
+        turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
     running = RunningTurn(turn)
     with _registry_lock:
         _running[running.key] = running
@@ -111,6 +114,14 @@ async def start_turn(
     # request's thread for database calls (asgiref shuts it down when the request ends).
     running.task = asyncio.create_task(running.main(), name=f"turn-{running.key}", context=contextvars.Context())
     return running
+
+
+async def _begin(
+    *, user: User, conversation: Conversation, content: object, retry: bool, message_id: int | None
+) -> Turn:
+    if retry:
+        return await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id)
+    return await Turn.begin(user=user, conversation=conversation, content=content)  # type: ignore[arg-type]
 
 
 def stop(*, conversation: Conversation) -> bool:
@@ -278,6 +289,9 @@ class Fanout:
             self.send({"type": "turn.end", "message_id": self.message_id, "html": html})
 
     def send(self, message: dict[str, Any]) -> None:
+        # Text that arrived before this message goes before it: a page must see a reply begin before
+        # its text, and its text before its end.
+        self._pending_to_outbox()
         self.outbox.append(message)
         self.wake.set()
 
@@ -285,30 +299,34 @@ class Fanout:
         self.closed = True
         self.wake.set()
 
+    def _pending_to_outbox(self) -> None:
+        if self.pending:
+            text, self.pending = "".join(self.pending), []
+            self.outbox.append({"type": "turn.delta", "message_id": self.message_id, "offset": self.sent, "text": text})
+            self.sent += len(text)
+
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            if not self.pending and not self.outbox:
+            if self.outbox:  # strictly in order
+                message = self.outbox.popleft()
+                if message["type"] == "turn.delta":
+                    self.last_flush = loop.time()
+                await self._deliver(message)
+                continue
+            if not self.pending:
                 if self.closed:
                     return
                 self.wake.clear()
                 await self.wake.wait()
                 continue
-            if self.pending and not self.outbox and not self.closed:
-                wait = self.last_flush + FLUSH_SECONDS - loop.time()
-                if wait > 0:  # batch: wait for the interval, or for a message that must go now
-                    self.wake.clear()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.wake.wait(), wait)
-                    continue
-            if self.pending:
-                text, self.pending = "".join(self.pending), []
-                message = {"type": "turn.delta", "message_id": self.message_id, "offset": self.sent, "text": text}
-                self.sent += len(text)
-                self.last_flush = loop.time()
-                await self._deliver(message)
-            if self.outbox:
-                await self._deliver(self.outbox.popleft())
+            wait = self.last_flush + FLUSH_SECONDS - loop.time()
+            if wait > 0 and not self.closed:  # batch: wait for the interval, or for a message that must go now
+                self.wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), wait)
+                continue
+            self._pending_to_outbox()
 
     async def _deliver(self, message: dict[str, Any]) -> None:
         global _layer_down_until

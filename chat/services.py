@@ -184,6 +184,9 @@ class StartedTurn:
     context: list[dict[str, Any]]
     state_version: int
     retry: bool = False  # regenerating a failed reply in place (turn_retry_start)
+    # The state's learned context window and token calibration (chat.compaction's budget), read with it.
+    context_window: int | None = None
+    token_ratio: float | None = None
 
 
 def _turn_claim(*, user: User, conversation: Conversation, now: Any) -> uuid.UUID:
@@ -217,20 +220,32 @@ def _turn_claim(*, user: User, conversation: Conversation, now: Any) -> uuid.UUI
     return token
 
 
-def _turn_state(conversation: Conversation, *, title: str, now: Any) -> tuple[list[dict[str, Any]], int]:
+@dataclass
+class _State:
+    context: list[dict[str, Any]]
+    version: int
+    context_window: int | None
+    token_ratio: float | None
+
+
+def _turn_state(conversation: Conversation, *, title: str, now: Any) -> _State:
     """Move the conversation to the top (titled from `title` unless it has one); its agent state."""
     # Checked in SQL: the object may be stale.
     untitled = Case(When(title="", then=Value(title_from(title))), default=F("title"))
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=now, title=untitled)
     conversation.updated_at = now
     row = Conversation.objects.filter(pk=conversation.pk).values_list(
-        "title", "agent_state__context", "agent_state__version"
+        "title",
+        "agent_state__context",
+        "agent_state__version",
+        "agent_state__context_window",
+        "agent_state__token_ratio",
     )[0]
-    conversation.title, context, version = row
+    conversation.title, context, version, window, ratio = row
     if version is None:  # every conversation is created with its state; this only repairs a missing one
         state = AgentState.objects.create(conversation=conversation)
         context, version = state.context, state.version
-    return list(context), version
+    return _State(list(context), version, window, ratio)
 
 
 @transaction.atomic
@@ -257,8 +272,11 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
             Message(conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING),
         ]
     )
-    context, version = _turn_state(conversation, title=content, now=now)
-    return StartedTurn(user, conversation, user_message, assistant_message, token, context, version)
+    state = _turn_state(conversation, title=content, now=now)
+    return StartedTurn(
+        user, conversation, user_message, assistant_message, token, state.context, state.version,
+        context_window=state.context_window, token_ratio=state.token_ratio,
+    )  # fmt: skip
 
 
 def retryable_reply(conversation: Conversation) -> Message | None:
@@ -302,9 +320,12 @@ def turn_retry_start(*, user: User, conversation: Conversation, message_id: int 
         raise NothingToRetry()
     reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
     reply.save(update_fields=["content", "error", "status", "updated_at"])
-    context, version = _turn_state(conversation, title=user_message.content, now=now)
-    context = context_before(context, user_message.content)
-    return StartedTurn(user, conversation, user_message, reply, token, context, version, retry=True)
+    state = _turn_state(conversation, title=user_message.content, now=now)
+    context = context_before(state.context, user_message.content)
+    return StartedTurn(
+        user, conversation, user_message, reply, token, context, state.version, retry=True,
+        context_window=state.context_window, token_ratio=state.token_ratio,
+    )  # fmt: skip
 
 
 @transaction.atomic

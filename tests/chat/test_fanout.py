@@ -1,0 +1,55 @@
+"""The runner's fan-out to a conversation's pages: messages leave in the order the turn made them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chat import runner
+
+
+@pytest.fixture
+def delivered(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+
+    async def deliver(self: runner.Fanout, message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    monkeypatch.setattr(runner.Fanout, "_deliver", deliver)
+    return sent
+
+
+async def test_text_never_overtakes_the_reply_it_belongs_to(delivered: list[dict[str, Any]]) -> None:
+    fanout = runner.Fanout("c", 7)
+    # All of it queued before the fan-out task first runs: a fast model, a start with nothing to wait for.
+    fanout.send({"type": "turn.begin", "message_id": 7})
+    fanout.pending += ["Hel", "lo"]
+    fanout.send({"type": "turn.html", "message_id": 7})
+    fanout.pending.append(" world")
+    fanout.send({"type": "turn.end", "message_id": 7})
+    fanout.close()
+    await fanout.task
+
+    assert [(m["type"], m.get("offset"), m.get("text")) for m in delivered] == [
+        ("turn.begin", None, None),
+        ("turn.delta", 0, "Hello"),
+        ("turn.html", None, None),
+        ("turn.delta", 5, " world"),
+        ("turn.end", None, None),
+    ]
+
+
+async def test_text_is_batched_between_flushes(delivered: list[dict[str, Any]]) -> None:
+    fanout = runner.Fanout("c", 7)
+    fanout.pending.append("first")
+    fanout.wake.set()
+    await runner.asyncio.sleep(0.005)  # the first piece goes at once
+    for piece in ("a", "b", "c"):
+        fanout.pending.append(piece)
+        fanout.wake.set()
+    fanout.close()
+    await fanout.task
+
+    assert [m["text"] for m in delivered] == ["first", "abc"]
+    assert [m["offset"] for m in delivered] == [0, 5]
