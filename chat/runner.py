@@ -271,22 +271,29 @@ class Fanout:
         self.task = asyncio.create_task(self._run())
 
     def event(self, event: TurnEvent, turn: Turn) -> None:
+        """Queue what `event` shows. Its HTML is rendered by the fan-out task, not here: the turn goes on to
+        the provider at once (an API client needs no HTML at all), from copies of the messages as they are now."""
         started = turn.started
         if event.type == "delta":
             self.pending.append(event.text)
             self.wake.set()
         elif event.type == "start":
-            html = start_html(event, started.conversation, retry=started.retry)
-            self.send({"type": "turn.begin", "message_id": self.message_id, "html": html})
+            now = dataclasses.replace(
+                event, user_message=copy.copy(event.user_message), assistant_message=copy.copy(event.assistant_message)
+            )
+            conversation, retry = copy.copy(started.conversation), started.retry
+            self._send_html("turn.begin", lambda: start_html(now, conversation, retry=retry))
         elif event.type == "tool":
-            html = activity_html(self.message_id, event.tool)
-            self.send({"type": "turn.html", "message_id": self.message_id, "html": html})
+            self._send_html("turn.html", lambda: activity_html(self.message_id, event.tool))
         elif event.assistant_message is not None:  # "done" or "error": the saved reply
-            html = final_html(event.assistant_message)
-            self.send({"type": "turn.end", "message_id": self.message_id, "html": html})
+            saved = copy.copy(event.assistant_message)
+            self._send_html("turn.end", lambda: final_html(saved))
         else:
-            html = notice_html("Something went wrong. Reload the page.", level="error") + turn_state_html("idle")
-            self.send({"type": "turn.end", "message_id": self.message_id, "html": html})
+            error = "Something went wrong. Reload the page."
+            self._send_html("turn.end", lambda: notice_html(error, level="error") + turn_state_html("idle"))
+
+    def _send_html(self, kind: str, render: Callable[[], str]) -> None:
+        self.send({"type": kind, "message_id": self.message_id, "html": render})
 
     def send(self, message: dict[str, Any]) -> None:
         # Text that arrived before this message goes before it: a page must see a reply begin before
@@ -312,6 +319,12 @@ class Fanout:
                 message = self.outbox.popleft()
                 if message["type"] == "turn.delta":
                     self.last_flush = loop.time()
+                if callable(message.get("html")):
+                    try:
+                        message["html"] = message["html"]()
+                    except Exception:  # a page that cannot be rendered must not stop the others
+                        logger.exception("could not render a turn event for open pages")
+                        continue
                 await self._deliver(message)
                 continue
             if not self.pending:

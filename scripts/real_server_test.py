@@ -158,12 +158,12 @@ class App:
 
     def start(self) -> None:
         self.manage("migrate", "--noinput", "-v", "0")
-        self.token = self.manage("create_api_token", "realserver", "--create-user").strip().splitlines()[-1]
-        set_password = (
-            "from accounts.models import User; u = User.objects.get(username='realserver'); "
-            "u.set_password('real-server-pass'); u.save()"
+        # The password first: setting a new one revokes the user's API tokens.
+        create_user = (
+            "from accounts.models import User; User.objects.create_user('realserver', password='real-server-pass')"
         )
-        self.manage("shell", "-c", set_password)
+        self.manage("shell", "-c", create_user)
+        self.token = self.manage("create_api_token", "realserver").strip().splitlines()[-1]
         server_log = self.work / "serve.log"
         with server_log.open("wb") as out:
             self.process = subprocess.Popen(

@@ -53,3 +53,20 @@ async def test_text_is_batched_between_flushes(delivered: list[dict[str, Any]]) 
 
     assert [m["text"] for m in delivered] == ["first", "abc"]
     assert [m["offset"] for m in delivered] == [0, 5]
+
+
+async def test_html_is_rendered_by_the_fan_out_and_a_failed_render_skips_only_that_message(
+    delivered: list[dict[str, Any]],
+) -> None:
+    fanout = runner.Fanout("c", 7)
+
+    def broken() -> str:
+        raise ValueError("a template error")
+
+    fanout.send({"type": "turn.begin", "message_id": 7, "html": lambda: "<p>begin</p>"})
+    fanout.send({"type": "turn.html", "message_id": 7, "html": broken})
+    fanout.send({"type": "turn.end", "message_id": 7, "html": lambda: "<p>end</p>"})
+    fanout.close()
+    await fanout.task
+
+    assert [(m["type"], m["html"]) for m in delivered] == [("turn.begin", "<p>begin</p>"), ("turn.end", "<p>end</p>")]
