@@ -29,14 +29,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # Debug is off in tests, and settings leave the key empty without DJANGO_SECRET_KEY (config/security.py).
-    from django.conf import settings
-
-    if not os.environ.get("DJANGO_SECRET_KEY"):
-        settings.SECRET_KEY = "insecure-key-for-tests-only-" + "x" * 40
-
-
 @pytest.fixture(autouse=True)
 def _fresh_cache(settings: Any) -> None:
     """Rate-limit counters start from zero in every test (a private in-process cache per test)."""

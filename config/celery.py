@@ -71,7 +71,7 @@ def ensure_broker_dirs() -> None:
 
     from django.conf import settings
 
-    options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {})
+    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if key in options:
             Path(str(options[key])).mkdir(parents=True, exist_ok=True)

@@ -63,7 +63,7 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
 def _own_scheme(scope: dict[str, Any]) -> str:
     """http or https, as the browser sees the site: the socket's own scheme, or the proxy's word
     for it when MEMORA_HTTPS trusts X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER)."""
-    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    proxy_header = settings.SECURE_PROXY_SSL_HEADER
     if proxy_header:
         name, secure_value = proxy_header
         header = name.removeprefix("HTTP_").lower().replace("_", "-").encode()

@@ -24,7 +24,7 @@ CUT_NOTE = " […the rest of this message was too long to show]"
 
 
 def window() -> int:
-    return int(getattr(settings, "MEMORY_CONTEXT_TOKENS", 0) or 0) or int(settings.CHAT_CONTEXT_TOKENS)
+    return int(settings.MEMORY_CONTEXT_TOKENS) or int(settings.CHAT_CONTEXT_TOKENS)
 
 
 def request_budget() -> int:

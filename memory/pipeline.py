@@ -67,13 +67,13 @@ def _now() -> datetime:
 
 def retry_delay(attempt: int) -> float:
     """The backoff window after failed attempt `attempt`: base, 2×base, … seconds."""
-    base = float(getattr(settings, "MEMORY_RETRY_BASE_SECONDS", 30))
+    base = float(settings.MEMORY_RETRY_BASE_SECONDS)
     return base * 2 ** max(0, attempt - 1)
 
 
 def claim_ttl() -> timedelta:
     # Longer than the judge's timeout, so a live run never loses its claim to a slow provider.
-    return timedelta(seconds=getattr(settings, "MEMORY_CLAIM_TTL_SECONDS", 300))
+    return timedelta(seconds=settings.MEMORY_CLAIM_TTL_SECONDS)
 
 
 # --- outcome -------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
 
 def _slot_wait(trigger: str) -> float:
     # A flush is waited for by a person; a background run's task simply tries again later.
-    return float(getattr(settings, "MEMORY_FLUSH_WAIT_SECONDS", 10)) if trigger == Trigger.FLUSH else 5.0
+    return float(settings.MEMORY_FLUSH_WAIT_SECONDS) if trigger == Trigger.FLUSH else 5.0
 
 
 def _judge_in_pieces(

@@ -28,7 +28,7 @@ retry_delay = pipeline.retry_delay
 
 
 def busy_delay() -> float:
-    return float(getattr(settings, "MEMORY_BUSY_RETRY_SECONDS", 20))
+    return float(settings.MEMORY_BUSY_RETRY_SECONDS)
 
 
 @shared_task(

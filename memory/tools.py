@@ -77,7 +77,7 @@ def result_sentence(result: Result) -> str:
 
 def _wait_seconds() -> float:
     # A background run may hold the claim for one judge call; waiting a little usually avoids "busy".
-    return float(getattr(settings, "MEMORY_FLUSH_WAIT_SECONDS", 10))
+    return float(settings.MEMORY_FLUSH_WAIT_SECONDS)
 
 
 class FlushMemoryTool:

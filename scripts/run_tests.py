@@ -36,11 +36,9 @@ def reachable(url: str) -> bool:
 
 
 def pytest(env_extra: dict[str, str], args: list[str]) -> int:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "REDIS_URL", "LLM_BACKEND"}
-    }
+    # The suite picks its own settings module (pyproject.toml) and services; the shell's never leak in.
+    dropped = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "REDIS_URL", "LLM_BACKEND"}
+    env = {k: v for k, v in os.environ.items() if k not in {*dropped, "DJANGO_SETTINGS_MODULE"}}
     env["MEMORA_VAR_DIR"] = tempfile.mkdtemp(prefix="memora-test-")
     env.update(env_extra)
     return subprocess.call([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env)

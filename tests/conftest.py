@@ -27,12 +27,6 @@ def django_db_modify_db_settings(
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings: Any) -> None:
-    """Hashing with the production hasher costs a third of a second per user; tests need no strength."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def fake_openai(settings: Any) -> Iterator[FakeOpenAIServer]:
     """A local OpenAI-compatible server, with the settings pointing the `openai` backend at it."""

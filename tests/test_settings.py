@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-SETTINGS = Path(__file__).resolve().parent.parent / "config" / "settings.py"
+from tests.helpers import settings_loader
+
 VARIABLES = [
     "DATABASE_URL",
     "REDIS_URL",
@@ -28,17 +28,8 @@ VARIABLES = [
 
 @pytest.fixture
 def load(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    """Evaluate config/settings.py afresh under the given environment; returns its names."""
-    for name in VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("MEMORA_VAR_DIR", str(tmp_path))
-
-    def load_with(**env: str) -> dict[str, Any]:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        return runpy.run_path(str(SETTINGS))
-
-    return load_with
+    """Evaluate config.settings afresh under the given environment; returns its names."""
+    return settings_loader(monkeypatch, tmp_path, cleared=VARIABLES)
 
 
 def test_defaults_need_no_server_and_no_provider(load: Any, tmp_path: Path) -> None:
@@ -116,3 +107,19 @@ def test_the_running_settings_use_a_custom_user_and_never_a_real_provider_in_tes
     assert settings.AUTH_USER_MODEL == "accounts.User"
     assert settings.LLM_BACKEND == "demo"
     assert settings.OPENAI_API_KEY == ""
+
+
+def test_debug_picks_the_development_or_the_production_module(load: Any) -> None:
+    from tests.helpers import load_settings
+
+    assert load_settings("config.settings.production")["DEBUG"] is False
+    assert load_settings("config.settings.development")["DEBUG"] is True
+    assert load()["DEBUG"] is False and load(DJANGO_DEBUG="1")["DEBUG"] is True
+
+
+def test_the_test_suite_runs_on_the_test_settings(settings: Any) -> None:
+    import os
+
+    assert os.environ["DJANGO_SETTINGS_MODULE"] == "config.settings.test"
+    assert settings.PASSWORD_HASHERS == ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    assert settings.SECRET_KEY

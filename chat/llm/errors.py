@@ -25,7 +25,7 @@ _SECRETS = [
 def clean_provider_message(text: str, *, limit: int = MAX_CHARS) -> str:
     """`text` on one line, secrets replaced, cut to `limit` characters."""
     text = " ".join(str(text or "").split())
-    key = getattr(settings, "OPENAI_API_KEY", "")
+    key = settings.OPENAI_API_KEY
     if key and len(key) >= 4:
         text = text.replace(key, "[redacted]")
     for pattern, replacement in _SECRETS:

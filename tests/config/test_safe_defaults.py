@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import runpy
 import secrets
 import subprocess
 import sys
@@ -15,24 +14,15 @@ import pytest
 from django.core.management import call_command
 
 from accounts.models import User
+from tests.helpers import settings_loader
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = ROOT / "config" / "settings.py"
 CLEARED = ["DJANGO_DEBUG", "DJANGO_SECRET_KEY", "MEMORA_HTTPS", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "HOST"]
 
 
 @pytest.fixture
 def load(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    for name in CLEARED:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("MEMORA_VAR_DIR", str(tmp_path))
-
-    def load_with(**env: str) -> dict[str, Any]:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        return runpy.run_path(str(SETTINGS))
-
-    return load_with
+    return settings_loader(monkeypatch, tmp_path, cleared=CLEARED)
 
 
 def run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,6 @@
-"""Memora settings. Everything an operator may change comes from the environment (README, "Configuration")."""
+"""Settings shared by every run. Everything an operator may change comes from the environment (README,
+"Configuration"). Debug and the secret key are set by development.py or production.py, which
+config/settings/__init__.py picks from DJANGO_DEBUG."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 
 import dj_database_url
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+# Runtime files (SQLite database, local secret key, filesystem broker, collected static): var/ unless MEMORA_VAR_DIR.
 VAR_DIR = Path(os.environ.get("MEMORA_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -45,13 +48,11 @@ def local_secret_key(var_dir: Path) -> str:
     return path.read_text().strip()
 
 
-# Debug is off unless asked for; `make run` asks. With debug off and no DJANGO_SECRET_KEY the key stays
-# empty and the entry points refuse to start (config/security.py).
-DEBUG = env_bool("DJANGO_DEBUG", False)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip() or (local_secret_key(VAR_DIR) if DEBUG else "")
+# Host names this site answers to, comma-separated; loopback by default.
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h.strip()
 ]
+# Other origins (scheme://host[:port]) allowed to post forms and open WebSockets, comma-separated.
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 # --- Transport and browser safety (README, "Security") ---
@@ -255,6 +256,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 
 # --- Model provider (chat.llm) ---
+# The provider: key, OpenAI-compatible endpoint (empty: OpenAI), chat model, judge model (defaults to chat).
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip()
 CHAT_MODEL = os.environ.get("CHAT_MODEL", "").strip() or "gpt-4o-mini"
@@ -273,8 +275,10 @@ CHAT_TURN_TIMEOUT = float(os.environ.get("CHAT_TURN_TIMEOUT", "300"))
 CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
 
 # --- Chat turn ---
+# The longest user message accepted, and the most tool calls the model may make in one turn.
 CHAT_MAX_MESSAGE_CHARS = 8000
 CHAT_MAX_TOOL_STEPS = env_int("CHAT_MAX_TOOL_STEPS", 4)
+# Replies one user may have being written at once, across conversations.
 CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
 # A running turn's lease on its conversation, renewed every second by the process running it; a turn
 # whose process died is closed (saved "interrupted") at most this long plus one sweep after (chat/leases.py).
@@ -293,6 +297,7 @@ CHAT_COMPACT_AT = float(os.environ.get("CHAT_COMPACT_AT", "0.75"))
 SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
 
 # --- Memory ---
+# Pending user messages that start a background extraction (SPEC §4), and the memory block's size in the prompt.
 MEMORY_EXTRACT_MIN_TURNS = env_int("MEMORY_EXTRACT_MIN_TURNS", 3)
 MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
 # The judge: `max_tokens` for its JSON answer and its total time limit (seconds).
@@ -310,9 +315,19 @@ MEMORY_MAX_OPS_PER_ANSWER = env_int("MEMORY_MAX_OPS_PER_ANSWER", 50)
 # this often; work is overdue when its newest message is older than the grace (memory/recovery.py).
 MEMORY_SWEEP_SECONDS = float(os.environ.get("MEMORY_SWEEP_SECONDS", "30"))
 MEMORY_SWEEP_GRACE_SECONDS = float(os.environ.get("MEMORY_SWEEP_GRACE_SECONDS", "30"))
+# A run's claim on a user expires after this many seconds, longer than a judge call (memory/pipeline.py).
+MEMORY_CLAIM_TTL_SECONDS = 300
+# After a failed judge call the batch rests this many seconds × 2^(attempt-1) before the next try.
+MEMORY_RETRY_BASE_SECONDS = 30.0
+# How long a flush waits for another run of the same user to finish before answering "busy" (seconds).
+MEMORY_FLUSH_WAIT_SECONDS = 10.0
+# A background task that found the user's claim taken tries again after this many seconds (memory/tasks.py).
+MEMORY_BUSY_RETRY_SECONDS = 20.0
 
+# Page size of the JSON API's paginated lists.
 NINJA_PAGINATION_PER_PAGE = 100
 
+# Everything to the console at LOG_LEVEL (INFO), chatty libraries at WARNING.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
