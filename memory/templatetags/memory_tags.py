@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django import template
-from django.utils import timezone
 
 from chat.models import Message
 from memory import notices, selectors
@@ -25,39 +22,6 @@ REASONS = {
     Memory.InvalidReason.EDITED: "Edited by you",
     Memory.InvalidReason.REPLACED: "Replaced when you restored an older version",
 }
-_UNITS = [
-    (365 * 86400, "year"),
-    (30 * 86400, "month"),
-    (7 * 86400, "week"),
-    (86400, "day"),
-    (3600, "hour"),
-    (60, "minute"),
-]
-
-
-def _now() -> datetime:
-    """The current time; a seam for tests."""
-    return timezone.now()
-
-
-@register.filter
-def ago(value: datetime | None) -> str:
-    """ "just now", "5 minutes ago", "yesterday", "3 weeks ago": the largest unit only."""
-    if value is None:
-        return ""
-    seconds = max(0, int((_now() - value).total_seconds()))
-    for size, unit in _UNITS:
-        count = seconds // size
-        if count:
-            if unit == "day" and count == 1:
-                return "yesterday"
-            return f"{count} {unit}{'s' if count > 1 else ''} ago"
-    return "just now"
-
-
-@register.filter
-def thousands(value: int) -> str:
-    return f"{value:,}"
 
 
 @register.filter
