@@ -13,6 +13,7 @@ from ninja.responses import Status
 
 from accounts.models import User
 from memory import selectors, services
+from memory.models import Memory
 from memory.schemas import ErrorOut, ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut
 
 router = Router(tags=["memories"])
@@ -22,13 +23,13 @@ def _user(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
 
 
-def _fresh(request: HttpRequest, memory_id: int) -> dict[str, Any]:
-    return selectors.memory_as_dict(selectors.memory_get_for_user(user=_user(request), memory_id=memory_id))
+def _fresh(request: HttpRequest, memory_id: int) -> Memory:
+    return selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
 
 
 @router.get("", response=list[MemoryOut], summary="List memories: active (default), invalid (history) or all")
 def memory_list(request: HttpRequest, filters: Query[MemoryListQuery]) -> Any:
-    return [selectors.memory_as_dict(m) for m in selectors.memory_list(user=_user(request), status=filters.status)]
+    return selectors.memory_list(user=_user(request), status=filters.status)
 
 
 @router.post("", response={201: MemoryOut, 400: ErrorOut, 409: ErrorOut})

@@ -7,14 +7,31 @@ from uuid import UUID
 from ninja import Schema
 from pydantic import ConfigDict
 
+from chat.models import Message
+from memory.models import Memory
+from memory.selectors import source_excerpt
+
 
 class MemorySourceOut(Schema):
+    """A message a memory was learned from, read from a chat.models.Message."""
+
     message_id: int
     conversation_id: UUID
     excerpt: str
 
+    @staticmethod
+    def resolve_message_id(message: Message) -> int:
+        return message.pk
+
+    @staticmethod
+    def resolve_excerpt(message: Message) -> str:
+        return source_excerpt(message)
+
 
 class MemoryOut(Schema):
+    """The public shape of a memory (SPEC §5) everywhere: API answers and the export (API and download).
+    Read from a row of selectors.memory_list / memory_get_for_user (annotated, sources prefetched)."""
+
     id: int
     content: str
     origin: str
@@ -24,6 +41,14 @@ class MemoryOut(Schema):
     supersedes: int | None
     superseded_by: int | None
     sources: list[MemorySourceOut]
+
+    @staticmethod
+    def resolve_supersedes(memory: Memory) -> int | None:
+        return getattr(memory, "supersedes_id", None)
+
+    @staticmethod
+    def resolve_superseded_by(memory: Memory) -> int | None:
+        return memory.superseded_by_id
 
 
 class MemoryIn(Schema):

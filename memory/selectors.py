@@ -54,32 +54,14 @@ def source_excerpt(message: Message) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
 
 
-def memory_as_dict(memory: Memory) -> dict[str, Any]:
-    """The public shape of a memory (API, export). Expects a row from memory_list / memory_get_for_user."""
-    return {
-        "id": memory.pk,
-        "content": memory.content,
-        "origin": memory.origin,
-        "created_at": memory.created_at,
-        "invalid_at": memory.invalid_at,
-        "invalid_reason": memory.invalid_reason,
-        "supersedes": getattr(memory, "supersedes_id", None),
-        "superseded_by": memory.superseded_by_id,
-        "sources": [
-            {"message_id": m.pk, "conversation_id": m.conversation_id, "excerpt": source_excerpt(m)}
-            for m in memory.sources.all()
-        ],
-    }
-
-
 def memory_export(*, user: User) -> dict[str, Any]:
-    """Everything remembered about the user, active and invalidated, with sources."""
-    memories = [memory_as_dict(m) for m in memory_list(user=user, status="all")]
+    """Everything remembered about the user, active and invalidated, with sources (schemas.MemoryExportOut)."""
+    memories = list(memory_list(user=user, status="all"))
     return {
         "user": user.get_username(),
         "exported_at": timezone.now(),
         "memory_enabled": user.memory_enabled,
-        "active": sum(1 for m in memories if m["invalid_at"] is None),
+        "active": sum(1 for m in memories if m.invalid_at is None),
         "memories": memories,
     }
 

@@ -32,6 +32,7 @@ from chat.views import sidebar_context
 from memory import notices, selectors, services
 from memory.forms import ForgetAllForm, MemoryForm, MemorySwitchForm
 from memory.models import CONTENT_MAX, Memory
+from memory.schemas import MemoryExportOut
 
 SEARCH_MAX_CHARS = 200
 
@@ -336,7 +337,7 @@ def memory_switch(request: HttpRequest) -> HttpResponse:
 @require_GET
 def memory_export(request: HttpRequest) -> HttpResponse:
     """Everything remembered, with history and sources, as a JSON download (the API's export)."""
-    data = selectors.memory_export(user=_user(request))
+    data = MemoryExportOut.model_validate(selectors.memory_export(user=_user(request))).model_dump()
     body = json.dumps(data, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     filename = f"memora-memories-{timezone.now():%Y-%m-%d}.json"
