@@ -66,10 +66,6 @@ def memory_export(*, user: User) -> dict[str, Any]:
     }
 
 
-def extraction_run_list(*, user: User) -> QuerySet[ExtractionRun]:
-    return ExtractionRun.objects.filter(owner=user).order_by("-started_at", "-id")
-
-
 # --- the settings page and the "Memory updated" notice -------------------------------------------
 
 

@@ -1,11 +1,11 @@
-"""Template helpers for the memory page and the chat page's "Memory updated" notices."""
+"""Template filters for the memory page."""
 
 from __future__ import annotations
 
 from django import template
 
 from chat.models import Message
-from memory import notices, selectors
+from memory import selectors
 from memory.models import Memory
 
 register = template.Library()
@@ -40,9 +40,3 @@ def reason_label(memory: Memory) -> str:
 @register.filter
 def excerpt(message: Message) -> str:
     return selectors.source_excerpt(message)
-
-
-@register.simple_tag(takes_context=True)
-def memory_notice_poller(context: template.Context) -> str:
-    """The chat page's poller for "Memory updated" notices (see notices.notice_poller_html)."""
-    return notices.notice_poller_html(user=getattr(context.get("request"), "user", None))

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
-from django.template import Context, Template
-from django.test import Client, RequestFactory
+from django.test import Client
 from django.urls import reverse
 
 from accounts.models import User
@@ -151,9 +150,8 @@ def test_poll_stops_when_logged_out(client: Client) -> None:
 
 
 def render_poller(user: Any) -> str:
-    request = RequestFactory().get("/")
-    request.user = user
-    return Template("{% load memory_tags %}{% memory_notice_poller %}").render(Context({"request": request}))
+    """The poller as the chat page gets it (memory's conversation page fragment)."""
+    return notices.notice_poller_html(user=user)
 
 
 @pytest.mark.django_db
