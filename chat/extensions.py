@@ -62,20 +62,12 @@ def register_context_provider(name: str, provider: ContextProvider) -> None:
     _context_providers[name] = provider
 
 
-def unregister_context_provider(name: str) -> None:
-    _context_providers.pop(name, None)
-
-
 def context_providers() -> list[ContextProvider]:
     return list(_context_providers.values())
 
 
 def register_tool(tool: Tool) -> None:
     _tools[tool.name] = tool
-
-
-def unregister_tool(name: str) -> None:
-    _tools.pop(name, None)
 
 
 def tool_available(tool: Tool, ctx: TurnContext | None) -> bool:
