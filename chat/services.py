@@ -24,17 +24,15 @@ class TurnRejected(Exception):
     """A turn that cannot start. Nothing has been written. `status` is the HTTP status to answer."""
 
     status = 400
-    code = "invalid"
     retry_after: int | None = None  # seconds, sent as Retry-After when set
 
 
 class InvalidMessage(TurnRejected):
-    code = "invalid_message"
+    """The message is not a string, empty or too long (the text says which)."""
 
 
 class ConversationBusy(TurnRejected):
     status = 409
-    code = "busy"
 
     def __init__(self) -> None:
         super().__init__("Another reply is still being written in this conversation. Wait for it or stop it.")
@@ -42,7 +40,6 @@ class ConversationBusy(TurnRejected):
 
 class ConversationGone(TurnRejected):
     status = 404
-    code = "not_found"
 
     def __init__(self) -> None:
         super().__init__("This conversation no longer exists; it may have been deleted in another window.")
@@ -50,7 +47,6 @@ class ConversationGone(TurnRejected):
 
 class RunSlotsFull(TurnRejected):
     status = 429
-    code = "too_many_runs"
 
     def __init__(self, slots: int) -> None:
         super().__init__(f"You already have {slots} replies being written. Wait for one to finish.")
@@ -66,7 +62,6 @@ class NothingToRetry(TurnRejected):
 
 class TooManyTurns(TurnRejected):
     status = 429
-    code = "rate_limited"
 
     def __init__(self, limit: int, retry_after: int) -> None:
         super().__init__(f"Too many messages: the limit is {limit} a minute. Wait {retry_after} s, then send again.")
