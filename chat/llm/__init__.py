@@ -6,8 +6,11 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from chat.llm.base import (
@@ -38,20 +41,25 @@ __all__ = [
 _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.llm.demo.DemoChatModel"}
 
 
+# The settings a model is built from; changing one (as tests do) builds a fresh model on the next call.
+MODEL_SETTINGS = frozenset(
+    {"LLM_BACKEND", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "LLM_TIMEOUT", "LLM_MAX_RETRIES"}
+)
+
+
 def get_chat_model() -> ChatModel:
-    return _build(
-        settings.LLM_BACKEND,
-        settings.OPENAI_BASE_URL,
-        settings.OPENAI_API_KEY,
-        settings.CHAT_MODEL,
-        float(settings.LLM_TIMEOUT),
-        int(settings.LLM_MAX_RETRIES),
-    )
+    """The configured model, built once per process and shared (it holds the provider's HTTP client)."""
+    return _build()
 
 
-@lru_cache(maxsize=8)
-def _build(backend: str, base_url: str, api_key: str, chat_model: str, timeout: float, max_retries: int) -> ChatModel:
-    # The arguments are the cache key: changing a setting (as tests do) builds a fresh client.
-    cls = import_string(_BACKENDS.get(backend, backend))
+@lru_cache(maxsize=1)
+def _build() -> ChatModel:
+    cls = import_string(_BACKENDS.get(settings.LLM_BACKEND, settings.LLM_BACKEND))
     instance: ChatModel = cls()
     return instance
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in MODEL_SETTINGS:
+        _build.cache_clear()

@@ -205,10 +205,13 @@ def test_complete_json_without_content_is_a_bad_response(fake_openai: FakeOpenAI
 
 def test_changing_settings_builds_a_fresh_model(fake_openai: FakeOpenAIServer, settings: Any) -> None:
     first = get_chat_model()
+    assert get_chat_model() is first  # built once, then shared
     settings.LLM_TIMEOUT = 1.5
-    assert get_chat_model() is not first
-    settings.LLM_TIMEOUT = 2.0
-    assert get_chat_model() is first
+    second = get_chat_model()
+    assert second is not first
+    assert get_chat_model() is second
+    settings.CHAT_MODEL = "another-model"
+    assert cast(OpenAIChatModel, get_chat_model()).model == "another-model"
 
 
 async def test_the_provider_reported_prompt_size_comes_last_before_tool_calls(fake_openai: FakeOpenAIServer) -> None:
