@@ -28,6 +28,14 @@ def django_db_modify_db_settings(
 
 
 @pytest.fixture
+def conversation(user: Any) -> Any:
+    """A conversation of `user`'s, created as the app creates one: untitled, with its agent state."""
+    from chat.services import conversation_create
+
+    return conversation_create(user=user)
+
+
+@pytest.fixture
 def fake_openai(settings: Any) -> Iterator[FakeOpenAIServer]:
     """A local OpenAI-compatible server, with the settings pointing the `openai` backend at it."""
     server = FakeOpenAIServer().start()

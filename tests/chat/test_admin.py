@@ -8,15 +8,16 @@ from django.urls import reverse
 
 from accounts.models import User
 from chat.models import AgentState, Conversation, Message
-from chat.services import conversation_create
+from chat.services import conversation_create, conversation_rename
 from tests.factories import MessageFactory
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def conversation(user: User) -> Conversation:
-    conversation = conversation_create(user=user, title="Phones")
+def conversation(conversation: Conversation) -> Conversation:
+    """The shared conversation, titled, with a reply and an agent state to show."""
+    conversation_rename(conversation=conversation, title="Phones")
     MessageFactory(conversation=conversation, content="I like small phones")
     MessageFactory(conversation=conversation, role=Message.Role.ASSISTANT, content="Noted <b>bold</b>")
     AgentState.objects.filter(conversation=conversation).update(

@@ -24,11 +24,6 @@ from tests.fakes import Step
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user)
-
-
 def make_user(**fields: Any) -> User:
     return cast(User, UserFactory(**fields))
 

@@ -11,7 +11,7 @@ from django.test import Client
 
 from accounts.models import User
 from chat.models import AgentState, Conversation, Message
-from chat.services import conversation_create, turn_start
+from chat.services import conversation_create, conversation_rename, turn_start
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -36,8 +36,9 @@ def counts() -> tuple[int, int, int, int]:
 
 
 @pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user, title="Mine")
+def conversation(conversation: Conversation) -> Conversation:
+    """The shared conversation, titled: these tests read and change its title."""
+    return conversation_rename(conversation=conversation, title="Mine")
 
 
 # --- conversations ---

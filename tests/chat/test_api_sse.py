@@ -21,11 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user)
-
-
-@pytest.fixture
 def token(user: User) -> str:
     return api_token_create(user=user)[1]
 

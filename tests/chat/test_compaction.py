@@ -12,17 +12,11 @@ from accounts.models import User
 from chat import compaction
 from chat.agent import Turn, TurnEvent
 from chat.models import AgentState, Conversation, Message
-from chat.services import conversation_create
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REPLY = "Here is a considered answer about phones, cameras, batteries and prices, " * 3
-
-
-@pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Callable
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -19,7 +19,7 @@ from chat import consumers, runner
 from chat.llm import ChatModel, StreamChunk, TextDelta
 from chat.models import Conversation, Message
 from config.asgi import application
-from tests.factories import ConversationFactory, UserFactory
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,13 +118,9 @@ def delta_text(frames: list[str]) -> str:
 
 
 @pytest.fixture
-def alice(db: None) -> Any:
-    return UserFactory(username="alice")
-
-
-@pytest.fixture
-def conversation(alice: Any) -> Conversation:
-    return cast(Conversation, ConversationFactory(owner=alice, title=""))
+def alice(user: Any) -> Any:
+    """The user, by the name these tests give her (the shared `conversation` is hers)."""
+    return user
 
 
 async def test_anonymous_socket_is_refused(conversation: Conversation) -> None:

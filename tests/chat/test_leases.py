@@ -15,14 +15,9 @@ from django.utils import timezone
 from accounts.models import User
 from chat import leases, runner
 from chat.models import AgentState, Conversation, Message
-from chat.services import conversation_create, turn_start
+from chat.services import turn_start
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user)
 
 
 def crashed_turn(user: User, conversation: Conversation, *, partial: str = "Half a repl") -> Message:

@@ -22,11 +22,6 @@ def alice_client(client: Client, user: Any) -> Client:
     return client
 
 
-@pytest.fixture
-def conversation(user: Any) -> Conversation:
-    return Conversation.objects.create(owner=user, title="Phones")
-
-
 def test_markers_show_between_messages_in_time_order(alice_client: Client, conversation: Conversation) -> None:
     first = Message.objects.create(conversation=conversation, user=conversation.owner, role="user", content="First")
     marker = markers.marker_add(conversation=conversation, kind="note", text="Something <changed>", link="/x/")

@@ -27,11 +27,6 @@ from tests.factories import MessageFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user)
-
-
 def _finish(started: services.StartedTurn, content: str = "Hi!") -> Message:
     return turn_finish(
         turn=started, status="complete", content=content, new_items=[{"role": "assistant", "content": content}]

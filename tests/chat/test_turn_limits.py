@@ -10,15 +10,9 @@ import pytest
 from accounts.models import User
 from chat.agent import Turn, TurnEvent
 from chat.models import AgentState, Conversation, Message
-from chat.services import conversation_create
 from tests.chat.fake_tools import EchoTool
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user)
 
 
 async def run_turn(user: User, conversation: Conversation, content: str = "Hello") -> TurnEvent:

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from accounts.models import User
 from chat.models import Conversation, Message
+from chat.services import conversation_rename
 from chat.views import DRAFT_SESSION_KEY
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 
@@ -33,8 +34,9 @@ def alice_client(client: Client, user: Any) -> Client:
 
 
 @pytest.fixture
-def conversation(user: Any) -> Conversation:
-    return make_conversation(owner=user, title="Phones")
+def conversation(conversation: Conversation) -> Conversation:
+    """The shared conversation, titled: these tests read and change its title."""
+    return conversation_rename(conversation=conversation, title="Phones")
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from django.test import Client
 from accounts.models import User
 from chat.models import Conversation, Message
 from chat.negotiation import wants_event_stream
-from chat.services import conversation_create
 from memory.models import Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,11 +25,6 @@ def raw(client: Client, method: str, path: str, body: str | bytes, **extra: Any)
 
 def written() -> tuple[int, int, int]:
     return Conversation.objects.count(), Message.objects.count(), Memory.objects.count()
-
-
-@pytest.fixture
-def conversation(user: User) -> Conversation:
-    return conversation_create(user=user, title="Mine")
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -12,7 +12,6 @@ from django.test import Client
 
 from chat.models import Conversation
 from config.asgi import application
-from tests.factories import ConversationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,11 +20,6 @@ def _cookie(user: Any) -> str:
     client = Client()
     client.force_login(user)
     return client.cookies[django_settings.SESSION_COOKIE_NAME].value
-
-
-@pytest.fixture
-def conversation(db: None) -> Conversation:
-    return cast(Conversation, ConversationFactory(owner=UserFactory(username="alice")))
 
 
 async def handshake(

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from memory.models import ExtractionRun, Memory, MemoryUser
 from memory.tasks import extract_memories_task
-from tests.memory.conftest import make_memory, make_user, run, say
+from tests.helpers import make_memory, make_user, run, say
 
 pytestmark = pytest.mark.django_db
 

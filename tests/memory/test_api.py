@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from memory.models import Memory, MemorySource
-from tests.memory.conftest import make_memory, say
+from tests.helpers import make_memory, say
 
 pytestmark = pytest.mark.django_db
 

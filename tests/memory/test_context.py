@@ -13,7 +13,7 @@ from chat.models import AgentState, Message
 from chat.services import conversation_create
 from memory import services
 from memory.context import HEADER, memory_block
-from tests.memory.conftest import make_conversation, make_memory, make_message, make_user
+from tests.helpers import make_conversation, make_memory, make_message, make_user
 
 
 def context_for(user: Any, *, temporary: bool = False) -> TurnContext:

@@ -16,7 +16,7 @@ from memory.demo import demo_judge, demo_tool_trigger, judge_answer
 from memory.judge import ActiveMemory, PendingMessage, judge_prompt, render_input
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task
-from tests.memory.conftest import make_user, run, say
+from tests.helpers import make_user, run, say
 
 SMALL = "Prefers small phones, finds them easier to use one-handed"
 

@@ -11,7 +11,7 @@ from chat.models import Message
 from memory import pipeline
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task, retry_delay
-from tests.memory.conftest import say
+from tests.helpers import say
 
 pytestmark = pytest.mark.django_db
 

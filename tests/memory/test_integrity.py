@@ -15,7 +15,7 @@ from accounts.models import User
 from memory import services
 from memory.judge import instruction_problem
 from memory.models import ExtractionRun, Memory
-from tests.memory.conftest import make_memory, run, say
+from tests.helpers import make_memory, run, say
 
 pytestmark = pytest.mark.django_db
 

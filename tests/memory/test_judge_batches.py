@@ -16,7 +16,7 @@ from memory import batching, judge, judge_slots
 from memory.models import ExtractionRun
 from memory.pipeline import Outcome
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.memory.conftest import make_memory, run, say
+from tests.helpers import make_memory, run, say
 
 pytestmark = pytest.mark.django_db
 

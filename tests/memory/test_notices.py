@@ -15,7 +15,7 @@ from accounts.models import User
 from memory import notices
 from memory.models import ExtractionRun, Memory
 from memory.signals import memories_changed
-from tests.memory.conftest import make_conversation, make_memory, run, say
+from tests.helpers import make_conversation, make_memory, run, say
 
 SUMMARY = ["Remembered: Prefers small phones, finds them easier to use one-handed"]
 

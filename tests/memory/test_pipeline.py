@@ -14,7 +14,7 @@ from memory import pipeline, services
 from memory.judge import CONVERSATION_BREAK
 from memory.models import ExtractionRun, Memory, MemoryClaim
 from memory.pipeline import Outcome
-from tests.memory.conftest import make_conversation, make_memory, make_message, make_user, run, say
+from tests.helpers import make_conversation, make_memory, make_message, make_user, run, say
 
 pytestmark = pytest.mark.django_db
 

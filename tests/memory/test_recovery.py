@@ -14,7 +14,7 @@ from chat.leases import owner
 from chat.models import Message
 from memory import pipeline, recovery
 from memory.models import ExtractionRun, MemoryClaim
-from tests.memory.conftest import make_user, say
+from tests.helpers import make_user, say
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 from chat.models import Message
 from memory import services
 from memory.models import Memory
-from tests.memory.conftest import make_memory, say
+from tests.helpers import make_memory, say
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from chat.services import conversation_create
 from memory import pipeline, tools
 from memory.models import Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.memory.conftest import make_conversation, make_memory, make_user, say
+from tests.helpers import make_conversation, make_memory, make_user, say
 
 
 def ctx_for(user: Any, text: str = "I'm vegetarian", *, temporary: bool = False) -> TurnContext:

@@ -21,7 +21,7 @@ from chat.models import Message
 from memory import services
 from memory.context import memory_block
 from memory.models import Memory, MemorySource
-from tests.memory.conftest import make_conversation, make_memory, make_message
+from tests.helpers import make_conversation, make_memory, make_message
 
 pytestmark = pytest.mark.django_db
 

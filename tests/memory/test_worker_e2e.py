@@ -21,7 +21,7 @@ from chat.services import conversation_create
 from memory.context import HEADER
 from memory.models import ExtractionRun, Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.memory.conftest import make_user
+from tests.helpers import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
