@@ -1,42 +1,17 @@
-"""A real server for browser tests: uvicorn (ASGI, WebSockets) on a scratch SQLite database, talking
-to a local fake OpenAI-compatible provider that runs in this process. Chromium is Debian's."""
+"""Fixtures for the browser tests: a real server (tests/e2e/browser.py) talking to a local fake
+OpenAI-compatible provider that runs in this process, Debian's Chromium, and a screenshot folder."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS_VARIABLE, running_stack, stack_env
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.processes import free_port, stop, wait_for_port
-
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]  # fmt: skip
-PORTS = range(int(os.environ.get("E2E_PORT_FIRST", "18310")), int(os.environ.get("E2E_PORT_LAST", "18399")))
-SERVER_START_SECONDS = 30
-PASSWORD = "correct-horse-battery-staple"
-
-
-def sign_up(page: Any, base: str, username: str) -> None:
-    """Sign up through the form and wait until the chat page's scripts have run (Enter sends)."""
-    from playwright.sync_api import expect
-
-    page.goto(f"{base}/accounts/signup/")
-    page.fill("#id_username", username)
-    page.fill("#id_password1", PASSWORD)
-    page.fill("#id_password2", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page).to_have_url(f"{base}/")
-    page.wait_for_load_state("load")
 
 
 def reply_for(body: dict[str, Any]) -> FakeResponse:
@@ -82,41 +57,36 @@ def provider() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture(scope="session")
-def live_server_env(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpenAIServer) -> dict[str, str]:
-    """The environment of the browser tests' server: its scratch database, the fake provider."""
-    var_dir = tmp_path_factory.mktemp("memora-e2e")
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(
-        MEMORA_VAR_DIR=str(var_dir), LLM_BACKEND="openai", OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="test-key",
-        CHAT_MODEL="local-model", LLM_MAX_RETRIES="0", DJANGO_DEBUG="1", LOG_LEVEL="WARNING",
-        CHAT_REPLY_TOKENS="500",  # so that a small provider window (test_compaction_browser) leaves room
-    )  # fmt: skip
-    return env
-
-
-def manage(env: dict[str, str], *args: str) -> None:
-    """`manage.py …` against the browser tests' server database (to set up what no page creates)."""
-    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
+def live_server_settings(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpenAIServer) -> dict[str, str]:
+    """The browser tests' server: its scratch folder and the fake provider (extra environment variables)."""
+    return {
+        "MEMORA_VAR_DIR": str(tmp_path_factory.mktemp("memora-e2e")),
+        "LLM_BACKEND": "openai", "OPENAI_BASE_URL": provider.base_url, "OPENAI_API_KEY": "test-key",
+        "CHAT_MODEL": "local-model", "LLM_MAX_RETRIES": "0",
+        "CHAT_REPLY_TOKENS": "500",  # so that a small provider window (test_compaction_browser) leaves room
+    }  # fmt: skip
 
 
 @pytest.fixture(scope="session")
-def live_server_url(live_server_env: dict[str, str]) -> Iterator[str]:
-    env = live_server_env
-    var_dir = Path(env["MEMORA_VAR_DIR"])
-    manage(env, "migrate", "--noinput", "-v0")
-    port = free_port(PORTS)
-    log = var_dir / "server.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-             "--ws", "websockets-sansio", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        wait_for_port(port, server, seconds=SERVER_START_SECONDS, log=log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(server)
+def live_server_env(live_server_settings: dict[str, str]) -> dict[str, str]:
+    """The server's whole environment, for `manage.py` against its database (tests.e2e.browser.manage)."""
+    return stack_env(Path(live_server_settings["MEMORA_VAR_DIR"]), live_server_settings)
+
+
+@pytest.fixture(scope="session")
+def live_server_url(live_server_settings: dict[str, str]) -> Iterator[str]:
+    with running_stack(Path(live_server_settings["MEMORA_VAR_DIR"]), live_server_settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the tests save their screenshots: a temporary folder, or MEMORA_SCREENSHOTS_DIR when set
+    (`make screenshots` refreshes docs/screenshots/ that way)."""
+    chosen = os.environ.get(SCREENSHOTS_VARIABLE, "").strip()
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")

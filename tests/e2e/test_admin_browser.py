@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import PASSWORD, manage
+from tests.e2e.browser import PASSWORD, manage
 
 pytestmark = pytest.mark.browser
 

@@ -9,11 +9,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import sign_up
+from tests.e2e.browser import sign_up
 
 pytestmark = pytest.mark.browser
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 def reply(page: Any, n: int) -> Any:
@@ -120,7 +118,7 @@ def test_rename_delete_and_phone_sidebar(page: Any, live_server_url: str) -> Non
     expect(page.locator("#conversation-list")).not_to_contain_text("Just between us")
 
 
-def test_markdown_reply_and_screenshots(page: Any, live_server_url: str) -> None:
+def test_markdown_reply_and_screenshots(page: Any, live_server_url: str, screenshots: Path) -> None:
     base = live_server_url
     sign_up(page, base, "carol")
     for text in ("Plan a weekend in Lisbon", "Explain Python decorators"):
@@ -140,12 +138,11 @@ def test_markdown_reply_and_screenshots(page: Any, live_server_url: str) -> None
     expect(link).to_have_attribute("target", "_blank")
     expect(link).to_have_attribute("rel", "nofollow noopener")
 
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.mouse.move(0, 0)
-    page.screenshot(path=str(SCREENSHOTS / "chat-desktop.png"))
+    page.screenshot(path=str(screenshots / "chat-desktop.png"))
     page.set_viewport_size({"width": 390, "height": 844})
     page.evaluate("document.getElementById('scroller').scrollTop = 0")
-    page.screenshot(path=str(SCREENSHOTS / "chat-phone.png"))
+    page.screenshot(path=str(screenshots / "chat-phone.png"))
 
 
 def test_a_reply_follows_every_tab_outlives_its_page_and_stops_from_another(browser: Any, live_server_url: str) -> None:

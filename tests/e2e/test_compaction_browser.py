@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import sign_up
+from tests.e2e.browser import sign_up
 from tests.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.browser

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.conftest import sign_up
+from tests.e2e.browser import sign_up
 
 pytestmark = pytest.mark.browser
 

@@ -6,12 +6,8 @@ so the next turn's model input carries no memories."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,46 +15,13 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.conftest import PORTS, ROOT, sign_up
+from tests.e2e.browser import running_stack, sign_up
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.processes import free_port, stop, wait_for_port
 
 pytestmark = pytest.mark.browser
 
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 # The demo model ends a reply with this when the turn's input had a memory block.
 MEMORY_LINE = "What I remember about you:"
-
-
-@contextmanager
-def running_stack(var_dir: Path, settings: dict[str, str], *, worker: bool = False) -> Iterator[str]:
-    """uvicorn (and, with `worker`, a real Celery worker) on a scratch SQLite database in `var_dir`,
-    with the embedded defaults: the filesystem broker and the in-memory channel layer."""
-    drop = {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_BACKEND"}
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(MEMORA_VAR_DIR=str(var_dir), DJANGO_DEBUG="1", LOG_LEVEL="WARNING", **settings)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-    port = free_port(PORTS)
-    log = var_dir / "server.log"
-    procs: list[subprocess.Popen[bytes]] = []
-    with log.open("wb") as out:
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-             "--ws", "websockets-sansio", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        ))  # fmt: skip
-        if worker:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--loglevel", "WARNING",
-                 "--without-mingle", "--without-gossip", "--without-heartbeat"],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-            ))  # fmt: skip
-    try:
-        wait_for_port(port, procs[0], log=log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        for proc in procs:
-            stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +96,9 @@ def history_row(page: Any, text: str) -> Any:
     return _with_content(page.locator("#memory-history .memory-row"), text)
 
 
-def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_url: str, browser: Any) -> None:
+def test_learn_review_edit_delete_restore_and_switch_off(
+    page: Any, demo_server_url: str, browser: Any, screenshots: Path
+) -> None:
     base = demo_server_url
     sign_up(page, base, "alice")
 
@@ -259,8 +224,7 @@ def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_
     expect(page.locator("#memory-summary")).to_contain_text(re.compile(r"[\d,]+ of 4,000 characters"))
 
     page.evaluate("document.getElementById('memory-status').textContent = ''")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "memory-desktop.png"))
+    page.screenshot(path=str(screenshots / "memory-desktop.png"))
     phone = browser.new_context(
         viewport={"width": 390, "height": 844}, storage_state=page.context.storage_state(), color_scheme="light"
     )
@@ -269,7 +233,7 @@ def test_learn_review_edit_delete_restore_and_switch_off(page: Any, demo_server_
         small.goto(f"{base}/settings/memory/")
         expect(small.get_by_role("button", name="Edit").first).to_be_visible()
         assert small.evaluate("document.documentElement.scrollWidth") <= 390
-        small.screenshot(path=str(SCREENSHOTS / "memory-phone.png"))
+        small.screenshot(path=str(screenshots / "memory-phone.png"))
     finally:
         phone.close()
 
