@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench clean test-real-server
+.PHONY: run test lint bench clean test-real-server screenshots
 
 $(VENV)/.runtime: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ test: $(VENV)/.dev
 # runs a turn, a flush and a background extraction against its server. See README, "Real servers".
 test-real-server: $(VENV)/.runtime
 	$(PY) scripts/real_server_test.py
+
+# Refresh the README's pictures (docs/screenshots/); the browser tests of `make test` save theirs to a temporary folder.
+screenshots: $(VENV)/.dev
+	MEMORA_SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) scripts/run_tests.py \
+		tests/e2e/test_chat_browser.py::test_markdown_reply_and_screenshots \
+		tests/e2e/test_memory_flow.py::test_learn_review_edit_delete_restore_and_switch_off
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
