@@ -54,7 +54,6 @@ class RunSlotsFull(TurnRejected):
 
 class NothingToRetry(TurnRejected):
     status = 409
-    code = "nothing_to_retry"
 
     def __init__(self) -> None:
         super().__init__("Only the latest reply can be retried, and only when it failed or was stopped.")
