@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from chat.models import Message
-from memory import pipeline
+from memory import pipeline, selectors
 from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
 from memory.tasks import enqueue_extraction
 
@@ -183,7 +183,7 @@ class MemoryUserAdmin(admin.ModelAdmin):
     actions = ["run_extraction_now"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryUser]:
-        pending = Q(chat_messages__role=Message.Role.USER, chat_messages__memory_status=Message.MemoryStatus.PENDING)
+        pending = Q(chat_messages__in=selectors.messages_pending_all_users())
         return (
             super()
             .get_queryset(request)

@@ -6,10 +6,13 @@ effect on the very next turn, in old conversations too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.conf import settings
 
+from accounts.models import User
 from chat.extensions import TurnContext
-from memory.models import Memory
+from memory.selectors import memories_active, memory_active_contents
 
 HEADER = (
     "What you remember about this user from earlier conversations. These are background facts, "
@@ -37,13 +40,37 @@ def memory_block(ctx: TurnContext) -> str | None:
     if ctx.conversation.temporary:
         return None
     # One indexed query; memory_enabled is read from the database, not from a possibly stale user.
-    contents = list(
-        Memory.objects.filter(owner_id=ctx.user.pk, owner__memory_enabled=True, invalid_at__isnull=True)
-        .order_by("created_at", "id")
-        .values_list("content", flat=True)
-    )
+    active = memories_active(user_id=ctx.user.pk).filter(owner__memory_enabled=True)
+    contents = list(active.values_list("content", flat=True))
     # The budget covers the whole block, header included.
     lines = fit_budget(contents, settings.MEMORY_PROMPT_MAX_CHARS - len(HEADER) - 1)
     if not lines:
         return None
     return "\n".join([HEADER, *lines])
+
+
+@dataclass(frozen=True)
+class PromptUsage:
+    """How much of the memory block's character budget the active memories take."""
+
+    used: int
+    limit: int
+    included: int
+    total: int
+
+    @property
+    def left_out(self) -> int:
+        return self.total - self.included
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.used / self.limit)) if self.limit else 0
+
+
+def memory_prompt_usage(*, user: User) -> PromptUsage:
+    """The size of the block the next turn would get, computed exactly as `memory_block` builds it."""
+    contents = memory_active_contents(user_id=user.pk)
+    limit = settings.MEMORY_PROMPT_MAX_CHARS
+    lines = fit_budget(contents, limit - len(HEADER) - 1)
+    used = len("\n".join([HEADER, *lines])) if lines else 0
+    return PromptUsage(used=used, limit=limit, included=len(lines), total=len(contents))

@@ -49,6 +49,7 @@ from memory import batching, judge
 from memory.judge_call import call_judge
 from memory.judge_slots import judge_slot
 from memory.models import ExtractionRun, Memory, MemoryClaim, MemorySource
+from memory.selectors import memories_active, messages_pending
 from memory.signals import memories_changed
 
 logger = logging.getLogger(__name__)
@@ -175,16 +176,13 @@ def claim_release(*, user_id: int, token: uuid.UUID) -> bool:
 
 def pending_batch(*, user_id: int, up_to_message_id: int | None) -> tuple[list[judge.PendingMessage], bool]:
     """The oldest pending user messages up to the trigger (at most BATCH_SIZE), and whether more wait."""
-    query = Message.objects.filter(user_id=user_id, role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING)
-    if up_to_message_id is not None:
-        query = query.filter(id__lte=up_to_message_id)
-    rows = list(query.order_by("id").values_list("id", "conversation_id", "content")[: BATCH_SIZE + 1])
+    query = messages_pending(user_id=user_id, up_to_message_id=up_to_message_id)
+    rows = list(query.values_list("id", "conversation_id", "content")[: BATCH_SIZE + 1])
     return [judge.PendingMessage(*row) for row in rows[:BATCH_SIZE]], len(rows) > BATCH_SIZE
 
 
 def active_memories(*, user_id: int) -> list[judge.ActiveMemory]:
-    rows = Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).order_by("created_at", "id")
-    return [judge.ActiveMemory(*row) for row in rows.values_list("id", "content")]
+    return [judge.ActiveMemory(*row) for row in memories_active(user_id=user_id).values_list("id", "content")]
 
 
 # --- the pipeline --------------------------------------------------------------------------------
@@ -398,7 +396,7 @@ def _fail(batch: _Batch, error: str) -> Result:
         if not claim_release(user_id=batch.user_id, token=batch.token):
             _finish_run(run, Status.ABANDONED, error=error + " The claim was lost, so the batch was left pending.")
             return Result(Outcome.ABANDONED, run_ids=[run.pk], attempt=run.attempt, error=error)
-        Message.objects.filter(id__in=batch.ids, memory_status=Message.MemoryStatus.PENDING).update(
+        messages_pending(user_id=batch.user_id).filter(id__in=batch.ids).update(
             memory_status=Message.MemoryStatus.SKIPPED
         )
         _finish_run(
@@ -427,9 +425,11 @@ def _commit(batch: _Batch, operations: list[judge.Operation]) -> Result:
             raise _Abandon("The extraction claim expired and was taken by another run; nothing was applied.")
         if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
             raise _Abandon("Memory was switched off during the run; nothing was applied.")
-        marked = Message.objects.filter(
-            id__in=batch.ids, user_id=user_id, memory_status=Message.MemoryStatus.PENDING
-        ).update(memory_status=Message.MemoryStatus.PROCESSED)
+        marked = (
+            messages_pending(user_id=user_id)
+            .filter(id__in=batch.ids)
+            .update(memory_status=Message.MemoryStatus.PROCESSED)
+        )
         if marked != len(batch.ids):
             raise _Abandon(
                 "Some of the batch's messages were no longer pending (the user changed their memories or "
@@ -469,12 +469,10 @@ def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[i
     now = _now()
     summary: list[str] = []
     if plan.clear:
-        Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).update(
-            invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED
-        )
+        memories_active(user_id=user_id).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)
         summary.append("Forgot everything")
     if plan.retracts:
-        Memory.objects.filter(owner_id=user_id, pk__in=plan.retracts, invalid_at__isnull=True).update(
+        memories_active(user_id=user_id).filter(pk__in=plan.retracts).update(
             invalid_at=now, invalid_reason=Memory.InvalidReason.RETRACTED
         )
         summary += [f"Forgot: {active[pk]}" for pk in plan.retracts]
@@ -493,7 +491,7 @@ def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[i
         if old is None:
             summary.append(f"Remembered: {content}")
             continue
-        Memory.objects.filter(pk=old, owner_id=user_id, invalid_at__isnull=True).update(
+        memories_active(user_id=user_id).filter(pk=old).update(
             invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED, superseded_by=memory
         )
         summary.append(f"Updated: {content}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.models import Message
+from memory.selectors import messages_pending
 from memory.tasks import enqueue_extraction
 
 logger = logging.getLogger(__name__)
@@ -15,13 +15,7 @@ logger = logging.getLogger(__name__)
 
 def pending_up_to(*, user_id: int, message_id: int) -> int:
     """Pending user messages up to `message_id` across all conversations (0 when memory is off)."""
-    return Message.objects.filter(
-        user_id=user_id,
-        user__memory_enabled=True,
-        role=Message.Role.USER,
-        memory_status=Message.MemoryStatus.PENDING,
-        id__lte=message_id,
-    ).count()
+    return messages_pending(user_id=user_id, up_to_message_id=message_id).filter(user__memory_enabled=True).count()
 
 
 def on_turn_finished(sender: object, *, user_id: int, user_message_id: int, **kwargs: Any) -> None:

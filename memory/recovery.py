@@ -26,9 +26,9 @@ from django.db import transaction
 from django.db.models import Count, Max
 
 from chat.leases import owner_is_dead
-from chat.models import Message
 from memory.models import ExtractionRun, MemoryClaim
 from memory.pipeline import STALE_RUN_ERROR, _now
+from memory.selectors import messages_pending_all_users
 
 
 def claims_recover() -> int:
@@ -54,9 +54,7 @@ def pending_work() -> list[tuple[int, int]]:
     """(user id, newest pending message id) of each user whose background extraction is overdue."""
     now = _now()
     grace = timedelta(seconds=settings.MEMORY_SWEEP_GRACE_SECONDS)
-    pending = Message.objects.filter(
-        role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING, user__memory_enabled=True
-    )
+    pending = messages_pending_all_users().filter(user__memory_enabled=True)
     rows = (
         pending.values("user_id")
         .annotate(count=Count("id"), newest=Max("id"), newest_at=Max("created_at"))

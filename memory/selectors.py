@@ -2,21 +2,39 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from django.conf import settings
 from django.db.models import F, Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from accounts.models import User
 from chat.models import Message
-from memory.context import HEADER, fit_budget
 from memory.models import ExtractionRun, Memory
 
 MemoryStatusFilter = Literal["active", "invalid", "all"]
 EXCERPT_CHARS = 200
+
+
+# --- the two sets extraction revolves around ------------------------------------------------------
+
+
+def messages_pending_all_users() -> QuerySet[Message]:
+    """Every user's messages still waiting for extraction: user role, `pending` (the sweep's view)."""
+    return Message.objects.filter(role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING)
+
+
+def messages_pending(*, user_id: int, up_to_message_id: int | None = None) -> QuerySet[Message]:
+    """The user's messages still waiting for extraction, oldest first, optionally only up to a message."""
+    query = messages_pending_all_users().filter(user_id=user_id)
+    if up_to_message_id is not None:
+        query = query.filter(id__lte=up_to_message_id)
+    return query.order_by("id")
+
+
+def memories_active(*, user_id: int) -> QuerySet[Memory]:
+    """The user's active memories (`invalid_at` is null), oldest first: the order the model sees them."""
+    return Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).order_by("created_at", "id")
 
 
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
@@ -29,13 +47,12 @@ def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
 
 def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySet[Memory]:
     """Active memories oldest first (the order the model sees them), history newest change first."""
-    query = Memory.objects.filter(owner=user)
     if status == "active":
-        query = query.filter(invalid_at__isnull=True).order_by("created_at", "id")
+        query = memories_active(user_id=user.pk)
     elif status == "invalid":
-        query = query.filter(invalid_at__isnull=False).order_by("-invalid_at", "-id")
+        query = Memory.objects.filter(owner=user, invalid_at__isnull=False).order_by("-invalid_at", "-id")
     else:
-        query = query.order_by("created_at", "id")
+        query = Memory.objects.filter(owner=user).order_by("created_at", "id")
     return _with_relations(query)
 
 
@@ -45,8 +62,7 @@ def memory_get_for_user(*, user: User, memory_id: int) -> Memory:
 
 def memory_active_contents(*, user_id: int) -> list[str]:
     """The content of the user's active memories, oldest first: one indexed query."""
-    query = Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).order_by("created_at", "id")
-    return list(query.values_list("content", flat=True))
+    return list(memories_active(user_id=user_id).values_list("content", flat=True))
 
 
 def source_excerpt(message: Message) -> str:
@@ -79,7 +95,7 @@ def _matching(rows: QuerySet[Memory], query: str) -> QuerySet[Memory]:
 
 def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
     """Active memories newest first (the settings page), optionally only those matching `query`."""
-    rows = _matching(Memory.objects.filter(owner=user, invalid_at__isnull=True), query)
+    rows = _matching(memories_active(user_id=user.pk), query)
     return _with_relations(rows.order_by("-created_at", "-id"))
 
 
@@ -92,33 +108,6 @@ def memory_history(*, user: User, query: str = "") -> QuerySet[Memory]:
     """Invalidated memories, newest change first, with the version that replaced each one;
     optionally only those matching `query`."""
     return _matching(memory_list(user=user, status="invalid"), query).select_related("superseded_by")
-
-
-@dataclass(frozen=True)
-class PromptUsage:
-    """How much of the memory block's character budget the active memories take (see memory.context)."""
-
-    used: int
-    limit: int
-    included: int
-    total: int
-
-    @property
-    def left_out(self) -> int:
-        return self.total - self.included
-
-    @property
-    def percent(self) -> int:
-        return min(100, round(100 * self.used / self.limit)) if self.limit else 0
-
-
-def memory_prompt_usage(*, user: User) -> PromptUsage:
-    """The size of the block the next turn would get, computed exactly as memory.context builds it."""
-    contents = memory_active_contents(user_id=user.pk)
-    limit = settings.MEMORY_PROMPT_MAX_CHARS
-    lines = fit_budget(contents, limit - len(HEADER) - 1)
-    used = len("\n".join([HEADER, *lines])) if lines else 0
-    return PromptUsage(used=used, limit=limit, included=len(lines), total=len(contents))
 
 
 def _changed_runs(*, user: User) -> QuerySet[ExtractionRun]:

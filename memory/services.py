@@ -25,6 +25,7 @@ from accounts.models import User
 from chat.models import Message
 from memory.judge import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource
+from memory.selectors import memories_active, messages_pending
 
 
 class MemoryRejected(Exception):
@@ -67,16 +68,15 @@ def memory_content_clean(content: object) -> str:
 
 def pending_messages_skip(*, user: User, before: datetime) -> int:
     """Mark the user's still-pending messages sent up to `before` as skipped."""
-    return Message.objects.filter(
-        user=user, role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING, created_at__lte=before
-    ).update(memory_status=Message.MemoryStatus.SKIPPED)
+    pending = messages_pending(user_id=user.pk).filter(created_at__lte=before)
+    return pending.update(memory_status=Message.MemoryStatus.SKIPPED)
 
 
 DUPLICATE = "An active memory already says exactly this."
 
 
 def _ensure_not_duplicate(*, user: User, content: str) -> None:
-    if Memory.objects.filter(owner=user, invalid_at__isnull=True, content=content).exists():
+    if memories_active(user_id=user.pk).filter(content=content).exists():
         raise MemoryConflict(DUPLICATE)
 
 
@@ -97,7 +97,7 @@ def _lock_user(user: User) -> None:
 
 def _ensure_room(*, user: User) -> None:
     limit = settings.MEMORY_MAX_ACTIVE
-    if Memory.objects.filter(owner=user, invalid_at__isnull=True).count() >= limit:
+    if memories_active(user_id=user.pk).count() >= limit:
         raise MemoryLimitReached(limit)
 
 
@@ -188,7 +188,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     if current.invalid_at is None:
         raise MemoryConflict("This memory is already active.")
     head = _chain_head(user=user, memory=current)
-    same = Memory.objects.filter(owner=user, invalid_at__isnull=True, content=current.content).exclude(pk=head.pk)
+    same = memories_active(user_id=user.pk).filter(content=current.content).exclude(pk=head.pk)
     if same.exists():
         raise MemoryConflict(DUPLICATE)
     if head.invalid_at is None:
@@ -212,7 +212,5 @@ def memory_forget_all(*, user: User, purge: bool = False) -> int:
         count = Memory.objects.filter(owner=user).count()
         Memory.objects.filter(owner=user).delete()
     else:
-        count = Memory.objects.filter(owner=user, invalid_at__isnull=True).update(
-            invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED
-        )
+        count = memories_active(user_id=user.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)
     return count

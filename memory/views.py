@@ -30,6 +30,7 @@ from accounts.models import User
 from accounts.services import user_set_memory_enabled
 from chat.views import sidebar_context
 from memory import notices, selectors, services
+from memory.context import memory_prompt_usage
 from memory.forms import ForgetAllForm, MemoryForm, MemorySwitchForm
 from memory.models import CONTENT_MAX, Memory
 from memory.schemas import MemoryExportOut
@@ -70,7 +71,7 @@ def _list_context(user: User, query: str) -> dict[str, Any]:
 
 
 def _summary_context(user: User) -> dict[str, Any]:
-    return {"usage": selectors.memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
+    return {"usage": memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
 
 
 def _history_context(user: User, query: str = "") -> dict[str, Any]:
