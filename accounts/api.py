@@ -12,7 +12,6 @@ from accounts import selectors
 from accounts.models import User
 from accounts.services import (
     TOKEN_NAME_MAX,
-    TokenRejected,
     api_token_create,
     api_token_revoke,
     user_set_memory_enabled,
@@ -81,10 +80,7 @@ def token_list(request: HttpRequest) -> Any:
 
 @router.post("/tokens", response={201: TokenCreatedOut, 400: TokenErrorOut}, tags=["tokens"])
 def token_create(request: HttpRequest, payload: TokenIn) -> Any:
-    try:
-        token, plain = api_token_create(user=request.user, name=payload.name, expires_at=payload.expires_at)  # type: ignore[arg-type]
-    except TokenRejected as exc:
-        return Status(400, {"detail": str(exc)})
+    token, plain = api_token_create(user=request.user, name=payload.name, expires_at=payload.expires_at)  # type: ignore[arg-type]
     return Status(201, {**TokenOut.from_orm(token).model_dump(), "token": plain})
 
 

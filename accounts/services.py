@@ -16,7 +16,9 @@ TOKEN_NAME_MAX = 100
 
 
 class TokenRejected(ValueError):
-    """A token that cannot be created as asked; nothing was written."""
+    """A token that cannot be created as asked; nothing was written. `status` is the HTTP status to answer."""
+
+    status = 400
 
 
 def _digest(token: str) -> str:

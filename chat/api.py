@@ -9,7 +9,7 @@ from uuid import UUID
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
 
@@ -177,13 +177,8 @@ async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
 async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False) -> Any:
     user = _user(request)
     conversation: Conversation = await sync_to_async(_conversation_for_turn)(user=user, conversation_id=conversation_id)
-    try:
-        running = await runner.start_turn(user=user, conversation=conversation, content=content, retry=retry)
-    except services.TurnRejected as exc:
-        rejected = JsonResponse({"detail": str(exc)}, status=exc.status, content_type="application/json; charset=utf-8")
-        if exc.retry_after is not None:
-            rejected["Retry-After"] = str(exc.retry_after)
-        return rejected
+    # A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
+    running = await runner.start_turn(user=user, conversation=conversation, content=content, retry=retry)
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"

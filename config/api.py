@@ -3,7 +3,8 @@
 Bad input answers 4xx with a JSON `detail` and writes nothing (SPEC §5): text the databases cannot
 store (lone UTF-16 surrogates) is refused while parsing, a body over DATA_UPLOAD_MAX_MEMORY_SIZE
 answers 413, unknown fields 422 (the input schemas forbid extras), a failed token 401, and a throttled
-address or user 429 with Retry-After.
+address or user 429 with Retry-After. A service's domain error (a rejected turn, memory write or token)
+is translated here, once, into its status and `detail`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from ninja.parser import Parser
 
 from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
+from accounts.services import TokenRejected
 from chat.api import router as chat_router
+from chat.services import TurnRejected
 from memory.api import router as memory_router
+from memory.services import MemoryRejected
 
 
 class UnstorableText(ValueError):
@@ -69,6 +73,18 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     response = api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
     if isinstance(exc, TooManyAuthFailures):
         response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+@api.exception_handler(TurnRejected)
+@api.exception_handler(MemoryRejected)
+@api.exception_handler(TokenRejected)
+def domain_error(request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected) -> HttpResponse:
+    """A service refused the request and wrote nothing: its status, its message, and Retry-After when it has one."""
+    response = api.create_response(request, {"detail": str(exc)}, status=exc.status)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
     return response
 
 

@@ -1,6 +1,7 @@
 """Memory routes (SPEC §5): list, add, get, edit, delete, restore, forget everything, export.
 
 Everything reached by id goes through selectors.memory_get_for_user: another user's id is a 404.
+A rejected write (services.MemoryRejected) is answered by config/api.py with its status.
 """
 
 from __future__ import annotations
@@ -34,10 +35,7 @@ def memory_list(request: HttpRequest, filters: Query[MemoryListQuery]) -> Any:
 
 @router.post("", response={201: MemoryOut, 400: ErrorOut, 409: ErrorOut})
 def memory_add(request: HttpRequest, payload: MemoryIn) -> Any:
-    try:
-        memory = services.memory_add(user=_user(request), content=payload.content)
-    except services.MemoryRejected as exc:
-        return Status(exc.status, {"detail": str(exc)})
+    memory = services.memory_add(user=_user(request), content=payload.content)
     return Status(201, _fresh(request, memory.pk))
 
 
@@ -62,10 +60,7 @@ def memory_get(request: HttpRequest, memory_id: int) -> Any:
 )
 def memory_edit(request: HttpRequest, memory_id: int, payload: MemoryIn) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    try:
-        new = services.memory_edit(user=_user(request), memory=memory, content=payload.content)
-    except services.MemoryRejected as exc:
-        return Status(exc.status, {"detail": str(exc)})
+    new = services.memory_edit(user=_user(request), memory=memory, content=payload.content)
     return Status(200, _fresh(request, new.pk))
 
 
@@ -81,8 +76,5 @@ def memory_delete(request: HttpRequest, memory_id: int) -> Any:
 )
 def memory_restore(request: HttpRequest, memory_id: int) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    try:
-        new = services.memory_restore(user=_user(request), memory=memory)
-    except services.MemoryRejected as exc:
-        return Status(exc.status, {"detail": str(exc)})
+    new = services.memory_restore(user=_user(request), memory=memory)
     return Status(201, _fresh(request, new.pk))
