@@ -13,19 +13,8 @@ Guarantees:
 - A failure (provider error, timeout, malformed answer) applies nothing and leaves the messages
   pending; the third failed attempt on the same batch marks it skipped and the run dropped.
 
-Retries back off. Attempts on a batch are its failed runs (same first message). After attempt n
-fails, the batch rests for `retry_delay(n)` = MEMORY_RETRY_BASE_SECONDS × 2^(n-1) from that run's
-end; the Celery task that saw the failure retries with exactly that countdown. Within the window:
-- a background run does not start: it returns BACKING_OFF (no run row, no attempt counted, no
-  judge call), so new turns during a provider outage never burn attempts; the scheduled retry
-  picks the batch up when the window has passed;
-- an explicit trigger (flush, manual) may still try at once, because the user or an admin asked,
-  unless that attempt would be the last one: the attempt that drops a batch only ever starts after
-  the full backoff. So a batch is dropped no sooner than retry_delay(1) + … + retry_delay(MAX-1)
-  after its first failure, whatever triggers arrive meanwhile. A flush that fails or finds the batch
-  backing off schedules a background run covering its message for when the window has passed.
-A run found crashed (its claim expired) counts as a failed attempt but imposes no window: waiting
-for its claim to expire was its backoff.
+Retries back off; the policy (attempt limit, backoff window, who may start within it) is
+memory.retries, shared with the Celery task and the flush tool.
 """
 
 from __future__ import annotations
@@ -33,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,13 +38,14 @@ from memory import batching, judge
 from memory.judge_call import call_judge
 from memory.judge_slots import judge_slot
 from memory.models import ExtractionRun, Memory, MemoryClaim, MemorySource
+from memory.outcomes import Outcome, Result
+from memory.retries import MAX_ATTEMPTS, is_last_attempt, may_start, retry_delay, slot_wait, window_left
 from memory.selectors import memories_active, messages_pending
 from memory.signals import memories_changed
 
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 40
-MAX_ATTEMPTS = 3
 
 Status = ExtractionRun.Status
 Trigger = ExtractionRun.Trigger
@@ -66,73 +56,9 @@ def _now() -> datetime:
     return timezone.now()
 
 
-def retry_delay(attempt: int) -> float:
-    """The backoff window after failed attempt `attempt`: base, 2×base, … seconds."""
-    base = float(settings.MEMORY_RETRY_BASE_SECONDS)
-    return base * 2 ** max(0, attempt - 1)
-
-
 def claim_ttl() -> timedelta:
     # Longer than the judge's timeout, so a live run never loses its claim to a slow provider.
     return timedelta(seconds=settings.MEMORY_CLAIM_TTL_SECONDS)
-
-
-# --- outcome -------------------------------------------------------------------------------------
-
-
-class Outcome:
-    """What happened, for the task (retry or not) and the flush tool (which sentence to return)."""
-
-    APPLIED = "applied"  # a batch was judged and committed (possibly with no change)
-    NOTHING_PENDING = "nothing_pending"
-    BELOW_THRESHOLD = "below_threshold"
-    BUSY = "busy"
-    FAILED = "failed"  # attempts remain; the messages stay pending
-    DROPPED = "dropped"  # the batch was skipped after MAX_ATTEMPTS failures
-    ABANDONED = "abandoned"  # the claim was lost or the user changed memories meanwhile
-    MEMORY_OFF = "memory_off"
-    BACKING_OFF = "backing_off"  # the batch failed recently; no run was started (see `retry_in`)
-    SPLIT = "split"  # too large for the model: retried at once as a smaller batch (internal to a run)
-
-
-@dataclass
-class Result:
-    status: str
-    run_ids: list[int] = field(default_factory=list)
-    added: int = 0
-    updated: int = 0
-    retracted: int = 0
-    cleared: bool = False
-    batches: int = 0
-    attempt: int = 0
-    error: str = ""
-    # More pending messages up to the trigger than one batch holds.
-    more: bool = False
-    # What changed, as short sentences ("Remembered: …", "Updated: …", "Forgot: …").
-    summary: list[str] = field(default_factory=list)
-    # BACKING_OFF, and FAILED: seconds until the batch may be tried again.
-    retry_in: float = 0.0
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.updated or self.retracted or self.cleared)
-
-    def absorb(self, later: Result) -> Result:
-        """Combine consecutive batches: counts add up, the status is the last batch's."""
-        return Result(
-            status=later.status,
-            run_ids=[*self.run_ids, *later.run_ids],
-            added=self.added + later.added,
-            updated=self.updated + later.updated,
-            retracted=self.retracted + later.retracted,
-            cleared=self.cleared or later.cleared,
-            batches=self.batches + later.batches,
-            attempt=later.attempt,
-            error=later.error,
-            more=later.more,
-            summary=[*self.summary, *later.summary],
-            retry_in=later.retry_in,
-        )
 
 
 # --- the claim -----------------------------------------------------------------------------------
@@ -242,10 +168,9 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         if len(pending) < min_pending:
             return Result(Outcome.BELOW_THRESHOLD)
         failures, wait = _backoff(user_id=user_id, first_message_id=pending[0].id)
-        explicit = trigger != Trigger.BACKGROUND and failures + 1 < MAX_ATTEMPTS
-        if wait > 0 and not explicit:
+        if not may_start(trigger=trigger, failures=failures, wait=wait):
             return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
-        with judge_slot(wait=_slot_wait(trigger)) as free:
+        with judge_slot(wait=slot_wait(trigger)) as free:
             if not free:  # other judge calls hold every slot: leave the provider to chat, try later
                 return Result(Outcome.BUSY)
             result, batch = _judge_in_pieces(
@@ -257,11 +182,6 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
     finally:
         if not released:
             claim_release(user_id=user_id, token=token)
-
-
-def _slot_wait(trigger: str) -> float:
-    # A flush is waited for by a person; a background run's task simply tries again later.
-    return float(settings.MEMORY_FLUSH_WAIT_SECONDS) if trigger == Trigger.FLUSH else 5.0
 
 
 def _judge_in_pieces(
@@ -297,8 +217,7 @@ def _backoff(*, user_id: int, first_message_id: int) -> tuple[int, float]:
     last = failed.exclude(error=STALE_RUN_ERROR).order_by("-finished_at", "-id").first()
     if not failures or last is None or last.finished_at is None:
         return failures, 0.0
-    until = last.finished_at + timedelta(seconds=retry_delay(last.attempt))
-    return failures, max(0.0, (until - _now()).total_seconds())
+    return failures, window_left(attempt=last.attempt, finished_at=last.finished_at, now=_now())
 
 
 def judge_model_label() -> str:
@@ -388,7 +307,7 @@ def _too_large(batch: _Batch, exc: LLMError) -> Result:
 def _fail(batch: _Batch, error: str) -> Result:
     run = batch.run
     logger.warning("memory extraction run %s failed (attempt %s): %s", run.pk, run.attempt, error)
-    if run.attempt < MAX_ATTEMPTS:
+    if not is_last_attempt(run.attempt):
         _finish_run(run, Status.FAILED, error=error)
         wait = retry_delay(run.attempt)
         return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=wait)

@@ -9,37 +9,15 @@ from __future__ import annotations
 import logging
 
 from celery import Task, shared_task
-from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import transaction
 
-from memory import pipeline, recovery
+from memory import pipeline, recovery, retries
 from memory.models import ExtractionRun
-from memory.pipeline import Outcome
 
 logger = logging.getLogger(__name__)
 
-# While another run holds the user's claim, look again later (a crashed claim expires after
-# MEMORY_CLAIM_TTL_SECONDS, 300 by default; 20 retries 20 s apart outlast it).
-BUSY_RETRIES = 20
 
-
-# The backoff after a failed attempt (base, 2×base, … seconds): the same window the pipeline keeps.
-retry_delay = pipeline.retry_delay
-
-
-def busy_delay() -> float:
-    return float(settings.MEMORY_BUSY_RETRY_SECONDS)
-
-
-@shared_task(
-    bind=True,
-    acks_late=True,
-    ignore_result=True,
-    max_retries=BUSY_RETRIES + pipeline.MAX_ATTEMPTS,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=5,
-    retry_backoff_max=120,
-)
+@shared_task(bind=True, acks_late=True, ignore_result=True, **retries.TASK_RETRY_OPTIONS)
 def extract_memories_task(
     self: Task, user_id: int, message_id: int, min_pending: int | None = None, trigger: str = "background"
 ) -> str:
@@ -50,14 +28,9 @@ def extract_memories_task(
     if min_pending is not None:
         params["min_pending"] = min_pending
     result = pipeline.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, **params)
-    if result.status == Outcome.FAILED:
-        raise self.retry(countdown=retry_delay(result.attempt))
-    if result.status == Outcome.BACKING_OFF and self.request.retries:
-        # A scheduled retry that found a newer failure (e.g. a flush meanwhile): wait out its window.
-        raise self.retry(countdown=result.retry_in)
-    # A fresh trigger during the window ends here: the retry scheduled by the failure picks it up.
-    if result.status == Outcome.BUSY and self.request.retries < BUSY_RETRIES:
-        raise self.retry(countdown=busy_delay())
+    countdown = retries.task_countdown(result, retries=self.request.retries)
+    if countdown is not None:
+        raise self.retry(countdown=countdown)
     return result.status
 
 
@@ -78,7 +51,7 @@ def _send(user_id: int, message_id: int, min_pending: int | None, trigger: str, 
             kwargs={"min_pending": min_pending, "trigger": trigger},
             countdown=countdown,
             retry=True,
-            retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+            retry_policy=retries.ENQUEUE_RETRY_POLICY,
         )
     except Exception:
         # A broker outage must never break chat; the messages stay pending and a later turn retries.

@@ -11,12 +11,10 @@ import logging
 import time
 from typing import Any
 
-from django.conf import settings
-
 from chat.extensions import TurnContext
-from memory import pipeline
+from memory import pipeline, retries
 from memory.models import ExtractionRun
-from memory.pipeline import Outcome, Result
+from memory.outcomes import Outcome, Result
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +73,6 @@ def result_sentence(result: Result) -> str:
     }.get(result.status, FAILED)
 
 
-def _wait_seconds() -> float:
-    # A background run may hold the claim for one judge call; waiting a little usually avoids "busy".
-    return float(settings.MEMORY_FLUSH_WAIT_SECONDS)
-
-
 class FlushMemoryTool:
     name = "flush_memory"
     description = DESCRIPTION
@@ -93,7 +86,7 @@ class FlushMemoryTool:
     def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
         if ctx.conversation.temporary:
             return TEMPORARY
-        deadline = time.monotonic() + _wait_seconds()
+        deadline = time.monotonic() + retries.flush_wait()
         while True:
             result = pipeline.extract(
                 user_id=ctx.user.pk,
@@ -103,12 +96,10 @@ class FlushMemoryTool:
             )
             if result.status != Outcome.BUSY or time.monotonic() >= deadline:
                 break
-            time.sleep(0.25)
-        if result.status == Outcome.BUSY:
-            self._review_later(ctx)
-        elif result.status in (Outcome.FAILED, Outcome.BACKING_OFF):
-            # A background retry covering this message, once the batch's backoff window has passed.
-            self._review_later(ctx, countdown=result.retry_in)
+            time.sleep(retries.FLUSH_POLL_SECONDS)
+        later, countdown = retries.flush_follow_up(result)
+        if later:
+            self._review_later(ctx, countdown=countdown)
         return result_sentence(result)
 
     @staticmethod

@@ -10,7 +10,8 @@ from chat.llm import LLMError
 from chat.models import Message
 from memory import pipeline
 from memory.models import ExtractionRun, Memory
-from memory.tasks import extract_memories_task, retry_delay
+from memory.retries import retry_delay
+from memory.tasks import extract_memories_task
 from tests.helpers import say
 
 pytestmark = pytest.mark.django_db
