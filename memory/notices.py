@@ -31,6 +31,7 @@ from accounts.models import User
 from chat import markers
 from chat.models import Conversation, Message
 from memory import selectors
+from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
 
 logger = logging.getLogger(__name__)
@@ -39,8 +40,8 @@ SHOWN_ITEMS = 2
 CONTENT_CHARS = 60
 IN_MEMORY_LAYER = "channels.layers.InMemoryChannelLayer"
 
-# The summary lines memory.pipeline writes, and the verb the notice uses for each.
-VERBS = {"Remembered: ": "remembered", "Updated: ": "updated", "Forgot: ": "forgot"}
+# The verb the notice uses for each kind of change.
+VERBS = {"add": "remembered", "update": "updated", "retract": "forgot"}
 
 
 def _quote(content: str) -> str:
@@ -50,15 +51,15 @@ def _quote(content: str) -> str:
     return f"“{text}”"
 
 
-def describe(summary: list[str]) -> str:
+def _phrase(change: MemoryChange) -> str:
+    if change.kind == "clear":
+        return "forgot everything"
+    return f"{VERBS[change.kind]} {_quote(change.content)}"
+
+
+def describe(changes: list[MemoryChange]) -> str:
     """ "remembered “Prefers small phones…”, forgot “Lives in Paris” and 1 more change" """
-    phrases: list[str] = []
-    for line in summary:
-        if line == "Forgot everything":
-            phrases.append("forgot everything")
-            continue
-        prefix = next((p for p in VERBS if line.startswith(p)), "")
-        phrases.append(f"{VERBS[prefix]} {_quote(line[len(prefix) :])}" if prefix else line)
+    phrases = [_phrase(change) for change in changes]
     shown, rest = phrases[:SHOWN_ITEMS], len(phrases) - SHOWN_ITEMS
     text = ", ".join(shown) if shown else "your memories changed"
     if rest > 0:
@@ -97,27 +98,26 @@ def _review_for(run_id: int) -> str:
         return ""
 
 
-def notice_html(*, run_id: int, summary: list[str], review: str = "") -> str:
-    context = {"run_id": run_id, "description": describe(summary), "review": review or reverse("memory:page")}
+def notice_html(*, run_id: int, changes: list[MemoryChange], review: str = "") -> str:
+    context = {"run_id": run_id, "description": describe(changes), "review": review or reverse("memory:page")}
     return render_to_string("memory/_updated_notice.html", context)
 
 
-def _marker_item(line: str) -> str:
-    prefix = next((p for p in VERBS if line.startswith(p)), "")
-    if prefix == "Forgot: ":
-        return f"Forgot {_quote(line[len(prefix) :])}"
-    text = " ".join(line[len(prefix) :].split())
+def _marker_item(change: MemoryChange) -> str:
+    if change.kind == "retract":
+        return f"Forgot {_quote(change.content)}"
+    text = "Forgot everything" if change.kind == "clear" else " ".join(change.content.split())
     return text if len(text) <= CONTENT_CHARS else text[: CONTENT_CHARS - 1].rstrip() + "…"
 
 
-def marker_text(summary: list[str]) -> str:
+def marker_text(changes: list[MemoryChange]) -> str:
     """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)" """
-    shown, rest = summary[:SHOWN_ITEMS], len(summary) - SHOWN_ITEMS
-    text = " · ".join(["Memory updated", *(_marker_item(line) for line in shown)])
+    shown, rest = changes[:SHOWN_ITEMS], len(changes) - SHOWN_ITEMS
+    text = " · ".join(["Memory updated", *(_marker_item(change) for change in shown)])
     return text + (f" (and {rest} more)" if rest > 0 else "")
 
 
-def mark_conversation(sender: object, *, user_id: int, run_id: int, summary: list[str], **kwargs: Any) -> None:
+def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any) -> None:
     """memories_changed receiver: a lasting marker in the conversation of the message the run ended on."""
     try:
         run = ExtractionRun.objects.filter(pk=run_id, owner_id=user_id).first()
@@ -131,7 +131,7 @@ def mark_conversation(sender: object, *, user_id: int, run_id: int, summary: lis
         markers.marker_add(
             conversation=message.conversation,
             kind=MARKER_KIND,
-            text=marker_text(summary),
+            text=marker_text(changes),
             link=link,
             link_text="Review",
         )
@@ -146,12 +146,14 @@ def user_group(user_id: int) -> str:
     return chat_user_group(user_id)
 
 
-def on_memories_changed(sender: object, *, user_id: int, run_id: int, summary: list[str], **kwargs: Any) -> None:
+def on_memories_changed(
+    sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any
+) -> None:
     """memories_changed receiver: push the notice to the user's open chat pages."""
     layer = get_channel_layer()
     if layer is None:
         return
-    event = {"type": "memory.notice", "html": notice_html(run_id=run_id, summary=summary, review=_review_for(run_id))}
+    event = {"type": "memory.notice", "html": notice_html(run_id=run_id, changes=changes, review=_review_for(run_id))}
     try:
         async_to_sync(layer.group_send)(user_group(user_id), event)
     except Exception:  # memories are saved; a missed notice must not fail the run that sent it
@@ -167,18 +169,22 @@ def push_is_cross_process() -> bool:
     return bool(backend) and backend != IN_MEMORY_LAYER
 
 
-def run_summary(run: ExtractionRun, *, retracted: dict[int, str]) -> list[str]:
-    """The summary lines of a finished run, rebuilt from its applied operations (as the pipeline wrote them)."""
-    lines: list[str] = []
+def run_changes(run: ExtractionRun, *, retracted: dict[int, str]) -> list[MemoryChange]:
+    """The changes of a finished run, rebuilt from its applied operations (`retracted`: the forgotten
+    memories' sentences by id). The record keeps no new memory ids, so adds and updates have none."""
+    changes: list[MemoryChange] = []
     for op in run.applied_ops:
         kind = op.get("op")
         if kind == "clear":
-            lines.append("Forgot everything")
+            changes.append(MemoryChange("clear"))
         elif kind == "retract":
-            lines.append(f"Forgot: {retracted.get(op.get('id', 0), 'a memory')}")
-        elif kind in ("add", "update"):
-            lines.append(f"{'Remembered' if kind == 'add' else 'Updated'}: {op.get('content', '')}")
-    return lines
+            memory_id = op.get("id", 0)
+            changes.append(MemoryChange("retract", memory_id=memory_id, content=retracted.get(memory_id, "a memory")))
+        elif kind == "add":
+            changes.append(MemoryChange("add", content=op.get("content", "")))
+        elif kind == "update":
+            changes.append(MemoryChange("update", content=op.get("content", ""), previous_id=op.get("id")))
+    return changes
 
 
 def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
@@ -191,7 +197,7 @@ def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
     notices = [
         notice_html(
             run_id=run.pk,
-            summary=run_summary(run, retracted=retracted),
+            changes=run_changes(run, retracted=retracted),
             review=review_link(new_memory_id=new_ids.get(run.pk), applied_ops=run.applied_ops),
         )
         for run in runs

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memory.changes import MemoryChange
+
 
 class Outcome:
     """What happened, for the task (retry or not) and the flush tool (which sentence to return)."""
@@ -25,37 +27,48 @@ class Outcome:
 class Result:
     status: str
     run_ids: list[int] = field(default_factory=list)
-    added: int = 0
-    updated: int = 0
-    retracted: int = 0
-    cleared: bool = False
+    # What the committed batches changed, in the order they were applied.
+    changes: list[MemoryChange] = field(default_factory=list)
     batches: int = 0
     attempt: int = 0
     error: str = ""
     # More pending messages up to the trigger than one batch holds.
     more: bool = False
-    # What changed, as short sentences ("Remembered: …", "Updated: …", "Forgot: …").
-    summary: list[str] = field(default_factory=list)
     # BACKING_OFF, and FAILED: seconds until the batch may be tried again.
     retry_in: float = 0.0
 
+    def _count(self, kind: str) -> int:
+        return sum(1 for change in self.changes if change.kind == kind)
+
+    @property
+    def added(self) -> int:
+        return self._count("add")
+
+    @property
+    def updated(self) -> int:
+        return self._count("update")
+
+    @property
+    def retracted(self) -> int:
+        return self._count("retract")
+
+    @property
+    def cleared(self) -> bool:
+        return self._count("clear") > 0
+
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.updated or self.retracted or self.cleared)
+        return bool(self.changes)
 
     def absorb(self, later: Result) -> Result:
-        """Combine consecutive batches: counts add up, the status is the last batch's."""
+        """Combine consecutive batches: changes add up, the status is the last batch's."""
         return Result(
             status=later.status,
             run_ids=[*self.run_ids, *later.run_ids],
-            added=self.added + later.added,
-            updated=self.updated + later.updated,
-            retracted=self.retracted + later.retracted,
-            cleared=self.cleared or later.cleared,
+            changes=[*self.changes, *later.changes],
             batches=self.batches + later.batches,
             attempt=later.attempt,
             error=later.error,
             more=later.more,
-            summary=[*self.summary, *later.summary],
             retry_in=later.retry_in,
         )

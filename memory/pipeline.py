@@ -35,6 +35,7 @@ from chat.leases import owner as process_owner
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
 from memory import batching, judge
+from memory.changes import MemoryChange
 from memory.judge_call import call_judge
 from memory.judge_slots import judge_slot
 from memory.models import ExtractionRun, Memory, MemoryClaim, MemorySource
@@ -364,42 +365,32 @@ def _commit(batch: _Batch, operations: list[judge.Operation]) -> Result:
             max_operations=settings.MEMORY_MAX_OPS_PER_ANSWER,
             max_active=settings.MEMORY_MAX_ACTIVE,
         )
-        summary = _apply(plan, user_id=user_id, run=run, active=active)
+        changes = _apply(plan, user_id=user_id, run=run, active=active)
         run.applied_ops, run.dropped_ops = plan.applied, plan.dropped
         _finish_run(run, Status.APPLIED, error=run.error)  # keeps a note on what the judge was not shown
-        if summary:
-            payload = {"user_id": user_id, "run_id": run.pk, "summary": summary}
+        if changes:
+            payload = {"user_id": user_id, "run_id": run.pk, "changes": changes}
             transaction.on_commit(lambda: memories_changed.send(sender=Memory, **payload))
-    return Result(
-        Outcome.APPLIED,
-        run_ids=[run.pk],
-        added=len(plan.adds),
-        updated=len(plan.updates),
-        retracted=len(plan.retracts),
-        cleared=plan.clear,
-        batches=1,
-        attempt=run.attempt,
-        summary=summary,
-    )
+    return Result(Outcome.APPLIED, run_ids=[run.pk], changes=changes, batches=1, attempt=run.attempt)
 
 
-def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str]) -> list[str]:
-    """Write the plan: a constant number of statements plus one per update. Returns a summary."""
+def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str]) -> list[MemoryChange]:
+    """Write the plan: a constant number of statements plus one per update. Returns what changed."""
     now = _now()
-    summary: list[str] = []
+    changes: list[MemoryChange] = []
     if plan.clear:
         memories_active(user_id=user_id).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)
-        summary.append("Forgot everything")
+        changes.append(MemoryChange("clear"))
     if plan.retracts:
         memories_active(user_id=user_id).filter(pk__in=plan.retracts).update(
             invalid_at=now, invalid_reason=Memory.InvalidReason.RETRACTED
         )
-        summary += [f"Forgot: {active[pk]}" for pk in plan.retracts]
+        changes += [MemoryChange("retract", memory_id=pk, content=active[pk]) for pk in plan.retracts]
     # (content, source message ids, id of the memory it replaces or None)
     new_rows: list[tuple[str, list[int], int | None]] = [(content, sources, None) for content, sources in plan.adds]
     new_rows += [(content, sources, old) for old, content, sources in plan.updates]
     if not new_rows:
-        return summary
+        return changes
     created = Memory.objects.bulk_create(
         [
             Memory(owner_id=user_id, content=content, origin=Memory.Origin.EXTRACTED, run=run)
@@ -408,19 +399,21 @@ def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[i
     )
     for memory, (content, _, old) in zip(created, new_rows, strict=True):
         if old is None:
-            summary.append(f"Remembered: {content}")
+            changes.append(MemoryChange("add", memory_id=memory.pk, content=content))
             continue
         memories_active(user_id=user_id).filter(pk=old).update(
             invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED, superseded_by=memory
         )
-        summary.append(f"Updated: {content}")
+        changes.append(
+            MemoryChange("update", memory_id=memory.pk, content=content, previous_id=old, previous_content=active[old])
+        )
     links = [
         MemorySource(memory=m, message_id=mid)
         for m, (_, sources, _) in zip(created, new_rows, strict=True)
         for mid in sources
     ]
     MemorySource.objects.bulk_create(links)
-    return summary
+    return changes
 
 
 def extraction_params(*, trigger: str) -> dict[str, Any]:

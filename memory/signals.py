@@ -2,6 +2,6 @@
 
 from django.dispatch import Signal
 
-# Sent with: user_id, run_id, summary (a list of short sentences such as "Remembered: …"),
+# Sent with: user_id, run_id, changes (a list of memory.changes.MemoryChange, in the order applied),
 # after an extraction run that changed the user's memories committed.
 memories_changed = Signal()

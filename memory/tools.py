@@ -56,7 +56,7 @@ ABANDONED = (
 def result_sentence(result: Result) -> str:
     """One distinct sentence per outcome, for the model to relay truthfully."""
     if result.changed:
-        text = "Memory updated. " + " ".join(line.rstrip(".") + "." for line in result.summary)
+        text = "Memory updated. " + " ".join(change.sentence().rstrip(".") + "." for change in result.changes)
         if result.status not in (Outcome.APPLIED, Outcome.NOTHING_PENDING):
             text += " Some of the messages could not be reviewed yet."
         return text

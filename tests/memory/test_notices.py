@@ -13,11 +13,12 @@ from django.urls import reverse
 
 from accounts.models import User
 from memory import notices
+from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
 from memory.signals import memories_changed
 from tests.helpers import make_conversation, make_memory, run, say
 
-SUMMARY = ["Remembered: Prefers small phones, finds them easier to use one-handed"]
+CHANGES = [MemoryChange("add", memory_id=5, content="Prefers small phones, finds them easier to use one-handed")]
 
 
 async def receive_or_none(layer: Any, channel: str, seconds: float = 0.2) -> dict[str, Any] | None:
@@ -36,7 +37,7 @@ async def test_receiver_sends_the_notice_to_the_users_group_only() -> None:
     await layer.group_add("user-41", mine)
     await layer.group_add("user-42", theirs)
     # Sent from a worker thread, as the pipeline's on-commit callback is.
-    await sync_to_async(memories_changed.send)(sender=Memory, user_id=41, run_id=7, summary=SUMMARY)
+    await sync_to_async(memories_changed.send)(sender=Memory, user_id=41, run_id=7, changes=CHANGES)
     message = await receive_or_none(layer, mine, seconds=5)
     assert message is not None and message["type"] == "memory.notice"
     html = message["html"]
@@ -87,15 +88,21 @@ def test_a_push_failure_is_logged_not_raised(monkeypatch: pytest.MonkeyPatch, ca
             raise ConnectionError("redis is down")
 
     monkeypatch.setattr(notices, "get_channel_layer", Broken)
-    notices.on_memories_changed(None, user_id=1, run_id=3, summary=SUMMARY)
+    notices.on_memories_changed(None, user_id=1, run_id=3, changes=CHANGES)
     assert "could not push the memory notice of run 3" in caplog.text
 
 
 def test_notice_text_names_what_changed() -> None:
-    assert notices.describe(["Forgot everything"]) == "forgot everything"
-    text = notices.describe(["Updated: Prefers big screens", "Forgot: Lives in Lyon", "Remembered: " + "x" * 90])
+    assert notices.describe([MemoryChange("clear")]) == "forgot everything"
+    text = notices.describe(
+        [
+            MemoryChange("update", memory_id=3, content="Prefers big screens", previous_id=2),
+            MemoryChange("retract", memory_id=1, content="Lives in Lyon"),
+            MemoryChange("add", memory_id=4, content="x" * 90),
+        ]
+    )
     assert text.startswith("updated “Prefers big screens”, forgot “Lives in Lyon” and 1 more change")
-    assert notices.describe(["Remembered: " + "y" * 90]).endswith("…”")
+    assert notices.describe([MemoryChange("add", content="y" * 90)]).endswith("…”")
 
 
 # --- poll -----------------------------------------------------------------------------------------
@@ -244,6 +251,10 @@ def test_review_link_falls_back_to_forgotten_memory_then_history() -> None:
 
 
 def test_marker_text_names_up_to_two_changes() -> None:
-    assert notices.marker_text(SUMMARY) == "Memory updated · Prefers small phones, finds them easier to use one-handed"
-    three = ["Remembered: Is vegetarian", "Forgot: Lives in Paris", "Remembered: Likes tea"]
+    assert notices.marker_text(CHANGES) == "Memory updated · Prefers small phones, finds them easier to use one-handed"
+    three = [
+        MemoryChange("add", content="Is vegetarian"),
+        MemoryChange("retract", memory_id=8, content="Lives in Paris"),
+        MemoryChange("add", content="Likes tea"),
+    ]
     assert notices.marker_text(three) == "Memory updated · Is vegetarian · Forgot “Lives in Paris” (and 1 more)"

@@ -11,6 +11,7 @@ from django.utils import timezone
 from chat.llm import LLMError
 from chat.models import Message
 from memory import pipeline, services
+from memory.changes import MemoryChange
 from memory.judge import CONVERSATION_BREAK
 from memory.models import ExtractionRun, Memory, MemoryClaim
 from memory.pipeline import Outcome
@@ -98,6 +99,15 @@ def test_update_invalidates_old_memory_and_links_successor(fake_model: Any, user
     assert old.invalid_at is not None and old.invalid_reason == Memory.InvalidReason.UPDATED
     assert old.superseded_by == new
     assert list(new.sources.all()) == [message]
+    assert result.changes == [
+        MemoryChange(
+            "update",
+            memory_id=new.pk,
+            content="Prefers large-screen phones.",
+            previous_id=old.pk,
+            previous_content="Prefers small phones.",
+        )
+    ]
 
 
 def test_retract_invalidates_with_reason(fake_model: Any, user: Any, conversation: Any) -> None:
@@ -546,8 +556,9 @@ def test_memories_changed_is_sent_on_commit_only_when_something_changed(
         memories_changed.disconnect(receiver)
 
     run_id = ExtractionRun.objects.get(message_ids=[first.pk]).pk
-    assert [(r["user_id"], r["run_id"], r["summary"]) for r in received] == [
-        (user.pk, run_id, ["Remembered: Is vegetarian."])
+    memory_id = Memory.objects.get(owner=user).pk
+    assert [(r["user_id"], r["run_id"], r["changes"]) for r in received] == [
+        (user.pk, run_id, [MemoryChange("add", memory_id=memory_id, content="Is vegetarian.")])
     ]
 
 

@@ -29,8 +29,8 @@ class Command(BaseCommand):
         if result.cleared:
             changes += ", cleared everything"
         self.stdout.write(f"{result.status}: {result.batches} batch(es) judged; {changes}.")
-        for line in result.summary:
-            self.stdout.write(f"  {line.rstrip('.')}.")
+        for change in result.changes:
+            self.stdout.write(f"  {change.sentence().rstrip('.')}.")
         if result.run_ids:
             self.stdout.write(f"Extraction runs (see admin): {', '.join(map(str, result.run_ids))}")
         if result.status in (pipeline.Outcome.FAILED, pipeline.Outcome.DROPPED):
