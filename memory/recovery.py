@@ -27,13 +27,13 @@ from django.db.models import Count, Max
 
 from chat.leases import owner_is_dead
 from memory.models import ExtractionRun, MemoryClaim
-from memory.pipeline import STALE_RUN_ERROR, _now
+from memory.pipeline import STALE_RUN_ERROR, clock
 from memory.selectors import messages_pending_all_users
 
 
 def claims_recover() -> int:
     """Release the claims held by a process that died on this host; returns how many."""
-    now = _now()
+    now = clock.now()
     released = 0
     for claim in MemoryClaim.objects.filter(token__isnull=False, expires_at__gt=now).exclude(owner=""):
         if not owner_is_dead(claim.owner):
@@ -52,7 +52,7 @@ def claims_recover() -> int:
 
 def pending_work() -> list[tuple[int, int]]:
     """(user id, newest pending message id) of each user whose background extraction is overdue."""
-    now = _now()
+    now = clock.now()
     grace = timedelta(seconds=settings.MEMORY_SWEEP_GRACE_SECONDS)
     pending = messages_pending_all_users().filter(user__memory_enabled=True)
     rows = (

@@ -111,7 +111,7 @@ def memory_history(*, user: User, query: str = "") -> QuerySet[Memory]:
 
 
 def _changed_runs(*, user: User) -> QuerySet[ExtractionRun]:
-    # Only an applied run with at least one applied operation changed memories (pipeline._commit).
+    # Only an applied run with at least one applied operation changed memories (memory.pipeline.commit).
     return ExtractionRun.objects.filter(owner=user, status=ExtractionRun.Status.APPLIED).exclude(applied_ops=[])
 
 

@@ -221,7 +221,7 @@ def test_provider_error_fails_the_batch(fake_model: Any, user: Any, conversation
 
 
 class Clock:
-    """pipeline._now, moved by hand."""
+    """memory.pipeline.clock.now, moved by hand."""
 
     def __init__(self) -> None:
         self.now = timezone.now()
@@ -234,7 +234,7 @@ class Clock:
 def clock(monkeypatch: Any, settings: Any) -> Clock:
     settings.MEMORY_RETRY_BASE_SECONDS = 30
     clock = Clock()
-    monkeypatch.setattr(pipeline, "_now", lambda: clock.now)
+    monkeypatch.setattr(pipeline.clock, "now", lambda: clock.now)
     return clock
 
 

@@ -1,0 +1,141 @@
+"""The batch loop: claim, read, check the backoff, judge in pieces that fit, commit; batch after batch
+until the messages up to the trigger are covered."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from django.conf import settings
+
+from accounts.models import User
+from chat.llm import LLMError
+from memory import batching, judge
+from memory.judge_call import call_judge
+from memory.judge_slots import judge_slot
+from memory.models import ExtractionRun
+from memory.outcomes import Outcome, Result
+from memory.pipeline.claim import claim_release, claim_take
+from memory.pipeline.commit import Abandon, commit
+from memory.pipeline.reads import backoff, pending_batch
+from memory.pipeline.runs import Batch, fail, finish_run, start_run, too_large
+from memory.retries import may_start, slot_wait
+
+logger = logging.getLogger(__name__)
+
+Status = ExtractionRun.Status
+Trigger = ExtractionRun.Trigger
+
+
+def extract(
+    *,
+    user_id: int,
+    trigger: str,
+    up_to_message_id: int | None,
+    min_pending: int = 1,
+    max_batches: int = 3,
+) -> Result:
+    """Run batches for one user until the messages up to `up_to_message_id` are covered.
+
+    `min_pending` is the background threshold, checked on the first batch only.
+    """
+    if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
+        return Result(Outcome.MEMORY_OFF)
+    total = Result(Outcome.NOTHING_PENDING)
+    for _ in range(max_batches):
+        result = _run_batch(user_id=user_id, trigger=trigger, up_to=up_to_message_id, min_pending=min_pending)
+        total = total.absorb(result)
+        if result.status != Outcome.APPLIED or not result.more:
+            break
+        min_pending = 1
+    return total
+
+
+def extraction_params(*, trigger: str) -> dict[str, Any]:
+    """Threshold and batch limit for each trigger."""
+    if trigger == Trigger.BACKGROUND:
+        return {"min_pending": settings.MEMORY_EXTRACT_MIN_TURNS, "max_batches": 3}
+    if trigger == Trigger.FLUSH:
+        return {"min_pending": 1, "max_batches": 3}
+    return {"min_pending": 1, "max_batches": 25}
+
+
+def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: int) -> Result:
+    token = claim_take(user_id=user_id)
+    if token is None:
+        return Result(Outcome.BUSY)
+    released = False
+    try:
+        pending, more = pending_batch(user_id=user_id, up_to_message_id=up_to)
+        if not pending:
+            return Result(Outcome.NOTHING_PENDING)
+        if len(pending) < min_pending:
+            return Result(Outcome.BELOW_THRESHOLD)
+        failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
+        if not may_start(trigger=trigger, failures=failures, wait=wait):
+            return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
+        with judge_slot(wait=slot_wait(trigger)) as free:
+            if not free:  # other judge calls hold every slot: leave the provider to chat, try later
+                return Result(Outcome.BUSY)
+            result, batch = _judge_in_pieces(
+                user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
+            )
+        released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
+        result.more = more or len(batch.pending) < len(pending)
+        return result
+    finally:
+        if not released:
+            claim_release(user_id=user_id, token=token)
+
+
+def _judge_in_pieces(
+    *,
+    user_id: int,
+    token: uuid.UUID,
+    trigger: str,
+    up_to: int | None,
+    pending: list[judge.PendingMessage],
+    attempt: int,
+) -> tuple[Result, Batch]:
+    """Judge and commit the oldest messages that fit; a batch the model refuses as too large is split
+    and the first half tried at once, never dropped (see memory.batching)."""
+    limit = len(pending)
+    while True:
+        batch = start_run(
+            user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending[:limit], attempt=attempt
+        )
+        try:
+            result = _judge_and_commit(batch)
+        except Exception as exc:  # a bug or a database error: count it as a failed attempt
+            logger.exception("memory extraction run %s crashed", batch.run.pk)
+            result = fail(batch, f"Unexpected error: {exc.__class__.__name__}: {exc}")
+        if result.status != Outcome.SPLIT:
+            return result, batch
+        limit = max(1, len(batch.pending) // 2)
+
+
+def _judge_and_commit(batch: Batch) -> Result:
+    run = batch.run
+    if batch.tokens > batching.request_budget():
+        return too_large(batch, LLMError(batching.budget_problem(batch.tokens), kind="length"))
+    started = time.monotonic()
+    try:
+        raw = call_judge(run.judge_input)
+    except LLMError as exc:
+        run.judge_ms = int((time.monotonic() - started) * 1000)
+        if exc.too_long:
+            return too_large(batch, exc)
+        return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
+    run.judge_ms = int((time.monotonic() - started) * 1000)
+    run.raw_output = judge.storable(raw if isinstance(raw, str) else repr(raw))
+    try:
+        operations = judge.parse_output(raw)
+    except judge.MalformedOutput as exc:
+        return fail(batch, f"Malformed judge output: {exc}.")
+    try:
+        return commit(batch, operations)
+    except Abandon as exc:
+        finish_run(run, Status.ABANDONED, error=str(exc))
+        return Result(Outcome.ABANDONED, run_ids=[run.pk], attempt=run.attempt, error=str(exc))

@@ -1,0 +1,47 @@
+"""What a run reads before judging: the batch of pending messages, the active memories, the memories the
+judge's answer names, and the batch's failed attempts so far."""
+
+from __future__ import annotations
+
+from memory import judge
+from memory.models import ExtractionRun, Memory
+from memory.pipeline import clock
+from memory.pipeline.claim import STALE_RUN_ERROR
+from memory.retries import window_left
+from memory.selectors import memories_active, messages_pending
+
+BATCH_SIZE = 40
+
+
+def pending_batch(*, user_id: int, up_to_message_id: int | None) -> tuple[list[judge.PendingMessage], bool]:
+    """The oldest pending user messages up to the trigger (at most BATCH_SIZE), and whether more wait."""
+    query = messages_pending(user_id=user_id, up_to_message_id=up_to_message_id)
+    rows = list(query.values_list("id", "conversation_id", "content")[: BATCH_SIZE + 1])
+    return [judge.PendingMessage(*row) for row in rows[:BATCH_SIZE]], len(rows) > BATCH_SIZE
+
+
+def active_memories(*, user_id: int) -> list[judge.ActiveMemory]:
+    return [judge.ActiveMemory(*row) for row in memories_active(user_id=user_id).values_list("id", "content")]
+
+
+def known_memories(*, operations: list[judge.Operation]) -> dict[int, judge.KnownMemory]:
+    ids = {o.id for o in operations if o.id is not None}
+    if not ids:
+        return {}
+    rows = Memory.objects.filter(pk__in=ids).values_list("id", "owner_id", "invalid_at", "content")
+    return {
+        pk: judge.KnownMemory(owner_id=owner, active=invalid is None, content=content)
+        for pk, owner, invalid, content in rows
+    }
+
+
+def backoff(*, user_id: int, first_message_id: int) -> tuple[int, float]:
+    """Failed attempts on the batch starting at this message, and seconds left in its backoff window."""
+    failed = ExtractionRun.objects.filter(
+        owner_id=user_id, first_message_id=first_message_id, status=ExtractionRun.Status.FAILED
+    )
+    failures = failed.count()
+    last = failed.exclude(error=STALE_RUN_ERROR).order_by("-finished_at", "-id").first()
+    if not failures or last is None or last.finished_at is None:
+        return failures, 0.0
+    return failures, window_left(attempt=last.attempt, finished_at=last.finished_at, now=clock.now())

@@ -1,0 +1,140 @@
+"""A run's record: started for a batch, then finished as applied, split, too large, failed or dropped;
+and the admin's retry of a dropped batch."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from chat.llm import LLMError, get_chat_model
+from chat.models import Message
+from memory import batching, judge
+from memory.models import ExtractionRun, MemoryClaim
+from memory.outcomes import Outcome, Result
+from memory.pipeline import clock
+from memory.pipeline.claim import claim_release
+from memory.pipeline.reads import active_memories
+from memory.retries import MAX_ATTEMPTS, is_last_attempt, retry_delay
+from memory.selectors import messages_pending
+
+logger = logging.getLogger(__name__)
+
+Status = ExtractionRun.Status
+
+
+@dataclass
+class Batch:
+    """A run in progress: the claim it holds, its record, and the messages it judges."""
+
+    user_id: int
+    token: uuid.UUID
+    run: ExtractionRun
+    pending: list[judge.PendingMessage]
+    numbers: dict[int, int]
+    tokens: int = 0  # the judge request's estimated size
+
+    @property
+    def ids(self) -> list[int]:
+        return [m.id for m in self.pending]
+
+
+def judge_model_label() -> str:
+    """The model that answers judge calls, as recorded on the run (the demo model names itself)."""
+    model = get_chat_model()
+    return model.label if model.is_demo and model.label else settings.MEMORY_MODEL
+
+
+def start_run(
+    *,
+    user_id: int,
+    token: uuid.UUID,
+    trigger: str,
+    up_to: int | None,
+    pending: list[judge.PendingMessage],
+    attempt: int,
+) -> Batch:
+    fitted = batching.fit(memories=active_memories(user_id=user_id), pending=pending)
+    pending, judge_input = fitted.pending, fitted.judge_input
+    run = ExtractionRun.objects.create(
+        owner_id=user_id,
+        trigger=trigger,
+        error=fitted.note,
+        message_ids=[m.id for m in pending],
+        first_message_id=pending[0].id,
+        trigger_message_id=up_to,
+        attempt=attempt,
+        model=judge_model_label(),
+        judge_input=judge_input.messages,
+    )
+    MemoryClaim.objects.filter(user_id=user_id, token=token).update(run=run)
+    return Batch(
+        user_id=user_id, token=token, run=run, pending=pending, numbers=judge_input.numbers, tokens=fitted.tokens
+    )
+
+
+def finish_run(run: ExtractionRun, status: str, *, error: str = "") -> None:
+    run.status = status
+    run.error = error
+    run.finished_at = clock.now()
+    run.save(update_fields=["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops"])
+
+
+def too_large(batch: Batch, exc: LLMError) -> Result:
+    """The request (or the answer) was too large for the model: split the batch, or leave it pending.
+
+    Neither counts as a failed attempt, so a batch is never dropped for its size.
+    """
+    run = batch.run
+    if len(batch.pending) > 1:
+        finish_run(run, Status.SPLIT, error=f"Too large for the model ({exc}) Retried as smaller batches.")
+        return Result(Outcome.SPLIT, run_ids=[run.pk], attempt=run.attempt, error=str(exc))
+    error = (
+        f"Too large for the model even with one message ({exc}) The message stays pending. Check that "
+        "MEMORY_CONTEXT_TOKENS (or CHAT_CONTEXT_TOKENS) matches the judge model's context window."
+    )
+    logger.warning("memory extraction run %s: %s", run.pk, error)
+    finish_run(run, Status.TOO_LARGE, error=error)
+    return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=retry_delay(1))
+
+
+def fail(batch: Batch, error: str) -> Result:
+    run = batch.run
+    logger.warning("memory extraction run %s failed (attempt %s): %s", run.pk, run.attempt, error)
+    if not is_last_attempt(run.attempt):
+        finish_run(run, Status.FAILED, error=error)
+        wait = retry_delay(run.attempt)
+        return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=wait)
+    with transaction.atomic():
+        if not claim_release(user_id=batch.user_id, token=batch.token):
+            finish_run(run, Status.ABANDONED, error=error + " The claim was lost, so the batch was left pending.")
+            return Result(Outcome.ABANDONED, run_ids=[run.pk], attempt=run.attempt, error=error)
+        messages_pending(user_id=batch.user_id).filter(id__in=batch.ids).update(
+            memory_status=Message.MemoryStatus.SKIPPED
+        )
+        finish_run(
+            run, Status.DROPPED, error=f"{error} Attempt {run.attempt} of {MAX_ATTEMPTS}: the batch was skipped."
+        )
+    return Result(Outcome.DROPPED, run_ids=[run.pk], attempt=run.attempt, error=error)
+
+
+def dropped_batch_retry(*, run_id: int) -> tuple[int, int, int] | None:
+    """Put the messages a dropped run skipped back to pending, noting it on the run.
+
+    Returns (user id, last message id, messages put back) for scheduling a run, or None when the run
+    was not dropped. Only this run's messages that are still skipped are touched.
+    """
+    with transaction.atomic():
+        run = ExtractionRun.objects.select_for_update().filter(pk=run_id, status=Status.DROPPED).first()
+        if run is None or not run.message_ids:
+            return None
+        count = Message.objects.filter(
+            id__in=run.message_ids, user_id=run.owner_id, memory_status=Message.MemoryStatus.SKIPPED
+        ).update(memory_status=Message.MemoryStatus.PENDING)
+        when = f"{clock.now():%Y-%m-%d %H:%M} UTC"
+        run.error = f"{run.error} {count} message(s) retried from the admin on {when}.".strip()
+        run.save(update_fields=["error"])
+    return run.owner_id, max(run.message_ids), count
