@@ -168,10 +168,6 @@ class Plan:
     applied: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def changes_anything(self) -> bool:
-        return bool(self.clear or self.adds or self.updates or self.retracts)
-
 
 def is_storable(text: str) -> bool:
     """False for text a database refuses: a NUL (PostgreSQL) or a lone UTF-16 surrogate (any)."""
@@ -251,6 +247,80 @@ def _duplicate_reason(operation: Operation, existing: int) -> str:
 NEW_IN_THIS_ANSWER = 0
 
 
+@dataclass
+class _Walk:
+    """Validation's view while it walks the answer: the plan so far, the active set as the operations
+    accepted so far leave it (content -> memory id, or NEW_IN_THIS_ANSWER), and the ids they changed."""
+
+    plan: Plan
+    active: dict[int, str]
+    contents: dict[str, int]
+    touched: set[int] = field(default_factory=set)
+
+    def drop(self, operation: Operation, reason: str) -> None:
+        data = operation.as_dict()
+        if "content" in data:
+            data["content"] = storable(data["content"])
+        self.plan.dropped.append({**data, "reason": reason})
+
+    def take_out(self, memory_id: int) -> None:
+        """An active memory this answer replaces or forgets: it can be neither changed again nor duplicated."""
+        self.touched.add(memory_id)
+        self.contents.pop(self.active[memory_id], None)
+
+
+def _place_problem(operation: Operation, index: int, *, last_clear: int, max_operations: int | None) -> str | None:
+    """Why the operation's place in the answer rules it out, or None."""
+    if max_operations is not None and index >= max_operations:
+        return f"over the limit of {max_operations} operations per answer"
+    if operation.op == "clear" and index != last_clear:
+        return "repeated clear"
+    if operation.op == "add" and index < last_clear:
+        return "added before a clear in the same answer"
+    return None
+
+
+def _accept_clear(walk: _Walk, operation: Operation) -> None:
+    walk.plan.clear = True
+    walk.contents = {}
+    walk.touched.update(walk.active)
+    walk.plan.applied.append(operation.as_dict())
+
+
+def _accept_retract(walk: _Walk, operation: Operation) -> None:
+    assert operation.id is not None
+    walk.take_out(operation.id)
+    walk.plan.retracts.append(operation.id)
+    walk.plan.applied.append(operation.as_dict())
+
+
+def _write_problem(walk: _Walk, operation: Operation, *, max_active: int | None) -> tuple[str, str | None]:
+    """The cleaned sentence of an add or an update, and why it cannot be stored (None when it can)."""
+    text, problem = _clean_content(operation.content)
+    if problem is None and text in walk.contents:
+        problem = _duplicate_reason(operation, walk.contents[text])
+    if problem is None and operation.op == "add" and max_active is not None and len(walk.contents) >= max_active:
+        problem = f"the user already has the maximum of {max_active} active memories"
+    return text, problem
+
+
+def _write(walk: _Walk, operation: Operation, *, numbers: dict[int, int], max_active: int | None) -> None:
+    """An add or an update: dropped when its sentence cannot be stored, else planned with its sources."""
+    text, problem = _write_problem(walk, operation, max_active=max_active)
+    if problem:
+        walk.drop(operation, problem)
+        return
+    message_ids = [numbers[n] for n in dict.fromkeys(operation.sources) if n in numbers]
+    if operation.op == "add":
+        walk.plan.adds.append((text, message_ids))
+    else:
+        assert operation.id is not None
+        walk.take_out(operation.id)
+        walk.plan.updates.append((operation.id, text, message_ids))
+    walk.contents[text] = NEW_IN_THIS_ANSWER
+    walk.plan.applied.append({**operation.as_dict(), "content": text})
+
+
 def validate(
     operations: list[Operation],
     *,
@@ -268,64 +338,19 @@ def validate(
     Operations past `max_operations` are dropped, and so are adds that would take the user past
     `max_active` active memories.
     """
-    plan = Plan()
+    walk = _Walk(plan=Plan(), active=active, contents={content: memory_id for memory_id, content in active.items()})
     last_clear = max((i for i, o in enumerate(operations) if o.op == "clear"), default=-1)
-    contents = {content: memory_id for memory_id, content in active.items()}
-    touched: set[int] = set()
-
-    def drop(operation: Operation, reason: str) -> None:
-        data = operation.as_dict()
-        if "content" in data:
-            data["content"] = storable(data["content"])
-        plan.dropped.append({**data, "reason": reason})
-
     for index, operation in enumerate(operations):
-        if max_operations is not None and index >= max_operations:
-            drop(operation, f"over the limit of {max_operations} operations per answer")
-            continue
-        if operation.op == "clear":
-            if index != last_clear:
-                drop(operation, "repeated clear")
-                continue
-            plan.clear = True
-            contents = {}
-            touched.update(active)
-            plan.applied.append(operation.as_dict())
-            continue
-        if operation.op == "add" and index < last_clear:
-            drop(operation, "added before a clear in the same answer")
-            continue
-        if operation.op in ("update", "retract"):
+        problem = _place_problem(operation, index, last_clear=last_clear, max_operations=max_operations)
+        if problem is None and operation.op in ("update", "retract"):
             assert operation.id is not None
-            problem = _id_problem(operation.id, owner_id=owner_id, known=known, touched=touched)
-            if problem:
-                drop(operation, problem)
-                continue
-        if operation.op == "retract":
-            assert operation.id is not None
-            touched.add(operation.id)
-            contents.pop(active[operation.id], None)
-            plan.retracts.append(operation.id)
-            plan.applied.append(operation.as_dict())
-            continue
-        text, problem = _clean_content(operation.content)
-        if problem is None and text in contents:
-            problem = _duplicate_reason(operation, contents[text])
+            problem = _id_problem(operation.id, owner_id=owner_id, known=known, touched=walk.touched)
         if problem:
-            drop(operation, problem)
-            continue
-        message_ids = [numbers[n] for n in dict.fromkeys(operation.sources) if n in numbers]
-        if operation.op == "add":
-            if max_active is not None and len(contents) >= max_active:
-                drop(operation, f"the user already has the maximum of {max_active} active memories")
-                continue
-            plan.adds.append((text, message_ids))
-            contents[text] = NEW_IN_THIS_ANSWER
+            walk.drop(operation, problem)
+        elif operation.op == "clear":
+            _accept_clear(walk, operation)
+        elif operation.op == "retract":
+            _accept_retract(walk, operation)
         else:
-            assert operation.id is not None
-            touched.add(operation.id)
-            contents.pop(active[operation.id], None)
-            contents[text] = NEW_IN_THIS_ANSWER
-            plan.updates.append((operation.id, text, message_ids))
-        plan.applied.append({**operation.as_dict(), "content": text})
-    return plan
+            _write(walk, operation, numbers=numbers, max_active=max_active)
+    return walk.plan

@@ -122,5 +122,5 @@ def test_validate_drops_adds_before_a_clear_and_repeated_changes() -> None:
 def test_validate_drops_an_update_that_changes_nothing() -> None:
     known = {1: KnownMemory(owner_id=9, active=True, content="A.")}
     plan = validate([Operation("update", id=1, content=" A. ")], owner_id=9, known=known, active={1: "A."}, numbers={})
-    assert not plan.changes_anything
+    assert (plan.clear, plan.adds, plan.updates, plan.retracts, plan.applied) == (False, [], [], [], [])
     assert plan.dropped[0]["reason"] == "the content did not change"
