@@ -27,6 +27,11 @@ def conversation_get_for_user(*, user: User, conversation_id: UUID | str) -> Con
     return get_object_or_404(conversation_list(user=user), pk=conversation_id)
 
 
+def turns_running(*, now: datetime) -> bool:
+    """Whether a reply is being written in any conversation (its lock's lease is live), in any process."""
+    return Conversation.objects.filter(lock_expires_at__gt=now).exists()
+
+
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
 

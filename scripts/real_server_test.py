@@ -145,6 +145,9 @@ class App:
             LLM_FIRST_TOKEN_TIMEOUT="60",
             CHAT_TURN_TIMEOUT="240",
             MEMORY_JUDGE_TIMEOUT="180",
+            # One slot, and a new request cuts off the one running (llama-cpp-python's interrupt_requests):
+            # background judge calls wait while a reply is written, as README advises for such servers.
+            MEMORY_YIELD_TO_CHAT="1",
         )
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"

@@ -307,6 +307,10 @@ MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
 # How many judge calls may run at once against one provider, across the processes of this machine, and
 # the judge's context window (0: the chat model's, CHAT_CONTEXT_TOKENS): no judge request exceeds it.
 MEMORY_JUDGE_CONCURRENCY = env_int("MEMORY_JUDGE_CONCURRENCY", 1)
+# Background judge calls wait while any chat reply is being written (for a server with one slot, such as
+# llama-cpp-python's, where a judge call would hold up or cut off chat). Off by default: with many users
+# someone is always chatting, and a hosted provider serves both at once.
+MEMORY_YIELD_TO_CHAT = env_bool("MEMORY_YIELD_TO_CHAT", False)
 MEMORY_CONTEXT_TOKENS = env_int("MEMORY_CONTEXT_TOKENS", 0)
 # Active memories a user may have; adds past it are refused (API 409, page message; the judge's are dropped).
 MEMORY_MAX_ACTIVE = env_int("MEMORY_MAX_ACTIVE", 500)

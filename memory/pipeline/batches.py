@@ -9,8 +9,10 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from accounts.models import User
+from chat import selectors as chat_selectors
 from chat.llm import LLMError
 from memory import batching, judge
 from memory.judge_call import call_judge
@@ -76,6 +78,8 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
         if not may_start(trigger=trigger, failures=failures, wait=wait):
             return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
+        if yields_to_chat(trigger):  # the task looks again later, as when the claim is taken
+            return Result(Outcome.BUSY)
         with judge_slot(wait=slot_wait(trigger)) as free:
             if not free:  # other judge calls hold every slot: leave the provider to chat, try later
                 return Result(Outcome.BUSY)
@@ -88,6 +92,14 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
     finally:
         if not released:
             claim_release(user_id=user_id, token=token)
+
+
+def yields_to_chat(trigger: str) -> bool:
+    """A background run waits while chat is writing a reply, with MEMORY_YIELD_TO_CHAT (a single-slot
+    server). A flush or a manual run does not: the user asked for it now."""
+    if trigger != Trigger.BACKGROUND or not settings.MEMORY_YIELD_TO_CHAT:
+        return False
+    return chat_selectors.turns_running(now=timezone.now())
 
 
 def _judge_in_pieces(

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from chat.llm import LLMError
 from chat.models import Message
+from chat.services import conversation_create, turn_start
 from chat.tokens import estimate_request
 from memory import batching, judge, judge_slots
 from memory.models import ExtractionRun
@@ -192,3 +193,28 @@ def test_judge_calls_share_a_bounded_number_of_slots(settings: Any, tmp_path: An
     settings.MEMORY_JUDGE_CONCURRENCY = 2
     with judge_slots.judge_slot(wait=0) as one, judge_slots.judge_slot(wait=0) as two:
         assert one and two
+
+
+def test_with_yield_to_chat_a_background_run_waits_while_a_reply_is_written(
+    fake_model: Any, user: Any, conversation: Any, settings: Any
+) -> None:
+    settings.MEMORY_EXTRACT_MIN_TURNS, settings.MEMORY_YIELD_TO_CHAT = 1, True
+    said = say(conversation, "I am vegetarian.")
+    turn_start(user=user, conversation=conversation_create(user=user), content="Tell me a story")  # being written
+
+    background = run(user, up_to=said, trigger=ExtractionRun.Trigger.BACKGROUND)
+    flush = run(user, up_to=said, trigger=ExtractionRun.Trigger.FLUSH)  # asked for now: does not wait
+
+    assert background.status == Outcome.BUSY
+    assert flush.status == Outcome.APPLIED
+    assert len(fake_model.judge_requests) == 1
+
+
+def test_without_yield_to_chat_a_background_run_does_not_wait_for_chat(
+    fake_model: Any, user: Any, conversation: Any, settings: Any
+) -> None:
+    settings.MEMORY_EXTRACT_MIN_TURNS, settings.MEMORY_YIELD_TO_CHAT = 1, False
+    said = say(conversation, "I am vegetarian.")
+    turn_start(user=user, conversation=conversation_create(user=user), content="Tell me more")
+
+    assert run(user, up_to=said, trigger=ExtractionRun.Trigger.BACKGROUND).status == Outcome.APPLIED
