@@ -29,7 +29,8 @@ def stack_env(var_dir: Path, settings: dict[str, str]) -> dict[str, str]:
     """The environment `running_stack` runs the app with (also for `manage`)."""
     drop = {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_BACKEND"}
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(MEMORA_VAR_DIR=str(var_dir), DJANGO_DEBUG="1", LOG_LEVEL="WARNING", **settings)
+    env.update(MEMORA_VAR_DIR=str(var_dir), DJANGO_DEBUG="1", LOG_LEVEL="WARNING")
+    env.update(settings)
     return env
 
 
