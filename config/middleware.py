@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import csp.middleware as csp
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.contrib.auth import middleware as auth
+from django.contrib.messages import middleware as messages
 from django.http import HttpRequest
+from django.middleware import common
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
@@ -43,3 +47,52 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):
         path = request.path_info
         static_file = self.find_file(path) if self.autorefresh else self.files.get(path)
         return self.serve(static_file, request) if static_file is not None else None
+
+
+# --- Django's middleware, without a thread hop per hook ---------------------------------------------------
+#
+# Under ASGI, Django runs each hook of a MiddlewareMixin in a thread: one hop each, before every chat
+# turn's first token. The hooks of these classes only read the request and set attributes and headers,
+# so here they run on the event loop (stored messages, which may need the session's database, still go to
+# a thread). Security, CSRF, clickjacking and sessions keep Django's own classes: `check --deploy` looks
+# for them by name.
+
+
+class _InlineHooks:
+    get_response: Any
+    process_request: Any
+    process_response: Any
+
+    def _response_writes(self, request: HttpRequest) -> bool:
+        """Whether process_response may touch the database for this request (it then runs in a thread)."""
+        return False
+
+    async def __acall__(self, request: HttpRequest) -> Any:
+        response = None
+        if hasattr(self, "process_request"):
+            response = self.process_request(request)
+        response = response or await self.get_response(request)
+        if hasattr(self, "process_response"):
+            if self._response_writes(request):
+                response = await sync_to_async(self.process_response, thread_sensitive=True)(request, response)
+            else:
+                response = self.process_response(request, response)
+        return response
+
+
+class CommonMiddleware(_InlineHooks, common.CommonMiddleware):
+    pass
+
+
+class AuthenticationMiddleware(_InlineHooks, auth.AuthenticationMiddleware):
+    pass  # request.user stays lazy: it is loaded (in a thread) only by what reads it
+
+
+class MessageMiddleware(_InlineHooks, messages.MessageMiddleware):
+    def _response_writes(self, request: HttpRequest) -> bool:
+        storage = getattr(request, "_messages", None)
+        return storage is None or storage.used or storage.added_new
+
+
+class CSPMiddleware(_InlineHooks, csp.CSPMiddleware):
+    pass

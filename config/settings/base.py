@@ -107,17 +107,18 @@ INSTALLED_APPS = [
     "memory",
 ]
 
+# Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "config.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "config.middleware.AuthenticationMiddleware",
+    "config.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "config.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -152,12 +153,15 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL + a busy timeout let the web server and the Celery worker share the file: readers never
     # wait, writers (IMMEDIATE transactions, each a few milliseconds) queue for up to `timeout` seconds.
-    # Connections are per thread and opening one costs well under a millisecond, so none are kept.
+    # Connections are kept (per thread): opening one, with its pragmas and Django's functions, costs
+    # about half a millisecond, and a turn makes several trips before its first token. A thread that
+    # ends takes its connection with it.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    DATABASES["default"]["CONN_MAX_AGE"] = None
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_POOL", False):
     # A connection pool per process (psycopg_pool), opt-in with DATABASE_POOL=1. Under ASGI every request
     # and every sync_to_async hop may run in a different thread, so persistent per-thread connections
