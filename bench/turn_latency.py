@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -429,7 +430,13 @@ def main() -> int:
         DJANGO_DEBUG="1",  # as the Makefile's run target sets it
     )  # fmt: skip
     if args.database_url:
-        env.update(DATABASE_URL=args.database_url, REDIS_URL=args.redis_url)
+        # The documented production command (README, "Production: more than one process"): debug off, a
+        # secret key, a connection pool per process.
+        env.pop("DJANGO_DEBUG")
+        env.update(
+            DATABASE_URL=args.database_url, REDIS_URL=args.redis_url, DATABASE_POOL="1",
+            DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        )  # fmt: skip
     os.environ.clear()
     os.environ.update(env, LOG_LEVEL="WARNING")  # this process only: the server logs as `make run` does
 
@@ -454,7 +461,8 @@ def main() -> int:
         time.sleep(1.0 if args.web_processes > 1 else 0.2)  # every worker process listening
         services = "PostgreSQL + Redis" if args.database_url else "SQLite, in-memory channel layer, filesystem broker"
         print(
-            f"Memora as `make run` starts it (scripts/serve.py, {args.web_processes} web process(es); {services})"
+            f"Memora as {'the production command' if args.database_url else '`make run`'} starts it "
+            f"(scripts/serve.py, {args.web_processes} web process(es); {services})"
             f" · fake provider at {provider_url} · Python {sys.version.split()[0]}\n"
             f"machine: {machine()} (before)"
         )
