@@ -12,7 +12,9 @@ lock and the user's run slot are released.
 The lock also records its owner, "host:pid:boot". A process that starts on the same host knows the
 turns of a process that is gone (or of an earlier life of its own pid) are dead: it recovers them at
 once instead of waiting for their lease to run out, so a restarted server answers the next turn in
-that conversation straight away.
+that conversation straight away. The other way round, a lease that ran out while its process still
+runs on this host is that process being late (overloaded), not gone: its turn is left to finish, up to
+its own deadline (CHAT_TURN_TIMEOUT) past the lease.
 
 Stop is a flag on the conversation (`stop_requested`), so it reaches the turn whichever process runs
 it; the runner also cancels a turn of its own process at once (chat/runner.py).
@@ -100,13 +102,32 @@ def turn_stop_request(*, conversation: Conversation) -> bool:
 # --- recovery ------------------------------------------------------------------------------------
 
 
+def owner_is_alive(value: str) -> bool:
+    """True only when sure: the owner is this very process, or a running process of this host."""
+    try:
+        host, pid_text, boot = value.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if host != socket.gethostname():
+        return False
+    if pid == os.getpid():
+        return boot == _BOOT
+    return not owner_is_dead(value)
+
+
 def _is_dead(conversation: Conversation, now: Any) -> bool:
-    return (
-        conversation.lock_token is None
-        or conversation.lock_expires_at is None
-        or conversation.lock_expires_at <= now
-        or owner_is_dead(conversation.lock_owner)
-    )
+    if conversation.lock_token is None or conversation.lock_expires_at is None:
+        return True
+    if owner_is_dead(conversation.lock_owner):
+        return True
+    if conversation.lock_expires_at > now:
+        return False
+    # An expired lease whose process still runs on this host: the process is late renewing (overloaded),
+    # not gone. Its turn ends by its own deadline (CHAT_TURN_TIMEOUT), so only past that is it stuck.
+    if owner_is_alive(conversation.lock_owner):
+        return conversation.lock_expires_at + timedelta(seconds=float(settings.CHAT_TURN_TIMEOUT)) <= now
+    return True
 
 
 def turns_recover(*, conversation_id: Any = None) -> int:

@@ -37,6 +37,7 @@ def test_an_expired_lease_is_recovered_as_interrupted_with_its_text(
     user: User, conversation: Conversation, turn_hook_calls: list[dict[str, Any]]
 ) -> None:
     reply = crashed_turn(user, conversation)
+    Conversation.objects.filter(pk=conversation.pk).update(lock_owner=f"elsewhere:{dead_pid()}:0000")
     Conversation.objects.filter(pk=conversation.pk).update(lock_expires_at=timezone.now() - timedelta(seconds=1))
 
     assert leases.turns_recover() == 1
@@ -52,6 +53,22 @@ def test_an_expired_lease_is_recovered_as_interrupted_with_its_text(
     ]
     assert [call["status"] for call in turn_hook_calls] == ["interrupted"]  # extraction still sees the message
     assert leases.turns_recover() == 0  # once
+
+
+def test_a_lease_that_ran_out_in_a_running_process_of_this_host_waits_for_the_turns_own_deadline(
+    user: User, conversation: Conversation, settings: Any
+) -> None:
+    # This process holds the lease and is alive: late renewing (overloaded), not gone.
+    reply = crashed_turn(user, conversation)
+    late = timezone.now() - timedelta(seconds=5)
+    Conversation.objects.filter(pk=conversation.pk).update(lock_expires_at=late)
+    assert leases.turns_recover() == 0
+    assert Message.objects.get(pk=reply.pk).status == "streaming"
+    # Past the turn's own limit it cannot still be running as it should: it is closed.
+    stuck = timezone.now() - timedelta(seconds=settings.CHAT_TURN_TIMEOUT + 1)
+    Conversation.objects.filter(pk=conversation.pk).update(lock_expires_at=stuck)
+    assert leases.turns_recover() == 1
+    assert Message.objects.get(pk=reply.pk).status == "interrupted"
 
 
 def test_a_live_lease_is_left_alone(user: User, conversation: Conversation) -> None:
@@ -124,8 +141,9 @@ async def test_a_turn_that_lost_its_lease_stops_and_leaves_the_recovered_reply_a
     running = await runner.start_turn(user=user, conversation=conversation, content="Go on")
     message_id = running.message_id
     await asyncio.sleep(1.2)  # the partial text is saved
-    # A sweep somewhere decided this process was dead (it was stalled longer than its lease).
-    await Conversation.objects.filter(pk=conversation.pk).aupdate(lock_expires_at=timezone.now())
+    # A sweep somewhere decided this process was dead (it was stalled longer than its lease and its deadline).
+    stalled = timezone.now() - timedelta(seconds=settings.CHAT_TURN_TIMEOUT)
+    await Conversation.objects.filter(pk=conversation.pk).aupdate(lock_expires_at=stalled)
     assert await sync_to_async(leases.turns_recover)() == 1
 
     await asyncio.wait_for(running.result(), 5)
