@@ -223,9 +223,16 @@ REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
     # A consumer waits for its messages with a blocking pop of up to 5 s; redis-py's default socket timeout
     # is also 5 s, and when it fires first the consumer dies and its WebSocket with it. Give it room.
-    _redis_host = {"address": REDIS_URL, "socket_timeout": 30}
+    # Each open WebSocket holds one pooled connection while it waits, and redis-py's asyncio pool stops at
+    # 100 by default (MaxConnectionsError: the 101st page of a process never gets its messages).
+    _redis_host = {"address": REDIS_URL, "socket_timeout": 30, "max_connections": 5000}
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [_redis_host]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # Messages queued per page before channels_redis drops new ones (100 by default): a page that
+            # falls behind under load must still get the end of a reply, not lose it.
+            "CONFIG": {"hosts": [_redis_host], "capacity": 1000},
+        }
     }
     CELERY_BROKER_URL = REDIS_URL
     # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (config/broker.py).
