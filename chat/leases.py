@@ -79,7 +79,6 @@ class Beat:
     stop: bool  # Stop was asked for
 
 
-@transaction.atomic  # one write transaction (one commit), not one per statement
 def turn_heartbeat(*, conversation_id: Any, lock_token: uuid.UUID, message_id: int, content: str | None) -> Beat:
     """Renew the lease and save the partial text (`content`, None when unchanged)."""
     now = services._now()

@@ -162,8 +162,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = None
-    # Django's backend, with one process's writers queueing in order (config/sqlite3/base.py).
-    DATABASES["default"]["ENGINE"] = "config.sqlite3"
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_POOL", False):
     # A connection pool per process (psycopg_pool), opt-in with DATABASE_POOL=1. Under ASGI every request
     # and every sync_to_async hop may run in a different thread, so persistent per-thread connections
