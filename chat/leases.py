@@ -2,7 +2,8 @@
 
 A turn holds its conversation's lock (`Conversation.lock_token`) as a *lease*: `lock_expires_at` is
 only CHAT_LOCK_TTL_SECONDS ahead (20 s by default), and the process running the turn renews it every
-HEARTBEAT_SECONDS while it also saves the text streamed so far (`turn_heartbeat`). If the process dies
+HEARTBEAT_SECONDS while it also saves the text streamed so far (`turns_heartbeat`: one transaction
+for all the turns of a process). If the process dies
 (a crash, SIGKILL, out of memory, a deploy), nothing renews the lease, and a sweep (`turns_recover`,
 run every few seconds by each web process and by the worker, and at once when a web process starts)
 closes the turn: the assistant message is saved `interrupted` with its persisted text, the agent
@@ -79,19 +80,40 @@ class Beat:
     stop: bool  # Stop was asked for
 
 
-def turn_heartbeat(*, conversation_id: Any, lock_token: uuid.UUID, message_id: int, content: str | None) -> Beat:
-    """Renew the lease and save the partial text (`content`, None when unchanged)."""
+@dataclass
+class Pulse:
+    """One running turn, as the process's heartbeat renews it."""
+
+    conversation_id: Any
+    lock_token: uuid.UUID
+    message_id: int
+    content: str | None  # the text so far; None when unchanged since the last beat
+
+
+@transaction.atomic  # one write transaction a second for all of a process's turns, however many
+def turns_heartbeat(pulses: list[Pulse]) -> dict[Any, Beat]:
+    """Renew the leases of these turns and save their partial text; each turn's Beat, by conversation."""
     now = services._now()
     expires = now + timedelta(seconds=lease_seconds())
-    held = Conversation.objects.filter(pk=conversation_id, lock_token=lock_token)
-    if content is not None:
-        Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
-            content=services.without_nul(content), updated_at=now
+    for pulse in pulses:
+        if pulse.content is not None:
+            Message.objects.filter(pk=pulse.message_id, status=Message.Status.STREAMING).update(
+                content=services.without_nul(pulse.content), updated_at=now
+            )
+    held = {
+        pulse.conversation_id
+        for pulse in pulses
+        if Conversation.objects.filter(pk=pulse.conversation_id, lock_token=pulse.lock_token).update(
+            lock_expires_at=expires
         )
-    if held.filter(stop_requested=False).update(lock_expires_at=expires):
-        return Beat(held=True, stop=False)
-    stopping = held.update(lock_expires_at=expires)
-    return Beat(held=bool(stopping), stop=bool(stopping))
+    }
+    stopping = set(Conversation.objects.filter(pk__in=held, stop_requested=True).values_list("pk", flat=True))
+    return {p.conversation_id: Beat(held=p.conversation_id in held, stop=p.conversation_id in stopping) for p in pulses}
+
+
+def turn_heartbeat(*, conversation_id: Any, lock_token: uuid.UUID, message_id: int, content: str | None) -> Beat:
+    """Renew one turn's lease and save its partial text (`content`, None when unchanged)."""
+    return turns_heartbeat([Pulse(conversation_id, lock_token, message_id, content)])[conversation_id]
 
 
 def turn_stop_request(*, conversation: Conversation) -> bool:

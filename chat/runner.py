@@ -21,8 +21,9 @@ What goes to the group, rendered once per event (chat/fragments.py):
 `offset` and the periodic full text let a tab that joined mid-reply (or missed a message) catch up
 without gaps or repeats (chat/consumers.py).
 
-While it runs, the turn renews its lease and saves the text so far every HEARTBEAT_SECONDS
-(chat/leases.py); that is also where a Stop asked in another process, or a lost lease, is noticed.
+While it runs, the turn's lease is renewed and its text so far saved every HEARTBEAT_SECONDS, by one
+heartbeat per process for all its turns (chat/leases.py); that is also where a Stop asked in another
+process, or a lost lease, is noticed.
 A sweep in every web process (started by the ASGI lifespan, `lifespan`) closes the turns whose
 process died. When the server shuts down cleanly, the turns it runs are stopped and saved first.
 
@@ -40,6 +41,7 @@ import copy
 import dataclasses
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
@@ -159,6 +161,7 @@ class RunningTurn:
         self.task: asyncio.Task[TurnEvent] | None = None
         self.listeners: list[asyncio.Queue[TurnEvent | None]] = []
         self.fanout: Fanout
+        self.saved_text = ""  # the reply text as the last heartbeat saved it
 
     def listen(self) -> asyncio.Queue[TurnEvent | None]:
         """A queue of this turn's events; None after the last one."""
@@ -180,7 +183,7 @@ class RunningTurn:
     async def _main(self) -> TurnEvent:
         started = self.turn.started
         self.fanout = Fanout(self.key, self.message_id)
-        heartbeat = asyncio.create_task(self._heartbeat())
+        _heartbeat_ensure()
         last = TurnEvent("error", text="The reply stopped unexpectedly.", user_message=started.user_message)
         try:
             async with aclosing(self.turn.events()) as events:
@@ -198,7 +201,6 @@ class RunningTurn:
             last = TurnEvent("error", text=STOPPED, user_message=started.user_message, assistant_message=message)
             self._emit(last)
         finally:
-            heartbeat.cancel()
             with _registry_lock:
                 if _running.get(self.key) is self:
                     del _running[self.key]
@@ -225,30 +227,56 @@ class RunningTurn:
         except Exception:  # a page that cannot be rendered must not stop the turn
             logger.exception("could not render a turn event for open pages")
 
-    async def _heartbeat(self) -> None:
-        started = self.turn.started
-        beat = database_sync_to_async(leases.turn_heartbeat)
-        saved = ""
-        while True:
-            await asyncio.sleep(leases.HEARTBEAT_SECONDS)
-            text = self.turn.text
-            try:
-                result = await beat(
-                    conversation_id=started.conversation.pk,
-                    lock_token=started.lock_token,
-                    message_id=self.message_id,
-                    content=text if text != saved else None,
-                )
-            except Exception:  # the database is away for a moment: the lease outlasts a few misses
-                logger.warning("could not renew the lease of a running turn", exc_info=True)
-                continue
-            if text != saved:
-                saved = text
-                self.fanout.send({"type": "turn.text", "message_id": self.message_id, "text": text})
-            if result.stop or not result.held:
-                assert self.task is not None
-                self.task.cancel()
-                return
+
+
+# --- the heartbeat: one database trip a second for all of this process's turns ----------------------
+
+_hearts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = weakref.WeakKeyDictionary()
+
+
+def _heartbeat_ensure() -> None:
+    loop = asyncio.get_running_loop()
+    heart = _hearts.get(loop)
+    if heart is None or heart.done():
+        _hearts[loop] = loop.create_task(_heartbeat(), name="turn-heartbeat", context=contextvars.Context())
+
+
+async def _heartbeat() -> None:
+    """Every HEARTBEAT_SECONDS, renew the leases of this loop's running turns and save their text so far,
+    in one transaction for all of them (leases.turns_heartbeat): fifty replies make one write a second,
+    not fifty. It also brings a Stop asked in another process, or a lost lease, to the turn. Ends when
+    no turn runs; the next turn starts it again."""
+    loop = asyncio.get_running_loop()
+    beat = database_sync_to_async(leases.turns_heartbeat, thread_sensitive=False)
+    while True:
+        await asyncio.sleep(leases.HEARTBEAT_SECONDS)
+        with _registry_lock:
+            turns = [r for r in _running.values() if r.loop is loop and r.task is not None and not r.task.done()]
+        if not turns:
+            return
+        texts = {r.key: r.turn.text for r in turns}
+        pulses = [
+            leases.Pulse(
+                conversation_id=r.turn.started.conversation.pk,
+                lock_token=r.turn.started.lock_token,
+                message_id=r.message_id,
+                content=texts[r.key] if texts[r.key] != r.saved_text else None,
+            )
+            for r in turns
+        ]
+        try:
+            beats = await beat(pulses)
+        except Exception:  # the database is away for a moment: a lease outlasts a few misses
+            logger.warning("could not renew the leases of running turns", exc_info=True)
+            continue
+        for running in turns:
+            text = texts[running.key]
+            if text != running.saved_text:
+                running.saved_text = text
+                running.fanout.send({"type": "turn.text", "message_id": running.message_id, "text": text})
+            result = beats.get(running.turn.started.conversation.pk)
+            if result is not None and (result.stop or not result.held) and running.task is not None:
+                running.task.cancel()
 
 
 @database_sync_to_async

@@ -151,3 +151,30 @@ async def test_a_turn_that_lost_its_lease_stops_and_leaves_the_recovered_reply_a
     assert (message.status, message.content, message.error) == ("interrupted", "Partial", leases.RECOVERED_ERROR)
     state = await AgentState.objects.aget(conversation=conversation)
     assert state.version == 1  # saved once, by the recovery
+
+
+def test_one_heartbeat_renews_every_turn_of_a_process_and_reports_each(user: User, settings: Any) -> None:
+    settings.CHAT_USER_RUN_SLOTS = 3
+    from chat.services import conversation_create
+
+    turns = [turn_start(user=user, conversation=conversation_create(user=user), content=f"Turn {i}") for i in range(3)]
+    kept, stopped, lost = turns
+    Conversation.objects.filter(pk=stopped.conversation.pk).update(stop_requested=True)
+    Conversation.objects.filter(pk=lost.conversation.pk).update(lock_token=None)  # recovered elsewhere
+    before = timezone.now()
+    pulses = [
+        leases.Pulse(t.conversation.pk, t.lock_token, t.assistant_message.pk, f"text {i}") for i, t in enumerate(turns)
+    ]
+
+    beats = leases.turns_heartbeat(pulses)
+
+    assert beats == {
+        kept.conversation.pk: leases.Beat(held=True, stop=False),
+        stopped.conversation.pk: leases.Beat(held=True, stop=True),
+        lost.conversation.pk: leases.Beat(held=False, stop=False),
+    }
+    assert Conversation.objects.get(pk=kept.conversation.pk).lock_expires_at > before
+    assert Message.objects.get(pk=kept.assistant_message.pk).content == "text 0"
+    unchanged = leases.Pulse(kept.conversation.pk, kept.lock_token, kept.assistant_message.pk, None)
+    assert leases.turns_heartbeat([unchanged])[kept.conversation.pk].held
+    assert Message.objects.get(pk=kept.assistant_message.pk).content == "text 0"  # None: the text is left as it is
