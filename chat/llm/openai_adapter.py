@@ -26,6 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
+import httpx2  # the `openai` package's HTTP library
 import openai
 from django.conf import settings
 
@@ -69,7 +70,8 @@ def _context_overflow(exc: openai.APIStatusError, said: str) -> LLMError | None:
 def _as_llm_error(exc: Exception) -> LLMError:
     if isinstance(exc, LLMError):
         return exc
-    if isinstance(exc, openai.APITimeoutError):
+    # The raw stream's reads raise the HTTP library's own timeout, not the SDK's.
+    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
         return LLMError("The model provider timed out.", kind="timeout")
     if isinstance(exc, openai.APIConnectionError):
         cause = clean_provider_message(str(exc.__cause__ or ""))
@@ -111,6 +113,37 @@ def _said(exc: openai.APIError) -> str:
         except Exception:  # a streamed body that was never read
             return ""
     return exc.message
+
+
+async def _sse_chunks(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
+    """The JSON objects of a server-sent event stream of chat completion chunks, up to `[DONE]`.
+
+    An event that carries an `error` (some servers report a failure after the 200) raises LLMError with
+    the provider's words; a `data` that is not JSON raises ValueError, read as a garbage answer."""
+    data: list[str] = []
+    event = ""
+    async for line in lines:
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+            continue
+        if line.startswith("event:"):
+            event = line[6:].strip()
+            continue
+        if line or not data:  # a comment (": ping"), another field, or a blank line between events
+            continue
+        payload, data = "\n".join(data), []
+        if payload.strip() == "[DONE]":
+            return
+        chunk = json.loads(payload)
+        if not isinstance(chunk, dict):
+            raise ValueError("a stream chunk that is not a JSON object")
+        error = chunk.get("error")
+        if error or event == "error":
+            said = error.get("message") if isinstance(error, dict) else error
+            detail = clean_provider_message(str(said or ""))
+            raise LLMError("The model provider reported an error" + (f": {detail}" if detail else "."), kind="status")
+        event = ""
+        yield chunk
 
 
 def _retryable(error: LLMError) -> bool:
@@ -224,11 +257,15 @@ class OpenAIChatModel(ChatModel):
         received = False
         usage: int | None = None
         try:
+            # The raw response: the SDK's typed chunk objects cost more CPU than the rest of a streamed
+            # token's way to the page together; the chunks are read as JSON (`_sse_chunks`) instead.
+            completions = self._async_client().chat.completions.with_streaming_response
             async with asyncio.timeout(max(0.0, first_by - time.monotonic())):
-                stream = await self._async_client().chat.completions.create(**request)
-            # `async with` closes the HTTP response even when our consumer stops early (a cancelled turn).
-            async with stream:
-                chunks = aiter(stream)
+                opened = completions.create(**request)
+                response = await opened.__aenter__()
+            # Closed however this ends, so a consumer that stops early (a cancelled turn) closes it at once.
+            try:
+                chunks = aiter(_sse_chunks(response.iter_lines()))
                 while True:
                     # Bytes that are not chunks (keep-alive comments) do not end these waits.
                     limit = end if got_token else first_by
@@ -238,13 +275,17 @@ class OpenAIChatModel(ChatModel):
                     except StopAsyncIteration:
                         break
                     received = True
-                    if getattr(chunk, "usage", None) is not None and chunk.usage.prompt_tokens:
-                        usage = int(chunk.usage.prompt_tokens)
+                    prompt_tokens = (chunk.get("usage") or {}).get("prompt_tokens")
+                    if prompt_tokens:
+                        usage = int(prompt_tokens)
                     texts = calls.add_chunk(chunk)
                     got_token = got_token or bool(texts) or calls.started
                     for text in texts:
                         yield TextDelta(text)
-                    finished = finished or bool(chunk.choices and chunk.choices[0].finish_reason)
+                    choices = chunk.get("choices") or [{}]
+                    finished = finished or bool(isinstance(choices[0], dict) and choices[0].get("finish_reason"))
+            finally:
+                await opened.__aexit__(None, None, None)
         except TimeoutError as exc:
             raise self._deadline_error(got_token) from exc
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through

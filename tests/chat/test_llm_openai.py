@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -263,3 +263,24 @@ def test_complete_text_sends_one_plain_request(fake_openai: FakeOpenAIServer) ->
     request = fake_openai.requests[0]
     assert request["model"] == "summarizer" and request["max_tokens"] == 300
     assert not request.get("stream") and "response_format" not in request
+
+
+async def test_stream_chunks_are_read_from_the_raw_events() -> None:
+    from chat.llm.openai_adapter import _sse_chunks
+
+    async def lines(*items: str) -> AsyncIterator[str]:
+        for item in items:
+            yield item
+
+    stream = lines(
+        ": ping", "", 'data: {"choices": [{"delta": {"content": "Hi"}}]}', "",
+        "data: {\"choices\":", 'data: [{"delta": {"content": " there"}}]}', "",  # one event on two lines
+        "data: [DONE]", "", 'data: {"after": "done"}', "",
+    )  # fmt: skip
+    assert [chunk async for chunk in _sse_chunks(stream)] == [
+        {"choices": [{"delta": {"content": "Hi"}}]},
+        {"choices": [{"delta": {"content": " there"}}]},
+    ]
+    failing = lines('data: {"choices": []}', "", 'data: {"error": {"message": "Out of memory"}}', "")
+    with pytest.raises(LLMError, match="reported an error: Out of memory"):
+        _ = [chunk async for chunk in _sse_chunks(failing)]
