@@ -44,10 +44,19 @@ from django.core.exceptions import ValidationError
 
 from accounts.models import User
 from chat import runner, selectors, services
-from chat.fragments import delta_html, notice_html, streaming_html, text_html, turn_state_html
+from chat.fragments import (
+    delta_html,
+    message_html,
+    messages_append_html,
+    notice_html,
+    notices_append_html,
+    streaming_html,
+    text_html,
+    turn_live_html,
+    turn_state_html,
+)
 from chat.models import Conversation, Message
 from chat.runner import FLUSH_SECONDS  # noqa: F401  (kept importable here: the batching interval)
-from chat.views import message_html
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +83,6 @@ def _conversation_for(user: User, conversation_id: str) -> Conversation | None:
 def _streaming_reply(conversation: Conversation) -> Message | None:
     messages = selectors.message_list(conversation=conversation)
     return messages.filter(role=Message.Role.ASSISTANT, status=Message.Status.STREAMING).last()
-
-
-LIVE_HTML = '<div id="turn-live" hidden data-live="1" hx-swap-oob="true"></div>'
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -119,7 +125,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if self._unwatch is None:
             self._unwatch = runner.watch(self.conversation.pk, self._local)
         # The page polls again: a reply being written elsewhere shows as it is saved, so do notices.
-        html = '<div id="turn-live" hidden data-live="0" hx-swap-oob="true"></div>'
+        html = turn_live_html(live=False)
         reply = await _streaming_reply(self.conversation)
         if reply is not None and runner.running_turn(self.conversation.pk) is None:
             html += message_html(reply, oob=True)
@@ -169,7 +175,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _catch_up(self) -> None:
         """A page opened mid-reply: the reply as saved (the runner's full text follows within a second)."""
         reply = await _streaming_reply(self.conversation)
-        html = LIVE_HTML
+        html = turn_live_html(live=True)
         if reply is not None:
             self._shown[reply.pk] = len(reply.content)
             html += streaming_html(reply)
@@ -267,14 +273,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def memory_notice(self, event: dict[str, Any]) -> None:
         """Append a rendered fragment (event["html"]) to the page's notices area."""
-        await self.push(f'<div id="notices" hx-swap-oob="beforeend">{event["html"]}</div>')
+        await self.push(notices_append_html(event["html"]))
 
     chat_notice = memory_notice
 
     async def chat_marker(self, event: dict[str, Any]) -> None:
         """A conversation marker (chat.markers): appended to this page's timeline if it is ours."""
         if event.get("conversation_id") == str(self.conversation.pk):
-            await self.push(f'<div hx-swap-oob="beforeend:#messages">{event["html"]}</div>')
+            await self.push(messages_append_html(event["html"]))
 
     async def session_close(self, event: dict[str, Any]) -> None:
         """The user logged out or changed their password (accounts.sessions): close this socket."""

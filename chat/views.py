@@ -1,7 +1,8 @@
 """Chat pages. Thin: fetch through a user-scoped selector, call one service, render.
 
 Each UI element has one partial (chat/_message.html, chat/_conversation_item.html, ...), used by the
-full page, the HTMX responses below and the WebSocket pushes in chat/consumers.py alike.
+full page, the HTMX responses below and the WebSocket pushes in chat/consumers.py alike (rendered
+through chat/fragments.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from uuid import UUID
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from accounts.models import User
 from chat import extensions, markers, selectors, services
 from chat.forms import ConversationCreateForm, ConversationRenameForm
+from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
@@ -37,9 +38,6 @@ def _user(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
 
 
-RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
-
-
 def with_retry(messages: Iterable[Message]) -> list[Message]:
     """The messages, the latest marked for a Retry button when it is a reply that failed or was
     stopped: Retry writes that reply again in place (services.turn_retry_start)."""
@@ -47,14 +45,6 @@ def with_retry(messages: Iterable[Message]) -> list[Message]:
     if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status in RETRYABLE:
         items[-1].retryable = True  # type: ignore[attr-defined]
     return items
-
-
-def message_html(message: Message, *, retryable: bool = False, live: bool = False, oob: bool = False) -> str:
-    """The one message partial. `live`: pushed over the WebSocket (no polling while it streams).
-    `retryable`: the message is the conversation's latest, so a failed or stopped reply offers Retry."""
-    if retryable and message.role == Message.Role.ASSISTANT and message.status in RETRYABLE:
-        message.retryable = True  # type: ignore[attr-defined]
-    return render_to_string("chat/_message.html", {"message": message, "live": live, "oob": oob})
 
 
 def sidebar_context(

@@ -2,9 +2,9 @@
 
 Thin views: parse, fetch through the user-scoped selector (another user's id is a 404), call one
 service, render. Every UI element has one partial under memory/ (a row, the history, the summary,
-...), used by the full page and by the HTMX responses alike, so the live page always equals a
-reload. Without JavaScript every action is a plain form: GET shows a step (edit form, confirmation)
-in the full page, POST redirects back to it.
+...), used by the full page and by the HTMX responses alike (rendered and joined in
+memory/fragments.py), so the live page always equals a reload. Without JavaScript every action is a
+plain form: GET shows a step (edit form, confirmation) in the full page, POST redirects back to it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from django.core.exceptions import BadRequest
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -29,8 +28,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 from accounts.models import User
 from accounts.services import user_set_memory_enabled
 from chat.views import sidebar_context
-from memory import notices, selectors, services
-from memory.context import memory_prompt_usage
+from memory import fragments, notices, selectors, services
 from memory.forms import ForgetAllForm, MemoryForm, MemorySwitchForm
 from memory.models import CONTENT_MAX, Memory
 from memory.schemas import MemoryExportOut
@@ -58,26 +56,6 @@ def _query(request: HttpRequest) -> str:
     return " ".join(query.split())[:SEARCH_MAX_CHARS]
 
 
-# --- context for the partials ---------------------------------------------------------------------
-
-
-def _list_context(user: User, query: str) -> dict[str, Any]:
-    return {
-        "memories": list(selectors.memory_page_active(user=user, query=query)),
-        "query": query,
-        "has_history": selectors.memory_has_history(user=user),
-        "limit": CONTENT_MAX,
-    }
-
-
-def _summary_context(user: User) -> dict[str, Any]:
-    return {"usage": memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
-
-
-def _history_context(user: User, query: str = "") -> dict[str, Any]:
-    return {"history": list(selectors.memory_history(user=user, query=query)), "query": query}
-
-
 def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
     """The full page; `extra` opens one step in it (a row's edit form or delete confirmation, ...)."""
     user = _user(request)
@@ -85,49 +63,24 @@ def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpRespo
         **sidebar_context(user),
         "current": None,
         "add_form": MemoryForm(),
-        **_list_context(user, _query(request)),
-        **_summary_context(user),
-        **_history_context(user, _query(request)),
+        **fragments.list_context(user, _query(request)),
+        **fragments.summary_context(user),
+        **fragments.history_context(user, _query(request)),
         **extra,
     }
     return render(request, "memory/page.html", context, status=status)
 
 
-def _part(request: HttpRequest, template: str, **context: Any) -> str:
-    return render_to_string(template, {"limit": CONTENT_MAX, **context}, request=request)
-
-
-def _status(text: str) -> str:
-    """A short confirmation for the page's live region (read out by screen readers)."""
-    return render_to_string("memory/_status.html", {"text": text, "oob": True})
-
-
-def _fragments(*parts: str, status: int = 200) -> HttpResponse:
-    return HttpResponse("".join(parts), status=status)
-
-
 def _summary_oob(request: HttpRequest) -> str:
-    """The summary, and the Forget everything box whose state follows the count."""
-    user = _user(request)
-    summary = _summary_context(user)
-    has_history = selectors.memory_has_history(user=user)
-    return _part(request, "memory/_summary.html", oob=True, **summary) + _part(
-        request, "memory/_forget.html", oob=True, history=has_history, **summary
-    )
+    return fragments.summary_oob_html(request, _user(request))
 
 
 def _history(request: HttpRequest, *, oob: bool) -> str:
-    return _part(request, "memory/_history.html", oob=oob, **_history_context(_user(request), _query(request)))
+    return fragments.history_html(request, _user(request), _query(request), oob=oob)
 
 
 def _empty_state_oob(request: HttpRequest) -> str:
-    """The active list's empty state, whose wording depends on whether any history is left."""
-    context = {"has_history": selectors.memory_has_history(user=_user(request)), "query": _query(request)}
-    return _part(request, "memory/_active_empty.html", oob=True, **context)
-
-
-def _row_template(memory: Memory) -> str:
-    return "memory/_row.html" if memory.is_active else "memory/_history_row.html"
+    return fragments.empty_state_oob_html(request, _user(request), _query(request))
 
 
 def _rejected(request: HttpRequest, exc: services.MemoryRejected, *, anchor: str) -> HttpResponse:
@@ -135,7 +88,7 @@ def _rejected(request: HttpRequest, exc: services.MemoryRejected, *, anchor: str
     if not _htmx(request):
         messages.error(request, str(exc))
         return redirect(_page_url(anchor))
-    html = render_to_string("memory/_status.html", {"text": str(exc), "error": True, "inner": True})
+    html = fragments.error_status_html(str(exc))
     return reswap(retarget(HttpResponse(html, status=exc.status), "#memory-status"), "innerHTML")
 
 
@@ -149,20 +102,13 @@ def memory_page(request: HttpRequest) -> HttpResponse:
     """The page; an HTMX request (the search box) gets the filtered lists and says how many matched."""
     if _htmx(request) and not request.htmx.history_restore_request:  # type: ignore[attr-defined]
         user, query = _user(request), _query(request)
-        active, history = _list_context(user, query), _history_context(user, query)
-        return _fragments(
-            _part(request, "memory/_active_list.html", **active),
-            _part(request, "memory/_history.html", oob=True, **history),
-            _status(_search_count(query, len(active["memories"]), len(history["history"]))),
+        active, history = fragments.list_context(user, query), fragments.history_context(user, query)
+        return fragments.response(
+            fragments.part(request, "memory/_active_list.html", **active),
+            fragments.part(request, "memory/_history.html", oob=True, **history),
+            fragments.status_html(fragments.search_count(query, len(active["memories"]), len(history["history"]))),
         )
     return _page(request)
-
-
-def _search_count(query: str, active: int, history: int) -> str:
-    if not query:
-        return ""
-    found = f"{active} active memor{'y' if active == 1 else 'ies'} and {history} in History"
-    return f"{found} match “{query}”."
 
 
 @login_required
@@ -172,7 +118,7 @@ def memory_row(request: HttpRequest, memory_id: int) -> HttpResponse:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     if not _htmx(request):
         return redirect(_page_url(f"memory-{memory.pk}"))
-    return render(request, _row_template(memory), {"memory": memory, "limit": CONTENT_MAX})
+    return render(request, fragments.row_template(memory), {"memory": memory, "limit": CONTENT_MAX})
 
 
 @login_required
@@ -194,12 +140,11 @@ def memory_add(request: HttpRequest) -> HttpResponse:
         messages.success(request, "Memory added.")
         return redirect(_page_url(f"memory-{memory.pk}"))
     fresh = selectors.memory_get_for_user(user=user, memory_id=memory.pk)
-    row = _part(request, "memory/_row.html", memory=fresh)
-    return _fragments(
-        _part(request, "memory/_add_form.html", add_form=MemoryForm(), refocus=True),
-        f'<ul hx-swap-oob="afterbegin:#memory-list">{row}</ul>',
+    return fragments.response(
+        fragments.part(request, "memory/_add_form.html", add_form=MemoryForm(), refocus=True),
+        fragments.row_added_html(request, fresh),
         _summary_oob(request),
-        _status("Memory added."),
+        fragments.status_html("Memory added."),
     )
 
 
@@ -231,11 +176,11 @@ def _edited(request: HttpRequest, new: Memory) -> HttpResponse:
         messages.success(request, "Memory saved.")
         return redirect(_page_url(f"memory-{new.pk}"))
     fresh = selectors.memory_get_for_user(user=_user(request), memory_id=new.pk)
-    return _fragments(
-        _part(request, "memory/_row.html", memory=fresh, refocus=True),
+    return fragments.response(
+        fragments.part(request, "memory/_row.html", memory=fresh, refocus=True),
         _history(request, oob=True),
         _summary_oob(request),
-        _status("Memory saved. Memora uses the new wording from your next message."),
+        fragments.status_html("Memory saved. Memora uses the new wording from your next message."),
     )
 
 
@@ -247,7 +192,8 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
     memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     if request.method == "GET":
         if _htmx(request):
-            return render(request, _row_template(memory), {"memory": memory, "mode": "confirm", "limit": CONTENT_MAX})
+            context = {"memory": memory, "mode": "confirm", "limit": CONTENT_MAX}
+            return render(request, fragments.row_template(memory), context)
         return _page(request, delete_id=memory.pk)
     anchor = "memory-list" if memory.is_active else "memory-history"
     if request.POST.get("cancel"):
@@ -258,13 +204,15 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
         messages.success(request, "Memory deleted permanently.")
         return redirect(_page_url(anchor))
     if was_active:  # the row is swapped for nothing; its earlier versions leave the history
-        return _fragments(
+        return fragments.response(
             _history(request, oob=True),
             _empty_state_oob(request),
             _summary_oob(request),
-            _status("Memory deleted permanently."),
+            fragments.status_html("Memory deleted permanently."),
         )
-    return _fragments(_history(request, oob=False), _empty_state_oob(request), _status("Deleted permanently."))
+    return fragments.response(
+        _history(request, oob=False), _empty_state_oob(request), fragments.status_html("Deleted permanently.")
+    )
 
 
 @login_required
@@ -279,11 +227,12 @@ def memory_restore(request: HttpRequest, memory_id: int) -> HttpResponse:
     if not _htmx(request):
         messages.success(request, "Memory restored.")
         return redirect(_page_url(f"memory-{new.pk}"))
-    return _fragments(
+    active = fragments.list_context(user, _query(request))
+    return fragments.response(
         _history(request, oob=False),
-        _part(request, "memory/_active_list.html", oob=True, refocus_id=new.pk, **_list_context(user, _query(request))),
+        fragments.part(request, "memory/_active_list.html", oob=True, refocus_id=new.pk, **active),
         _summary_oob(request),
-        _status("Memory restored. Memora uses it again from your next message."),
+        fragments.status_html("Memory restored. Memora uses it again from your next message."),
     )
 
 
@@ -299,8 +248,8 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
         context = {
             "forget_confirm": confirming,
             "refocus": not confirming,  # back on the button after Cancel
-            **_summary_context(user),
-            **_history_context(user),
+            **fragments.summary_context(user),
+            **fragments.history_context(user),
         }
         return render(request, "memory/_forget.html", context)
     if request.POST.get("cancel"):
@@ -327,10 +276,10 @@ def memory_switch(request: HttpRequest) -> HttpResponse:
     if not _htmx(request):
         messages.success(request, text)
         return redirect(_page_url())
-    return _fragments(
-        _part(request, "memory/_switch.html", memory_enabled=user.memory_enabled),
+    return fragments.response(
+        fragments.part(request, "memory/_switch.html", memory_enabled=user.memory_enabled),
         _summary_oob(request),
-        _status(text),
+        fragments.status_html(text),
     )
 
 

@@ -1,0 +1,94 @@
+"""The memory page's partials as the HTMX answers send them: each renders one template under
+memory/templates/memory/ (the same ones memory/page.html includes, so the live page equals a reload),
+and `response` joins the pieces of one answer (the main swap first, then the out-of-band ones).
+
+The `*_context` functions are what those partials read; the full page (memory.views) uses them too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+
+from accounts.models import User
+from memory import selectors
+from memory.context import memory_prompt_usage
+from memory.models import CONTENT_MAX, Memory
+
+# --- what the partials read ------------------------------------------------------------------------
+
+
+def list_context(user: User, query: str) -> dict[str, Any]:
+    return {
+        "memories": list(selectors.memory_page_active(user=user, query=query)),
+        "query": query,
+        "has_history": selectors.memory_has_history(user=user),
+        "limit": CONTENT_MAX,
+    }
+
+
+def summary_context(user: User) -> dict[str, Any]:
+    return {"usage": memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
+
+
+def history_context(user: User, query: str = "") -> dict[str, Any]:
+    return {"history": list(selectors.memory_history(user=user, query=query)), "query": query}
+
+
+# --- the pieces of an answer -----------------------------------------------------------------------
+
+
+def part(request: HttpRequest, template: str, **context: Any) -> str:
+    return render_to_string(template, {"limit": CONTENT_MAX, **context}, request=request)
+
+
+def response(*parts: str, status: int = 200) -> HttpResponse:
+    return HttpResponse("".join(parts), status=status)
+
+
+def row_template(memory: Memory) -> str:
+    return "memory/_row.html" if memory.is_active else "memory/_history_row.html"
+
+
+def status_html(text: str) -> str:
+    """A short confirmation for the page's live region (read out by screen readers)."""
+    return render_to_string("memory/_status.html", {"text": text, "oob": True})
+
+
+def error_status_html(text: str) -> str:
+    """Why a write was refused, as the live region's content (the answer is retargeted there)."""
+    return render_to_string("memory/_status.html", {"text": text, "error": True, "inner": True})
+
+
+def summary_oob_html(request: HttpRequest, user: User) -> str:
+    """The summary, and the Forget everything box whose state follows the count."""
+    summary = summary_context(user)
+    has_history = selectors.memory_has_history(user=user)
+    return part(request, "memory/_summary.html", oob=True, **summary) + part(
+        request, "memory/_forget.html", oob=True, history=has_history, **summary
+    )
+
+
+def history_html(request: HttpRequest, user: User, query: str, *, oob: bool) -> str:
+    return part(request, "memory/_history.html", oob=oob, **history_context(user, query))
+
+
+def empty_state_oob_html(request: HttpRequest, user: User, query: str) -> str:
+    """The active list's empty state, whose wording depends on whether any history is left."""
+    context = {"has_history": selectors.memory_has_history(user=user), "query": query}
+    return part(request, "memory/_active_empty.html", oob=True, **context)
+
+
+def row_added_html(request: HttpRequest, memory: Memory) -> str:
+    """A new row at the top of the active list."""
+    return part(request, "memory/_row_added.html", memory=memory)
+
+
+def search_count(query: str, active: int, history: int) -> str:
+    """What the live region says after a search."""
+    if not query:
+        return ""
+    found = f"{active} active memor{'y' if active == 1 else 'ies'} and {history} in History"
+    return f"{found} match “{query}”."
