@@ -15,9 +15,10 @@ leaves the turn running. A page that connects mid-reply gets the text so far, th
 after a gap waits for the runner's next full text (about once a second).
 
 Server-side events for a user reach all their open chat pages through the channel layer group
-``user-<user id>`` (see `user_group`). To show a notice, send
+``user-<user id>`` (chat.extensions.user_group). Other apps show a notice with
+chat.extensions.notify_user, which sends
 
-    {"type": "memory.notice", "html": "<rendered fragment>"}   (or "type": "chat.notice")
+    {"type": "chat.notice", "html": "<rendered fragment>"}
 
 to that group; the fragment is appended to the page's notices area. {"type": "session.close"}
 closes every socket of the user (sent on logout and password change).
@@ -44,6 +45,7 @@ from django.core.exceptions import ValidationError
 
 from accounts.models import User
 from chat import runner, selectors, services
+from chat.extensions import user_group
 from chat.fragments import (
     delta_html,
     message_html,
@@ -64,11 +66,6 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 LAYER_TIMEOUT_SECONDS = 2.0
 LAYER_RETRY_SECONDS = 3.0  # how often a page without a channel layer tries to join again
-
-
-def user_group(user_id: int) -> str:
-    """The channel layer group of one user's open chat pages."""
-    return f"user-{user_id}"
 
 
 @database_sync_to_async
@@ -271,11 +268,13 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if handler is not None:
             await handler(event)
 
-    async def memory_notice(self, event: dict[str, Any]) -> None:
-        """Append a rendered fragment (event["html"]) to the page's notices area."""
+    async def chat_notice(self, event: dict[str, Any]) -> None:
+        """Append a rendered fragment (event["html"], chat.extensions.notify_user) to the page's notices area."""
         await self.push(notices_append_html(event["html"]))
 
-    chat_notice = memory_notice
+    # The notice event's earlier type: a worker still running the previous release (a rolling deploy on
+    # Redis) may send it, and a consumer without a handler for an event fails.
+    memory_notice = chat_notice
 
     async def chat_marker(self, event: dict[str, Any]) -> None:
         """A conversation marker (chat.markers): appended to this page's timeline if it is ours."""

@@ -1,10 +1,17 @@
 """Extension points chat owns and other apps plug into (the memory app registers in its AppConfig).
 
+Chat works, and its pages render, with nothing registered here.
+
 - context providers: add a block to the model input of each turn; never stored in the agent state.
 - tools: functions the chat model may call during a turn (bounded in steps). A tool may say, per turn,
-  whether it can act (`available(ctx)`); one that cannot is neither offered to the model nor run.
+  whether it can act (`available(ctx)`); one that cannot is neither offered to the model nor run. It
+  may name what the reply shows while it runs (`activity_label`, e.g. "Updating memory…").
 - `turn_finished`: sent after the turn's transaction commits, never on rollback.
 - page fragments: extra HTML on the conversation page (e.g. a poller for notices).
+- notices: `notify_user(user_id, html)` appends a rendered fragment to the notices area of every open
+  chat page of the user, through the channel layer group `user_group(user_id)` (event "chat.notice").
+- demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
+  tool trigger (which tool the demo calls for a user's text) and a JSON responder (answers JSON calls).
 - conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
 """
 
@@ -14,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.dispatch import Signal
 
 if TYPE_CHECKING:
@@ -39,7 +48,8 @@ PageFragment = Callable[["HttpRequest", "Conversation"], str]
 
 class Tool(Protocol):
     """A tool may also define `available(ctx) -> bool`: cheap, no queries (it runs on the event loop
-    before every model request), False when the tool cannot act in this turn. Without it, always available."""
+    before every model request), False when the tool cannot act in this turn. Without it, always available.
+    And `activity_label: str`, what the reply shows while the tool runs (else a generic "Working…")."""
 
     name: str
     description: str
@@ -82,6 +92,12 @@ def get_tool(name: str, ctx: TurnContext | None = None) -> Tool | None:
     return tool if tool is not None and tool_available(tool, ctx) else None
 
 
+def tool_activity_label(name: str) -> str | None:
+    """What the reply shows while the tool called `name` runs, when the tool names it."""
+    label: str | None = getattr(_tools.get(name), "activity_label", None)
+    return label or None
+
+
 def tool_schemas(ctx: TurnContext | None = None) -> list[dict[str, Any]]:
     """The registered tools (those available in the turn `ctx`) in the Chat Completions `tools` format."""
     return [
@@ -97,3 +113,52 @@ def register_page_fragment(name: str, fragment: PageFragment) -> None:
 
 def page_fragments(request: HttpRequest, conversation: Conversation) -> list[str]:
     return [html for fragment in _page_fragments.values() if (html := fragment(request, conversation))]
+
+
+# --- notices -------------------------------------------------------------------------------------
+
+NOTICE_EVENT = "chat.notice"
+
+
+def user_group(user_id: int) -> str:
+    """The channel layer group of one user's open chat pages (chat.consumers.ChatConsumer joins it)."""
+    return f"user-{user_id}"
+
+
+def notify_user(user_id: int, html: str) -> bool:
+    """Append `html` (rendered, already-escaped) to the notices area of the user's open chat pages, in
+    any process the channel layer reaches. False when there is no channel layer; a layer error raises
+    (the caller decides whether a missed notice matters). Call it after commit."""
+    layer = get_channel_layer()
+    if layer is None:
+        return False
+    async_to_sync(layer.group_send)(user_group(user_id), {"type": NOTICE_EVENT, "html": html})
+    return True
+
+
+# --- the offline demo model's hooks (chat.llm.demo) ----------------------------------------------
+
+# A tool trigger returns the name of a tool the demo model calls for the latest user text (given the
+# names of the tools offered), or None. A JSON responder answers a JSON call (complete_json) or says
+# None to leave it to the next one.
+DemoToolTrigger = Callable[[str, set[str]], "str | None"]
+DemoJsonResponder = Callable[[list[dict[str, Any]]], "str | None"]
+
+_demo_tool_triggers: dict[str, DemoToolTrigger] = {}
+_demo_json_responders: dict[str, DemoJsonResponder] = {}
+
+
+def register_demo_tool_trigger(name: str, trigger: DemoToolTrigger) -> None:
+    _demo_tool_triggers[name] = trigger
+
+
+def demo_tool_triggers() -> list[DemoToolTrigger]:
+    return list(_demo_tool_triggers.values())
+
+
+def register_demo_json_responder(name: str, responder: DemoJsonResponder) -> None:
+    _demo_json_responders[name] = responder
+
+
+def demo_json_responders() -> list[DemoJsonResponder]:
+    return list(_demo_json_responders.values())

@@ -12,13 +12,16 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
+from chat import extensions
 from chat.agent import TurnEvent
 from chat.compaction import SUMMARIZING
 from chat.models import Conversation, Message
 
 RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 
-ACTIVITY = {"flush_memory": "Updating memory…", SUMMARIZING: "Summarizing earlier messages…"}
+# What chat itself does while a reply waits (compaction is not a registered tool); a registered tool
+# names its own (`activity_label`, see chat.extensions.Tool).
+ACTIVITY = {SUMMARIZING: "Summarizing earlier messages…"}
 ACTIVITY_DEFAULT = "Working…"
 
 
@@ -69,7 +72,7 @@ def text_html(message_id: int, text: str) -> str:
 
 
 def activity_label(tool: str) -> str:
-    return ACTIVITY.get(tool, ACTIVITY_DEFAULT)
+    return ACTIVITY.get(tool) or extensions.tool_activity_label(tool) or ACTIVITY_DEFAULT
 
 
 def activity_html(message_id: int, tool: str) -> str:

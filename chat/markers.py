@@ -16,6 +16,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.template.loader import render_to_string
 
+from chat.extensions import user_group
 from chat.models import Conversation, ConversationMarker, Message
 
 logger = logging.getLogger(__name__)
@@ -42,9 +43,7 @@ def marker_add(
 
 
 def _push(marker: ConversationMarker) -> None:
-    # The group of the owner's open chat pages (chat.consumers); each page keeps only its own conversation's.
-    from chat.consumers import user_group
-
+    # The group of the owner's open chat pages; each page keeps only its own conversation's.
     layer = get_channel_layer()
     if layer is None:
         return

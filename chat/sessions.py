@@ -1,5 +1,5 @@
 """Open chat sockets end with the session that opened them: on logout and on a password change, every
-socket of the user is closed through the channel layer's per-user group (chat.consumers.user_group).
+socket of the user is closed through the channel layer's per-user group (chat.extensions.user_group).
 
 With Redis (REDIS_URL) this reaches every web process; on the embedded in-memory layer, the sockets of
 the process that handled the logout (the only one, in a development run).
@@ -14,13 +14,13 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from chat.extensions import user_group
+
 logger = logging.getLogger(__name__)
 
 
 def user_sockets_close(*, user_id: int) -> None:
     """Close every open chat socket of the user, once the current transaction commits."""
-    from chat.consumers import user_group
-
     def send() -> None:
         layer = get_channel_layer()
         if layer is None:

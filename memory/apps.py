@@ -8,7 +8,6 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         """Plug memory into chat's extension points (chat works on its own without them)."""
         from chat import extensions
-        from chat.llm import demo as demo_model
         from memory import demo
         from memory.context import memory_block
         from memory.notices import conversation_page_fragment, mark_conversation, on_memories_changed
@@ -22,7 +21,5 @@ class MemoryConfig(AppConfig):
         extensions.turn_finished.connect(on_turn_finished, dispatch_uid="memory.on_turn_finished")
         memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
-        if demo.demo_judge not in demo_model.json_responders:
-            demo_model.json_responders.append(demo.demo_judge)
-        if demo.demo_tool_trigger not in demo_model.tool_triggers:
-            demo_model.tool_triggers.append(demo.demo_tool_trigger)
+        extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
+        extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)

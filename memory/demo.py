@@ -1,6 +1,6 @@
 """Memory for the offline demo model — a demo, not a language model.
 
-Two hooks plug into `chat.llm.demo`:
+Two hooks plug into the offline demo model (`chat.llm.demo`) through chat.extensions (memory/apps.py):
 
 - `demo_judge` answers judge calls with a few deterministic rules, in English and (roughly) Chinese,
   good enough to walk through the product flow with no provider: a stable preference about the user
@@ -364,7 +364,7 @@ def judge_answer(user_text: str) -> str:
 
 
 def demo_judge(messages: list[dict[str, Any]]) -> str | None:
-    """chat.llm.demo json responder: answers judge calls, leaves any other JSON call alone."""
+    """The demo model's JSON responder (chat.extensions): answers judge calls, leaves any other JSON call alone."""
     if not messages or not str(messages[0].get("content", "")).startswith(JUDGE_MARKER):
         return None
     user = next((m for m in messages if m.get("role") == "user"), None)
@@ -390,7 +390,8 @@ def explicit_request(text: str) -> bool:
 
 
 def demo_tool_trigger(text: str, tools: set[str]) -> str | None:
-    """chat.llm.demo tool trigger: call flush_memory for explicit remember/correct/forget requests."""
+    """The demo model's tool trigger (chat.extensions): call flush_memory for explicit remember, correct
+    or forget requests."""
     if "flush_memory" in tools and explicit_request(text):
         return "flush_memory"
     return None

@@ -3,8 +3,8 @@
 Two ways to the browser:
 
 - Push: `on_memories_changed` (connected to memory.signals.memories_changed, sent on commit) renders
-  the notice and sends it to the channel layer group of the user's open chat pages, where the chat
-  consumer appends it to the page's notices. On Redis this works from any process (web or worker).
+  the notice and hands it to chat's notice channel (chat.extensions.notify_user), which appends it to
+  the notices of the user's open chat pages. On Redis this works from any process (web or worker).
 - Poll: the in-memory channel layer of the embedded defaults cannot reach the web process from the
   Celery worker, so there the chat page also polls `notices/` (memory/_notice_poller.html) for runs
   that changed memories since the last one it saw. Each notice carries its run id, so a page that
@@ -20,15 +20,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
 from accounts.models import User
-from chat import markers
+from chat import extensions, markers
 from chat.models import Conversation, Message
 from memory import selectors
 from memory.changes import MemoryChange
@@ -139,23 +137,13 @@ def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: lis
         logger.exception("could not mark the conversation of run %s", run_id)
 
 
-def user_group(user_id: int) -> str:
-    # The group chat.consumers.ChatConsumer joins; imported lazily to keep this module light.
-    from chat.consumers import user_group as chat_user_group
-
-    return chat_user_group(user_id)
-
-
 def on_memories_changed(
     sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any
 ) -> None:
     """memories_changed receiver: push the notice to the user's open chat pages."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    event = {"type": "memory.notice", "html": notice_html(run_id=run_id, changes=changes, review=_review_for(run_id))}
+    html = notice_html(run_id=run_id, changes=changes, review=_review_for(run_id))
     try:
-        async_to_sync(layer.group_send)(user_group(user_id), event)
+        extensions.notify_user(user_id, html)
     except Exception:  # memories are saved; a missed notice must not fail the run that sent it
         logger.exception("could not push the memory notice of run %s", run_id)
 

@@ -76,6 +76,7 @@ def result_sentence(result: Result) -> str:
 class FlushMemoryTool:
     name = "flush_memory"
     description = DESCRIPTION
+    activity_label = "Updating memory…"
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def available(self, ctx: TurnContext) -> bool:

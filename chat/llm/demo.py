@@ -9,17 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
+from chat import extensions
 from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
-
-# Hooks other apps register to let the demo model take part in their features (see memory.demo).
-# A tool trigger returns the name of a tool to call for the latest user text, or None.
-ToolTrigger = Callable[[str, set[str]], "str | None"]
-JsonResponder = Callable[[Messages], "str | None"]
-tool_triggers: list[ToolTrigger] = []
-json_responders: list[JsonResponder] = []
 
 WORD_DELAY_SECONDS = 0.02
 
@@ -70,7 +64,8 @@ class DemoChatModel(ChatModel):
         if not tools or last.get("role") != "user":  # at most one tool round per user message
             return None
         names = {t["function"]["name"] for t in tools}
-        for trigger in tool_triggers:
+        # Other apps' features take part through chat.extensions (e.g. memory.demo).
+        for trigger in extensions.demo_tool_triggers():
             name = trigger(str(last.get("content", "")), names)
             if name in names:
                 return name
@@ -98,7 +93,7 @@ class DemoChatModel(ChatModel):
     def complete_json(
         self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
     ) -> str:
-        for responder in json_responders:
+        for responder in extensions.demo_json_responders():
             answer = responder(messages)
             if answer is not None:
                 return answer

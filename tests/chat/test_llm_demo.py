@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from chat import extensions
 from chat.llm import TextDelta, ToolCalls, get_chat_model
 from chat.llm import demo as demo_module
 from chat.llm.demo import DemoChatModel
@@ -19,10 +20,11 @@ def _instant(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def hooks(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[Any]]:
+    """The demo model's hooks (chat.extensions) for one test, starting empty: append to register."""
     triggers: list[Any] = []
     responders: list[Any] = []
-    monkeypatch.setattr(demo_module, "tool_triggers", triggers)
-    monkeypatch.setattr(demo_module, "json_responders", responders)
+    monkeypatch.setattr(extensions, "demo_tool_triggers", lambda: list(triggers))
+    monkeypatch.setattr(extensions, "demo_json_responders", lambda: list(responders))
     return triggers, responders
 
 

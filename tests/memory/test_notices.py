@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import User
+from chat import extensions
 from memory import notices
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
@@ -39,7 +40,7 @@ async def test_receiver_sends_the_notice_to_the_users_group_only() -> None:
     # Sent from a worker thread, as the pipeline's on-commit callback is.
     await sync_to_async(memories_changed.send)(sender=Memory, user_id=41, run_id=7, changes=CHANGES)
     message = await receive_or_none(layer, mine, seconds=5)
-    assert message is not None and message["type"] == "memory.notice"
+    assert message is not None and message["type"] == "chat.notice"
     html = message["html"]
     assert (
         "Memory updated:" in html and "remembered “Prefers small phones, finds them easier to use one-handed”" in html
@@ -60,7 +61,7 @@ def test_a_flush_run_that_changes_memories_pushes_a_notice(
         async def group_send(self, group: str, event: dict[str, Any]) -> None:
             sent.append((group, event))
 
-    monkeypatch.setattr(notices, "get_channel_layer", Layer)
+    monkeypatch.setattr(extensions, "get_channel_layer", Layer)
     message = say(make_conversation(owner=user), "Remember that I prefer small phones.")
     with django_capture_on_commit_callbacks(execute=True):
         run(user, up_to=message)
@@ -87,7 +88,7 @@ def test_a_push_failure_is_logged_not_raised(monkeypatch: pytest.MonkeyPatch, ca
         async def group_send(self, group: str, event: dict[str, Any]) -> None:
             raise ConnectionError("redis is down")
 
-    monkeypatch.setattr(notices, "get_channel_layer", Broken)
+    monkeypatch.setattr(extensions, "get_channel_layer", Broken)
     notices.on_memories_changed(None, user_id=1, run_id=3, changes=CHANGES)
     assert "could not push the memory notice of run 3" in caplog.text
 
@@ -185,7 +186,7 @@ def test_poller_is_not_rendered_for_anonymous_users() -> None:
 def test_group_name_matches_the_chat_consumer() -> None:
     from chat.consumers import user_group
 
-    assert notices.user_group(5) == user_group(5) == "user-5"
+    assert extensions.user_group(5) == user_group(5) == "user-5"
 
 
 @pytest.mark.django_db

@@ -29,6 +29,12 @@ def test_flush_memory_is_registered_with_no_parameters() -> None:
     assert "Never tell the user that something was remembered" in description
 
 
+def test_the_reply_says_memory_is_updating_while_flush_memory_runs() -> None:
+    from chat.fragments import activity_html
+
+    assert "Updating memory…" in activity_html(7, "flush_memory")
+
+
 def _offered_tools(request: dict[str, Any]) -> list[str]:
     return [t["function"]["name"] for t in request.get("tools", [])]
 
