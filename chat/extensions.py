@@ -7,7 +7,8 @@ Chat works, and its pages render, with nothing registered here.
   whether it can act (`available(ctx)`); one that cannot is neither offered to the model nor run. It
   may name what the reply shows while it runs (`activity_label`, e.g. "Updating memory…").
 - `turn_finished`: sent after the turn's transaction commits, never on rollback.
-- page fragments: extra HTML on the conversation page (e.g. a poller for notices).
+- page blocks: markup other apps add to named slots of the chat pages (`PAGE_SLOTS`: header links,
+  the user menu, the start page's lead, ...), rendered by the `page_blocks` template tag (chat_tags).
 - notices: `notify_user(user_id, html)` appends a rendered fragment to the notices area of every open
   chat page of the user, through the channel layer group `user_group(user_id)` (event "chat.notice").
 - demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
@@ -26,8 +27,6 @@ from channels.layers import get_channel_layer
 from django.dispatch import Signal
 
 if TYPE_CHECKING:
-    from django.http import HttpRequest
-
     from accounts.models import User
     from chat.models import Conversation, Message
 
@@ -42,8 +41,6 @@ class TurnContext:
 
 
 ContextProvider = Callable[[TurnContext], "str | None"]
-# Returns rendered, already-escaped HTML (render_to_string output) for the conversation page.
-PageFragment = Callable[["HttpRequest", "Conversation"], str]
 
 
 class Tool(Protocol):
@@ -62,7 +59,6 @@ class Tool(Protocol):
 
 _context_providers: dict[str, ContextProvider] = {}
 _tools: dict[str, Tool] = {}
-_page_fragments: dict[str, PageFragment] = {}
 
 # Sent with: user_id, conversation_id, user_message_id, assistant_message_id, status.
 turn_finished = Signal()
@@ -107,12 +103,38 @@ def tool_schemas(ctx: TurnContext | None = None) -> list[dict[str, Any]]:
     ]
 
 
-def register_page_fragment(name: str, fragment: PageFragment) -> None:
-    _page_fragments[name] = fragment
+# --- page blocks ---------------------------------------------------------------------------------
+
+# The slots of the chat pages (chat/templates/chat/) where other apps add markup. Where a slot has
+# text of its own, chat's template shows it only when no block is registered there.
+PAGE_SLOTS = {
+    "header": "the page header, after the model badge: links and status badges",
+    "user-menu": "the sidebar's user menu, before Settings → API tokens: links",
+    "start-lead": "the start page's lead paragraph, in place of chat's own",
+    "empty-conversation": "under the empty conversation's title",
+    "noscript": "continues the no-JavaScript note's sentence 'You can still read this conversation, "
+    "rename or delete it' (before its full stop)",
+    "delete-note": "the delete page, after 'This cannot be undone.': what else the deletion keeps or removes",
+    "delete-confirm": "appended to the delete confirmation, an attribute value: plain text, led by a space",
+    "conversation": "the conversation page, before the messages (e.g. a poller)",
+}
+
+# A block is the name of a template rendered with the page's own context (as `{% include %}` would:
+# `user`, `request`, `conversation` where there is one, ...), or a function of that context (flattened
+# to a dict) returning rendered, already-escaped HTML, for a block that needs a query.
+PageBlock = str | Callable[[dict[str, Any]], str]
+
+_page_blocks: dict[str, dict[str, PageBlock]] = {}
 
 
-def page_fragments(request: HttpRequest, conversation: Conversation) -> list[str]:
-    return [html for fragment in _page_fragments.values() if (html := fragment(request, conversation))]
+def register_page_block(slot: str, name: str, block: PageBlock) -> None:
+    if slot not in PAGE_SLOTS:
+        raise ValueError(f"No chat page slot {slot!r}; the slots are {', '.join(PAGE_SLOTS)}.")
+    _page_blocks.setdefault(slot, {})[name] = block
+
+
+def page_blocks(slot: str) -> list[PageBlock]:
+    return list(_page_blocks.get(slot, {}).values())
 
 
 # --- notices -------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import extensions, markers, selectors, services
+from chat import markers, selectors, services
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
@@ -118,7 +118,6 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
         ),
         "turn_state": "streaming" if streaming else "idle",
         "draft": draft,
-        "page_fragments": extensions.page_fragments(request, conversation),
     }
     return render(request, "chat/conversation.html", context)
 

@@ -27,7 +27,7 @@ from django.urls import reverse
 
 from accounts.models import User
 from chat import extensions, markers
-from chat.models import Conversation, Message
+from chat.models import Message
 from memory import selectors
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
@@ -204,6 +204,7 @@ def notice_poller_html(*, user: Any) -> str:
     return render_to_string("memory/_notice_poller.html", context)
 
 
-def conversation_page_fragment(request: HttpRequest, conversation: Conversation) -> str:
-    """Registered with chat's page fragments (memory/apps.py)."""
-    return notice_poller_html(user=request.user)
+def conversation_page_block(context: dict[str, Any]) -> str:
+    """The conversation page's "conversation" block (chat.extensions.PAGE_SLOTS, memory/apps.py)."""
+    request: HttpRequest | None = context.get("request")
+    return notice_poller_html(user=request.user if request is not None else None)

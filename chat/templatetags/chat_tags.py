@@ -1,11 +1,29 @@
 from __future__ import annotations
 
 from django import template
-from django.utils.safestring import SafeString
+from django.template import Context
+from django.utils.safestring import SafeString, mark_safe
 
+from chat import extensions
 from chat.markdown import render_markdown
 
 register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def page_blocks(context: Context, slot: str) -> SafeString:
+    """What other apps registered for this slot of a chat page (chat.extensions.PAGE_SLOTS), in the order
+    they registered; "" when none did. Template blocks render with this template's context, as an
+    `{% include %}` would; function blocks return HTML they rendered (escaped) themselves."""
+    parts: list[str] = []
+    for block in extensions.page_blocks(slot):
+        if isinstance(block, str):
+            assert context.template is not None  # always set while a template renders
+            with context.push():
+                parts.append(context.template.engine.get_template(block).render(context))
+        else:
+            parts.append(block({str(name): value for name, value in context.flatten().items()}))
+    return mark_safe("".join(parts))  # rendered templates and already-escaped HTML only
 
 
 @register.filter(name="markdown")

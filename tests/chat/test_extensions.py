@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.test import Client
 
 from chat import extensions
 from chat.fragments import activity_html
@@ -67,3 +68,31 @@ def test_demo_hooks_register_once_by_name(monkeypatch: pytest.MonkeyPatch) -> No
         extensions.register_demo_json_responder("test", responder)
     assert extensions.demo_tool_triggers() == [trigger]
     assert extensions.demo_json_responders() == [responder]
+
+
+@pytest.fixture
+def alice_client(client: Client, user: Any) -> Client:
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+def test_page_blocks_render_in_their_slot_in_order(monkeypatch: pytest.MonkeyPatch, alice_client: Client) -> None:
+    monkeypatch.setattr(extensions, "_page_blocks", {})
+    extensions.register_page_block("header", "first", lambda context: f"<i>first {context['user'].pk}</i>")
+    extensions.register_page_block("header", "second", lambda context: "<i>second</i>")
+    body = alice_client.get("/").content.decode()
+    header = body[body.index('<header class="chat-header">') : body.index("</header>")]
+    assert header.index("<i>first ") < header.index("<i>second</i>")
+
+
+@pytest.mark.django_db
+def test_without_blocks_the_pages_show_chats_own_text(monkeypatch: pytest.MonkeyPatch, alice_client: Client) -> None:
+    monkeypatch.setattr(extensions, "_page_blocks", {})
+    body = alice_client.get("/").content.decode()
+    assert '<p class="start-lead">Ask anything.</p>' in body and "/settings/memory/" not in body
+
+
+def test_an_unknown_slot_is_refused() -> None:
+    with pytest.raises(ValueError, match="No chat page slot"):
+        extensions.register_page_block("footer", "x", "x.html")
