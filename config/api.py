@@ -10,8 +10,9 @@ is translated here, once, into its status and `detail`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
@@ -24,8 +25,9 @@ from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import TokenRejected
 from chat.api import router as chat_router
 from chat.services import TurnRejected
-from memory.api import router as memory_router
-from memory.services import MemoryRejected
+
+if TYPE_CHECKING:
+    from memory.services import MemoryRejected
 
 
 class UnstorableText(ValueError):
@@ -59,7 +61,6 @@ class StrictJSONParser(Parser):
 api = NinjaAPI(title="Memora API", version="1.0", auth=api_auth, urls_namespace="api", parser=StrictJSONParser())
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
-api.add_router("/memories", memory_router)
 
 
 @api.exception_handler(HttpError)
@@ -77,7 +78,6 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 @api.exception_handler(TurnRejected)
-@api.exception_handler(MemoryRejected)
 @api.exception_handler(TokenRejected)
 def domain_error(request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected) -> HttpResponse:
     """A service refused the request and wrote nothing: its status, its message, and Retry-After when it has one."""
@@ -86,6 +86,14 @@ def domain_error(request: HttpRequest, exc: TurnRejected | MemoryRejected | Toke
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
+
+
+if apps.is_installed("memory"):  # chat works without it (config/settings/test_without_memory.py)
+    from memory.api import router as memory_router
+    from memory.services import MemoryRejected
+
+    api.add_router("/memories", memory_router)
+    api.exception_handler(MemoryRejected)(domain_error)
 
 
 @api.exception_handler(RequestDataTooBig)

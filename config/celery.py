@@ -46,6 +46,10 @@ class ExtractionSweep(bootsteps.StartStopStep):
         self.entries = []
 
     def send(self) -> None:
+        from django.apps import apps
+
+        if not apps.is_installed("memory"):
+            return
         from memory.tasks import sweep_extractions_task
 
         try:
