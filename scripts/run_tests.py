@@ -1,5 +1,7 @@
 """`make test`: lint (ruff, mypy), the whole suite on the embedded defaults (SQLite, in-memory channel layer,
-filesystem broker), then again on PostgreSQL + Redis when they are reachable.
+filesystem broker), the chat and accounts tests again without the memory app installed (chat works on its
+own; config/settings/test_without_memory.py, tests marked `needs_memory` left out, no browser tests), then
+the whole suite again on PostgreSQL + Redis when they are reachable.
 
 With CI=true, PostgreSQL, Redis and Chromium are required: their absence fails the run instead of
 skipping tests, and a smoke test of `make run` (scripts/smoke_run.py) runs first (MEMORA_SMOKE=1
@@ -24,6 +26,8 @@ REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 SMOKE_PG_URL = os.environ.get("SMOKE_DATABASE_URL", PG_URL.rsplit("/", 1)[0] + "/memora_smoke")
 SMOKE_REDIS_URL = os.environ.get("SMOKE_REDIS_URL", "redis://127.0.0.1:6379/13")
+WITHOUT_MEMORY_SETTINGS = "config.settings.test_without_memory"
+WITHOUT_MEMORY_PATHS = ("tests/chat", "tests/accounts")
 
 
 def reachable(url: str) -> bool:
@@ -42,6 +46,21 @@ def pytest(env_extra: dict[str, str], args: list[str]) -> int:
     env["MEMORA_VAR_DIR"] = tempfile.mkdtemp(prefix="memora-test-")
     env.update(env_extra)
     return subprocess.call([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env)
+
+
+def without_memory_targets(args: list[str]) -> list[str]:
+    """What the run without the memory app covers: the chat and accounts tests on a full run, those among
+    the paths of a focused run, nothing when pytest options (`-k …`) narrow the run."""
+    if not args:
+        return list(WITHOUT_MEMORY_PATHS)
+    if any(arg.startswith("-") for arg in args):
+        return []
+
+    def covered(arg: str) -> bool:
+        path = arg.split("::")[0].rstrip("/")
+        return any(path == root or path.startswith(root + "/") for root in WITHOUT_MEMORY_PATHS)
+
+    return [arg for arg in args if covered(arg)]
 
 
 def main() -> int:
@@ -78,6 +97,13 @@ def main() -> int:
     code = pytest(browser, args)
     if code not in (0, 5) or (code == 5 and not args):
         return code or 1
+    targets = without_memory_targets(args)
+    if targets:
+        print("== Chat and accounts without the memory app (embedded defaults, no browser tests)", flush=True)
+        options = [f"--ds={WITHOUT_MEMORY_SETTINGS}", "-m", "not needs_memory and not browser"]
+        alone = pytest({"MEMORA_BROWSER_TESTS": "0"}, [*options, *targets])
+        if alone not in (0, 5):
+            return alone
     if have_pg and have_redis:
         print("== Suite on PostgreSQL and Redis (browser tests ran above)", flush=True)
         second = pytest({"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}, args)

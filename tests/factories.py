@@ -41,11 +41,3 @@ class MessageFactory(factory.django.DjangoModelFactory):
     content = factory.Sequence(lambda n: f"message {n}")
     memory_status = factory.LazyAttribute(lambda m: Message.MemoryStatus.PENDING if m.role == Message.Role.USER else "")
 
-
-class MemoryFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = "memory.Memory"
-
-    owner = factory.SubFactory(UserFactory)
-    content = factory.Sequence(lambda n: f"Remembered fact number {n}.")
-    origin = "extracted"

@@ -7,15 +7,17 @@ import importlib
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from accounts.models import User
 from chat.models import Conversation, Message
-from memory import pipeline
-from memory.models import ExtractionRun, Memory
-from tests.factories import ConversationFactory, MemoryFactory, MessageFactory, UserFactory
+from tests.factories import ConversationFactory, MessageFactory, UserFactory
+
+if TYPE_CHECKING:  # imported where used: the chat and accounts tests also run without the memory app
+    from memory import pipeline
+    from memory.models import Memory
 
 
 # Typed wrappers: factory_boy has no type information.
@@ -32,7 +34,9 @@ def make_message(**kwargs: Any) -> Message:
 
 
 def make_memory(**kwargs: Any) -> Memory:
-    return cast(Memory, MemoryFactory(**kwargs))
+    from tests.memory.factories import MemoryFactory
+
+    return cast("Memory", MemoryFactory(**kwargs))
 
 
 def say(conversation: Conversation, text: str, *, reply: str = "Sure, noted.") -> Message:
@@ -42,10 +46,10 @@ def say(conversation: Conversation, text: str, *, reply: str = "Sure, noted.") -
     return message
 
 
-def run(
-    user: Any, *, up_to: Message | None = None, trigger: str = ExtractionRun.Trigger.FLUSH, **kwargs: Any
-) -> pipeline.Result:
+def run(user: Any, *, up_to: Message | None = None, trigger: str = "flush", **kwargs: Any) -> pipeline.Result:
     """One extraction run for `user`, as a flush (or `trigger`) up to the message `up_to`."""
+    from memory import pipeline
+
     params = pipeline.extraction_params(trigger=trigger)
     params.update(kwargs)
     return pipeline.extract(user_id=user.pk, trigger=trigger, up_to_message_id=up_to.pk if up_to else None, **params)

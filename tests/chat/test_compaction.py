@@ -225,6 +225,7 @@ async def test_a_turn_above_the_threshold_queues_one_background_compaction(
     assert (await state_of(conversation)).compacting_since is not None
 
 
+@pytest.mark.needs_memory  # its token budget assumes the full app's request (flush_memory's schema)
 async def test_background_compaction_applies_when_the_state_is_unchanged(
     provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, queued: list[Any]
 ) -> None:
@@ -240,6 +241,7 @@ async def test_background_compaction_applies_when_the_state_is_unchanged(
     assert len(await display(conversation)) == 16  # the display log is untouched
 
 
+@pytest.mark.needs_memory  # its token budget assumes the full app's request (flush_memory's schema)
 async def test_background_compaction_never_applies_while_a_turn_holds_the_lock(
     provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, queued: list[Any]
 ) -> None:
@@ -253,6 +255,7 @@ async def test_background_compaction_never_applies_while_a_turn_holds_the_lock(
     assert (await state_of(conversation)).context[-2]["content"] == "A turn in progress"
 
 
+@pytest.mark.needs_memory  # its token budget assumes the full app's request (flush_memory's schema)
 async def test_background_compaction_keeps_the_old_state_when_the_summarizer_fails(
     provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, queued: list[Any]
 ) -> None:

@@ -56,6 +56,7 @@ def conversation_urls(conversation: Conversation, message_id: int = 1) -> list[t
     ]
 
 
+@pytest.mark.needs_memory
 def test_every_page_requires_login(client: Client, conversation: Conversation) -> None:
     urls = [("get", "/"), ("post", reverse("chat:conversation_new")), ("get", "/settings/memory/")]
     for method, url in [*urls, *conversation_urls(conversation)]:
@@ -104,6 +105,7 @@ def test_index_invites_to_start_when_there_is_nothing_yet(alice_client: Client) 
     assert "No conversations yet." in body
 
 
+@pytest.mark.needs_memory
 def test_header_says_plainly_when_the_demo_model_answers(alice_client: Client, conversation: Conversation) -> None:
     body = alice_client.get(reverse("chat:conversation", args=[conversation.pk])).content.decode()
     assert "Offline demo model" in body
@@ -152,6 +154,7 @@ def test_temporary_chats_leave_the_sidebar_once_left(alice_client: Client, user:
     assert "Secret plans" not in alice_client.get("/").content.decode()
 
 
+@pytest.mark.needs_memory
 def test_memory_off_shows_in_the_header_and_on_the_start_page(alice_client: Client, user: Any) -> None:
     assert "Memory off" not in alice_client.get("/").content.decode()
     user.memory_enabled = False
@@ -168,6 +171,7 @@ def test_the_conversation_page_says_what_it_needs_without_javascript(
     assert '<noscript><p class="noscript">Sending messages and watching replies arrive needs JavaScript' in body
 
 
+@pytest.mark.needs_memory
 def test_the_delete_confirmation_says_what_happens_to_memories(
     alice_client: Client, conversation: Conversation
 ) -> None:
@@ -343,6 +347,7 @@ def test_logout_is_a_post_form_and_password_change_is_linked(alice_client: Clien
     assert reverse("password_change") in body
 
 
+@pytest.mark.needs_memory
 def test_memory_settings_page_exists(alice_client: Client) -> None:
     assert alice_client.get("/settings/memory/").status_code == 200
 
