@@ -173,7 +173,8 @@ def test_one_heartbeat_renews_every_turn_of_a_process_and_reports_each(user: Use
         stopped.conversation.pk: leases.Beat(held=True, stop=True),
         lost.conversation.pk: leases.Beat(held=False, stop=False),
     }
-    assert Conversation.objects.get(pk=kept.conversation.pk).lock_expires_at > before
+    renewed = Conversation.objects.get(pk=kept.conversation.pk).lock_expires_at
+    assert renewed is not None and renewed > before
     assert Message.objects.get(pk=kept.assistant_message.pk).content == "text 0"
     unchanged = leases.Pulse(kept.conversation.pk, kept.lock_token, kept.assistant_message.pk, None)
     assert leases.turns_heartbeat([unchanged])[kept.conversation.pk].held
