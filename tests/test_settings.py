@@ -96,10 +96,12 @@ def test_redis_url_moves_the_broker_and_channel_layer_to_redis(load: Any) -> Non
     s = load(REDIS_URL="redis://127.0.0.1:6379/3")
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/3"
     assert s["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    # Read with a socket timeout above channels_redis's 5 s blocking pop, so idle consumers survive.
-    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [
-        {"address": "redis://127.0.0.1:6379/3", "socket_timeout": 30}
-    ]
+    # Read with a socket timeout above channels_redis's 5 s blocking pop, so idle consumers survive; a pool
+    # above redis-py's 100 (one connection per open page); room for a page that falls behind.
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"] == {
+        "hosts": [{"address": "redis://127.0.0.1:6379/3", "socket_timeout": 30, "max_connections": 5000}],
+        "capacity": 1000,
+    }
     assert s["CELERY_BROKER_TRANSPORT"] == "config.broker:RedisTransport"
 
 
