@@ -75,6 +75,13 @@
     focusSoon(next ? next.querySelector("[data-row-focus]") : document.getElementById("memory-active-title"));
   });
 
+  // Swapped-in content is wired by htmx on settle. A control focused before that (by htmx keeping focus
+  // on a control it swapped, or by a quick keyboard user) would submit its form as a full page: wire it now.
+  page.addEventListener("focusin", function (e) {
+    var form = e.target.closest && e.target.closest("form");
+    if (form && window.htmx) window.htmx.process(form);
+  });
+
   // --- Escape cancels an edit or a confirmation ---
   document.addEventListener("keydown", function (e) {
     if (e.key !== "Escape" || !e.target.closest) return;
