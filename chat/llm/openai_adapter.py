@@ -260,8 +260,12 @@ class OpenAIChatModel(ChatModel):
             # The raw response: the SDK's typed chunk objects cost more CPU than the rest of a streamed
             # token's way to the page together; the chunks are read as JSON (`_sse_chunks`) instead.
             completions = self._async_client().chat.completions.with_streaming_response
+            # The SDK checks and transforms typed parameters by walking their type annotations, a few
+            # milliseconds for a conversation on the way to every first token. Our request is already in
+            # the wire format: all but the model goes as `extra_body`, which is sent as it is.
+            body = {k: v for k, v in request.items() if k not in ("model", "stream")}
             async with asyncio.timeout(max(0.0, first_by - time.monotonic())):
-                opened = completions.create(**request)
+                opened = completions.create(model=request["model"], messages=[], stream=True, extra_body=body)
                 response = await opened.__aenter__()
             # Closed however this ends, so a consumer that stops early (a cancelled turn) closes it at once.
             try:
