@@ -188,6 +188,7 @@ class Turn:
     _refused: bool = False
     _too_long: bool = False
     _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
+    _saving: bool = False
 
     @classmethod
     async def begin(cls, *, user: User, conversation: Conversation, content: str) -> Turn:
@@ -210,6 +211,11 @@ class Turn:
     def _started(cls, started: services.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None) -> Turn:
         budget = compaction.budget_of(context_window=started.context_window, token_ratio=started.token_ratio)
         return cls(started=started, model=model, _budget=budget, _first_input=messages)
+
+    @property
+    def saved(self) -> bool:
+        """Whether the turn is saving or has saved its reply (however it ended), releasing the conversation."""
+        return self._saving
 
     @property
     def text(self) -> str:
@@ -362,6 +368,7 @@ class Turn:
     async def _finish(self, status: str, error: str) -> Message:
         if self._finished is not None:  # a turn is saved once, whichever way it ends
             return self._finished
+        self._saving = True
         items = _answered(self._items)
         partial = "".join(self._step_text).strip()
         if status != Message.Status.COMPLETE and partial:

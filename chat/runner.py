@@ -252,6 +252,7 @@ async def _heartbeat() -> None:
         await asyncio.sleep(leases.HEARTBEAT_SECONDS)
         with _registry_lock:
             turns = [r for r in _running.values() if r.loop is loop and r.task is not None and not r.task.done()]
+        turns = [r for r in turns if not r.turn.saved]  # a saved turn has released its lease already
         if not turns:
             return
         texts = {r.key: r.turn.text for r in turns}
@@ -275,7 +276,10 @@ async def _heartbeat() -> None:
                 running.saved_text = text
                 running.fanout.send({"type": "turn.text", "message_id": running.message_id, "text": text})
             result = beats.get(running.turn.started.conversation.pk)
-            if result is not None and (result.stop or not result.held) and running.task is not None:
+            # Not once the turn is saved: it released the lease itself (and a late cancel would report
+            # a complete reply as stopped).
+            if result is not None and (result.stop or not result.held) and not running.turn.saved:
+                assert running.task is not None
                 running.task.cancel()
 
 
