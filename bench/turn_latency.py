@@ -435,6 +435,8 @@ def main() -> int:
         env.pop("DJANGO_DEBUG")
         env.update(
             DATABASE_URL=args.database_url, REDIS_URL=args.redis_url, DATABASE_POOL="1",
+            # Web and worker processes × pool size below PostgreSQL's 100 connections, as README advises.
+            DATABASE_POOL_MAX_SIZE="12",
             DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         )  # fmt: skip
     os.environ.clear()

@@ -73,6 +73,8 @@ _running: dict[str, RunningTurn] = {}
 _watchers: dict[str, set[Page]] = {}
 _registry_lock = threading.Lock()
 _layer_down_until = 0.0
+_layer_slow = 0  # channel layer sends in a row that timed out
+LAYER_SLOW_LIMIT = 3
 _sweeper: asyncio.Task[None] | None = None
 
 
@@ -383,8 +385,17 @@ class Fanout:
         # never its start, tool activity or end: a page that misses those would look stuck.
         if message["type"] in SKIPPABLE and loop.time() < _layer_down_until:
             return
+        global _layer_slow
         try:
             await asyncio.wait_for(get_channel_layer().group_send(self.group, message), LAYER_TIMEOUT_SECONDS)
+            _layer_slow = 0
+        except TimeoutError:
+            # Slow is not down: a machine at full load can take this long. Only repeated timeouts in a row
+            # (an unreachable host) count as the layer being away.
+            _layer_slow += 1
+            if _layer_slow >= LAYER_SLOW_LIMIT:
+                _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
+                logger.warning("channel layer not answering; open pages fall back to polling")
         except Exception as exc:
             _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
             logger.warning("channel layer unavailable (%r); open pages fall back to polling", exc)

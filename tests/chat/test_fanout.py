@@ -70,3 +70,23 @@ async def test_html_is_rendered_by_the_fan_out_and_a_failed_render_skips_only_th
     await fanout.task
 
     assert [(m["type"], m["html"]) for m in delivered] == [("turn.begin", "<p>begin</p>"), ("turn.end", "<p>end</p>")]
+
+
+async def test_a_slow_channel_layer_is_not_taken_for_one_that_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    class SlowLayer:
+        async def group_send(self, group: str, message: dict[str, Any]) -> None:
+            await runner.asyncio.sleep(1)
+
+    monkeypatch.setattr(runner, "get_channel_layer", lambda: SlowLayer())
+    monkeypatch.setattr(runner, "LAYER_TIMEOUT_SECONDS", 0.01)
+    monkeypatch.setattr(runner, "_layer_down_until", 0.0)
+    monkeypatch.setattr(runner, "_layer_slow", 0)
+    fanout = runner.Fanout("c", 7)
+    fanout.close()
+    await fanout.task
+
+    for _ in range(runner.LAYER_SLOW_LIMIT - 1):
+        await fanout._deliver({"type": "turn.delta", "message_id": 7, "offset": 0, "text": "x"})
+    assert runner._layer_down_until == 0.0  # slow, still used
+    await fanout._deliver({"type": "turn.delta", "message_id": 7, "offset": 1, "text": "y"})
+    assert runner._layer_down_until > 0.0  # not answering at all: pages fall back to polling
