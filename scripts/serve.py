@@ -23,6 +23,8 @@ embedded in-memory one cannot.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -52,7 +54,12 @@ class Child:
     restarts: int = field(default=0)
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.command, cwd=ROOT)
+        # Its own process group, so that stopping it reaches the processes it starts too (uvicorn's
+        # workers, Celery's pool); and, on Linux, a SIGTERM if this script dies, even by SIGKILL.
+        linux = sys.platform.startswith("linux")
+        self.process = subprocess.Popen(
+            self.command, cwd=ROOT, start_new_session=True, preexec_fn=_die_with_parent if linux else None
+        )
         self.started_at = time.monotonic()
         log(f"{self.name} started (pid {self.process.pid})")
 
@@ -67,6 +74,7 @@ class Child:
                 self.backoff = BACKOFF_FIRST
             delay, self.backoff = self.backoff, min(self.backoff * 2, BACKOFF_MAX)
             log(f"{self.name} exited with {code} after {ran:.0f} s; starting it again in {delay:.0f} s")
+            self.kill_group()  # what it started and left behind (its workers) goes with it
             self.process, self.restart_at = None, now + delay
         if now >= self.restart_at:
             self.restarts += 1
@@ -84,6 +92,20 @@ class Child:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.kill_group()
+
+    def kill_group(self) -> None:
+        """SIGKILL whatever is left of its process group: workers whose parent was killed would otherwise
+        run on, holding database connections and the port."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def _die_with_parent() -> None:
+    """In the child, before it runs: have Linux send it SIGTERM when this script exits (PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 
 
 def options() -> argparse.Namespace:

@@ -94,3 +94,29 @@ def test_a_killed_web_server_or_worker_is_restarted_and_sigterm_stops_everything
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=25) == 0
     print(f"web server serving again {web_back:.1f} s after SIGKILL")
+    assert not serves(port)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited; it only waits for its parent to collect it
+
+
+def test_nothing_it_started_outlives_the_supervisor_killed_with_sigkill(
+    serve: tuple[subprocess.Popen[bytes], int],
+) -> None:
+    process, port = serve
+    started = children(process.pid)
+    grandchildren = [
+        int(g) for pid in started.values() for g in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    ]
+
+    process.kill()
+    process.wait()
+
+    # The web server and the worker get SIGTERM when it dies, and stop what they started in turn.
+    wait_for(lambda: not any(alive(pid) for pid in [*started.values(), *grandchildren]), 30)
+    assert not serves(port)
