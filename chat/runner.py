@@ -14,7 +14,7 @@ follows it, because what a turn shows goes to the conversation's channel layer g
 What goes to the group, rendered once per event (chat/fragments.py):
     {"type": "turn.begin", "message_id", "html"}          the user's message and the empty reply
     {"type": "turn.delta", "message_id", "offset", "text"} reply text, batched (first piece at once,
-                                                           then at most every FLUSH_SECONDS)
+                                                           then at most every `flush_interval()`)
     {"type": "turn.text", "message_id", "text"}            all the text so far, about once a second
     {"type": "turn.html", "message_id", "html"}            tool activity
     {"type": "turn.end", "message_id", "html"}             the saved reply, and the page is idle again
@@ -61,6 +61,7 @@ from chat.models import Conversation, Message
 logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.04
+FLUSH_TURNS = 20  # replies of one process beyond which their text is batched longer (flush_interval)
 LAYER_TIMEOUT_SECONDS = 2.0
 LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
 SHUTDOWN_SECONDS = 10.0
@@ -231,6 +232,13 @@ class RunningTurn:
 
 
 
+def flush_interval() -> float:
+    """How long a reply's text is batched before it is sent: FLUSH_SECONDS, longer when this process
+    writes many replies at once (FLUSH_SECONDS per FLUSH_TURNS of them), so that the channel layer and the
+    event loop keep up; the first piece of each reply still goes at once."""
+    return FLUSH_SECONDS * max(1.0, len(_running) / FLUSH_TURNS)
+
+
 # --- the heartbeat: one database trip a second for all of this process's turns ----------------------
 
 _hearts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = weakref.WeakKeyDictionary()
@@ -367,7 +375,7 @@ class Fanout:
                 self.wake.clear()
                 await self.wake.wait()
                 continue
-            wait = self.last_flush + FLUSH_SECONDS - loop.time()
+            wait = self.last_flush + flush_interval() - loop.time()
             if wait > 0 and not self.closed:  # batch: wait for the interval, or for a message that must go now
                 self.wake.clear()
                 with contextlib.suppress(TimeoutError):

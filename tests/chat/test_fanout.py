@@ -90,3 +90,10 @@ async def test_a_slow_channel_layer_is_not_taken_for_one_that_is_down(monkeypatc
     assert runner._layer_down_until == 0.0  # slow, still used
     await fanout._deliver({"type": "turn.delta", "message_id": 7, "offset": 1, "text": "y"})
     assert runner._layer_down_until > 0.0  # not answering at all: pages fall back to polling
+
+
+def test_text_is_batched_longer_when_a_process_writes_many_replies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS)})
+    assert runner.flush_interval() == runner.FLUSH_SECONDS
+    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS * 5)})
+    assert runner.flush_interval() == pytest.approx(runner.FLUSH_SECONDS * 5)
