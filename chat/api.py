@@ -127,7 +127,11 @@ def _conversation_for_turn(*, user: User, conversation_id: UUID) -> Conversation
             connection.close()
 
 
-# A turn answers JSON or, with Accept: text/event-stream, server-sent events.
+# What a turn answers (a message sent, or a reply written again): JSON, or with Accept: text/event-stream
+# server-sent events.
+_TURN_STATUSES: dict[int, Any] = {
+    200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut,
+}  # fmt: skip
 _TURN_RESPONSES: dict[str, Any] = {
     "responses": {
         "200": {
@@ -142,7 +146,7 @@ _TURN_RESPONSES: dict[str, Any] = {
 
 @router.post(
     "/{conversation_id}/messages",
-    response={200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut},
+    response=_TURN_STATUSES,
     summary="Send a message and run one turn (JSON, or server-sent events with Accept: text/event-stream)",
     openapi_extra=_TURN_RESPONSES,
     description=(
@@ -160,7 +164,7 @@ async def message_send(request: HttpRequest, conversation_id: UUID, payload: Mes
 
 @router.post(
     "/{conversation_id}/retry",
-    response={200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut},
+    response=_TURN_STATUSES,
     summary="Write the failed (or stopped) latest reply again, in place",
     openapi_extra=_TURN_RESPONSES,
     description=(

@@ -54,15 +54,22 @@ def lease_seconds() -> int:
     return int(settings.CHAT_LOCK_TTL_SECONDS)
 
 
-def owner_is_dead(value: str) -> bool:
-    """True only when sure: the owner ran on this host and its process is gone (or this pid's earlier life)."""
+def _local_owner(value: str) -> tuple[int, str] | None:
+    """(pid, boot) of a lock owner on this host; None for another machine's (its lease decides) or garbage."""
     try:
         host, pid_text, boot = value.rsplit(":", 2)
         pid = int(pid_text)
     except ValueError:
+        return None
+    return (pid, boot) if host == socket.gethostname() else None
+
+
+def owner_is_dead(value: str) -> bool:
+    """True only when sure: the owner ran on this host and its process is gone (or this pid's earlier life)."""
+    local = _local_owner(value)
+    if local is None:
         return False
-    if host != socket.gethostname():
-        return False  # another machine's process: its lease decides
+    pid, boot = local
     if pid == os.getpid():
         return boot != _BOOT
     try:
@@ -126,13 +133,10 @@ def turn_stop_request(*, conversation: Conversation) -> bool:
 
 def owner_is_alive(value: str) -> bool:
     """True only when sure: the owner is this very process, or a running process of this host."""
-    try:
-        host, pid_text, boot = value.rsplit(":", 2)
-        pid = int(pid_text)
-    except ValueError:
+    local = _local_owner(value)
+    if local is None:
         return False
-    if host != socket.gethostname():
-        return False
+    pid, boot = local
     if pid == os.getpid():
         return boot == _BOOT
     return not owner_is_dead(value)
