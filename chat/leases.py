@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, Q, TextField, Value, When
 
 from chat import services
 from chat.models import AgentState, Conversation, Message
@@ -100,21 +100,24 @@ class Pulse:
 @transaction.atomic  # one write transaction a second for all of a process's turns, however many
 def turns_heartbeat(pulses: list[Pulse]) -> dict[Any, Beat]:
     """Renew the leases of these turns and save their partial text; each turn's Beat, by conversation."""
+    if not pulses:
+        return {}
     now = services._now()
     expires = now + timedelta(seconds=lease_seconds())
+    # Three statements however many turns: the texts (each only while its reply is still streaming),
+    # the leases still held by these tokens, then who holds what and who was asked to stop.
+    texts = {p.message_id: services.without_nul(p.content) for p in pulses if p.content is not None}
+    if texts:
+        text = Case(*(When(pk=pk, then=Value(content)) for pk, content in texts.items()), output_field=TextField())
+        Message.objects.filter(pk__in=texts, status=Message.Status.STREAMING).update(content=text, updated_at=now)
+    ours = Q()
     for pulse in pulses:
-        if pulse.content is not None:
-            Message.objects.filter(pk=pulse.message_id, status=Message.Status.STREAMING).update(
-                content=services.without_nul(pulse.content), updated_at=now
-            )
-    held = {
-        pulse.conversation_id
-        for pulse in pulses
-        if Conversation.objects.filter(pk=pulse.conversation_id, lock_token=pulse.lock_token).update(
-            lock_expires_at=expires
-        )
-    }
-    stopping = set(Conversation.objects.filter(pk__in=held, stop_requested=True).values_list("pk", flat=True))
+        ours |= Q(pk=pulse.conversation_id, lock_token=pulse.lock_token)
+    Conversation.objects.filter(ours).update(lock_expires_at=expires)
+    rows = Conversation.objects.filter(pk__in=[p.conversation_id for p in pulses])
+    now_held = {pk: (token, stop) for pk, token, stop in rows.values_list("pk", "lock_token", "stop_requested")}
+    held = {p.conversation_id for p in pulses if now_held.get(p.conversation_id, (None, False))[0] == p.lock_token}
+    stopping = {pk for pk in held if now_held[pk][1]}
     return {p.conversation_id: Beat(held=p.conversation_id in held, stop=p.conversation_id in stopping) for p in pulses}
 
 

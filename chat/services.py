@@ -113,12 +113,12 @@ def message_content_clean(content: object) -> str:
         raise InvalidMessage(f"Message is too long: {len(content):,} characters; the limit is {limit:,}.")
     if "\x00" in content:  # PostgreSQL cannot store it; refuse it here rather than fail mid-write
         raise InvalidMessage("Message content contains a NUL character (\\u0000), which is not allowed.")
-    if not _is_valid_text(content):
+    if not is_valid_text(content):
         raise InvalidMessage("Message content contains a lone UTF-16 surrogate (like \\ud800), not valid text.")
     return content
 
 
-def _is_valid_text(text: str) -> bool:
+def is_valid_text(text: str) -> bool:
     """False for a lone UTF-16 surrogate (JSON allows "\\ud800"; no database can store it)."""
     try:
         text.encode("utf-8")

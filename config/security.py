@@ -104,6 +104,13 @@ def origin_allowed(scope: dict[str, Any]) -> bool:
     return any(_trusted(origin, pattern) for pattern in settings.CSRF_TRUSTED_ORIGINS)
 
 
+class _Denier(WebsocketDenier):
+    """Channels' denier, without the channel layer: a consumer reads its layer channel from the start,
+    so each refused handshake would hold a blocking Redis read until the socket is gone."""
+
+    channel_layer_alias = "refused-sockets-use-no-channel-layer"  # not configured: get_channel_layer() is None
+
+
 class WebSocketOriginValidator:
     """ASGI middleware: refuse (close before accepting) a handshake from any other origin."""
 
@@ -112,5 +119,5 @@ class WebSocketOriginValidator:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         if scope["type"] == "websocket" and not origin_allowed(scope):
-            return await WebsocketDenier()(scope, receive, send)
+            return await _Denier()(scope, receive, send)
         return await self.application(scope, receive, send)

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from chat.services import is_valid_text
 from memory.models import CONTENT_MAX
 
 PROMPT_PATH = Path(__file__).parent / "prompts" / "judge.md"
@@ -171,13 +172,7 @@ class Plan:
 
 def is_storable(text: str) -> bool:
     """False for text a database refuses: a NUL (PostgreSQL) or a lone UTF-16 surrogate (any)."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return "\x00" not in text and is_valid_text(text)
 
 
 def storable(text: str) -> str:

@@ -52,3 +52,26 @@ def stop(process: subprocess.Popen[bytes], *, seconds: float = 10) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+class PrivateRedis:
+    """A redis-server of a test's own on a free port, keeping nothing on disk, which the test may stop
+    (to see Redis go away) and start again: `redis()` starts it, `redis.url` names it."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.servers: list[subprocess.Popen[bytes]] = []
+
+    def __call__(self) -> subprocess.Popen[bytes]:
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port, server, seconds=10)
+        self.servers.append(server)
+        return server
+
+    def close(self) -> None:
+        for server in self.servers:
+            stop(server, seconds=5)

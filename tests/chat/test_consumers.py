@@ -470,32 +470,18 @@ async def test_garbage_is_answered_without_dropping_the_connection(alice: Any, c
 def private_redis(settings: Any) -> Any:
     """The channel layer on a private redis-server (on a free port) that a test may stop and start."""
     import shutil
-    import subprocess
 
-    from tests.processes import free_port, stop, wait_for_port
+    from tests.processes import PrivateRedis
 
     if shutil.which("redis-server") is None:
         pytest.skip("needs redis-server")
-    port = free_port()
-    servers: list[Any] = []
-
-    def start() -> Any:
-        server = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        wait_for_port(port, server, seconds=10)
-        servers.append(server)
-        return server
-
-    start()
-    url = f"redis://127.0.0.1:{port}/0"
+    redis = PrivateRedis()
+    redis()
     settings.CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis.url]}}
     }
-    yield start, servers
-    for server in servers:
-        stop(server, seconds=5)
+    yield redis, redis.servers
+    redis.close()
     runner._layer_down_until = 0.0  # later tests start with a working layer
 
 

@@ -179,3 +179,17 @@ def test_one_heartbeat_renews_every_turn_of_a_process_and_reports_each(user: Use
     unchanged = leases.Pulse(kept.conversation.pk, kept.lock_token, kept.assistant_message.pk, None)
     assert leases.turns_heartbeat([unchanged])[kept.conversation.pk].held
     assert Message.objects.get(pk=kept.assistant_message.pk).content == "text 0"  # None: the text is left as it is
+
+
+def test_the_heartbeat_costs_the_same_few_statements_however_many_turns_run(
+    user: User, settings: Any, django_assert_num_queries: Any
+) -> None:
+    from chat.services import conversation_create
+
+    settings.CHAT_USER_RUN_SLOTS = 10
+    turns = [turn_start(user=user, conversation=conversation_create(user=user), content=f"Turn {i}") for i in range(8)]
+    pulses = [leases.Pulse(t.conversation.pk, t.lock_token, t.assistant_message.pk, "text") for t in turns]
+    # Its savepoint pair, the texts, the leases, who holds them.
+    with django_assert_num_queries(5):
+        beats = leases.turns_heartbeat(pulses)
+    assert all(beat.held and not beat.stop for beat in beats.values())

@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.processes import free_port, stop, wait_for_port
+from tests.processes import PrivateRedis, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = ["Prefers small phones.", "Drinks tea, not coffee.", "Runs every morning."]
@@ -132,24 +132,11 @@ def make_app(tmp_path: Path, provider: FakeOpenAIServer) -> Iterator[Callable[..
 
 
 @pytest.fixture
-def redis_server() -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
-    """Start (and restart) a private redis-server on a free port; its URL is `start.url`."""
-    port = free_port()
-    servers: list[subprocess.Popen[bytes]] = []
-
-    def start() -> subprocess.Popen[bytes]:
-        server = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        wait_for_port(port, server, seconds=10)
-        servers.append(server)
-        return server
-
-    start.url = f"redis://127.0.0.1:{port}/0"  # type: ignore[attr-defined]
-    yield start
-    for server in servers:
-        stop(server, seconds=5)
+def redis_server() -> Iterator[PrivateRedis]:
+    """Start (and restart) a private redis-server on a free port; its URL is `redis_server.url`."""
+    redis = PrivateRedis()
+    yield redis
+    redis.close()
 
 
 def test_a_redis_outage_during_an_extraction_leaves_the_worker_alive_and_the_batch_applied_once(
