@@ -31,6 +31,7 @@ from django.conf import settings
 
 from accounts.models import User
 from chat import compaction, extensions, services, tokens
+from chat.deadlines import Deadline
 from chat.extensions import TurnContext
 from chat.llm import (
     ChatModel,
@@ -121,7 +122,6 @@ def _answered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
 
 
-
 def _begin(
     *, user: User, conversation: Conversation, content: str, retry: bool = False, message_id: int | None = None
 ) -> tuple[services.StartedTurn, list[dict[str, Any]] | None]:
@@ -156,6 +156,7 @@ class TurnBudget:
     """
 
     deadline: float
+    _timer: Deadline | None = None  # made by the first wait, in the turn's own task
 
     @classmethod
     def start(cls) -> TurnBudget:
@@ -163,15 +164,20 @@ class TurnBudget:
 
     async def next_chunk(self, stream: AsyncIterator[T]) -> T | None:
         """The stream's next chunk, None at its end; LLMError(kind="timeout") when the time is up."""
+        if self._timer is None:
+            self._timer = Deadline(self.deadline)
         try:
-            async with asyncio.timeout(max(0.0, self.deadline - time.monotonic())):
-                return await anext(stream)
+            return await self._timer.wait(anext(stream))
         except StopAsyncIteration:
             return None
         except TimeoutError as exc:
             limit = float(settings.CHAT_TURN_TIMEOUT)
             message = f"The reply did not finish within the turn's time limit ({limit:g} s)."
             raise LLMError(message, kind="timeout") from exc
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 @dataclass
@@ -258,41 +264,44 @@ class Turn:
     async def _steps(self, messages: list[dict[str, Any]]) -> AsyncGenerator[TurnEvent, None]:
         max_steps = settings.CHAT_MAX_TOOL_STEPS
         budget = TurnBudget.start()
-        for step in range(max_steps + 1):
-            # The last step offers no tools, so the loop always ends with an answer.
-            tools = extensions.tool_schemas(self.ctx) if step < max_steps and settings.CHAT_TOOLS != "off" else []
-            calls: list[ToolCall] = []
-            self._step_text = []
-            stream = self._fitted_stream(messages, tools or None)
-            async with aclosing(stream):
-                while (chunk := await budget.next_chunk(stream)) is not None:
-                    if isinstance(chunk, TurnEvent):  # summarizing earlier messages first
-                        yield chunk
-                    elif isinstance(chunk, ToolCalls):
-                        calls = chunk.calls
-                    elif chunk.text:
-                        text = "\n\n" + chunk.text if self._text and not self._step_text else chunk.text
-                        self._step_text.append(text)  # separated above from text written before a tool call
-                        self._text.append(text)
-                        yield TurnEvent("delta", text=text)
-            step_text = "".join(self._step_text).strip() or None
-            self._step_text = []
-            if step == max_steps:
-                calls = []  # no tools were offered: a stray call is not run, the text is the answer
-            if not calls and not step_text:
-                raise LLMError("The model sent an empty reply.", kind="empty")
-            if not calls:
-                self._items.append({"role": "assistant", "content": step_text or ""})
-                return
-            parts = [c.as_message_part() for c in calls]
-            self._items.append({"role": "assistant", "content": step_text, "tool_calls": parts})
-            for call in calls:
-                yield TurnEvent("tool", tool=call.name)
-                result = await _run_tool_async(self.ctx, call)
-                self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
-            # A tool may have changed what the providers show (flush_memory updates memories):
-            # the next step sees the blocks as they are now, not as they were before the tool ran.
-            messages = await _model_input(self.ctx, self.started.context)
+        try:
+            for step in range(max_steps + 1):
+                # The last step offers no tools, so the loop always ends with an answer.
+                tools = extensions.tool_schemas(self.ctx) if step < max_steps and settings.CHAT_TOOLS != "off" else []
+                calls: list[ToolCall] = []
+                self._step_text = []
+                stream = self._fitted_stream(messages, tools or None)
+                async with aclosing(stream):
+                    while (chunk := await budget.next_chunk(stream)) is not None:
+                        if isinstance(chunk, TurnEvent):  # summarizing earlier messages first
+                            yield chunk
+                        elif isinstance(chunk, ToolCalls):
+                            calls = chunk.calls
+                        elif chunk.text:
+                            text = "\n\n" + chunk.text if self._text and not self._step_text else chunk.text
+                            self._step_text.append(text)  # separated above from text written before a tool call
+                            self._text.append(text)
+                            yield TurnEvent("delta", text=text)
+                step_text = "".join(self._step_text).strip() or None
+                self._step_text = []
+                if step == max_steps:
+                    calls = []  # no tools were offered: a stray call is not run, the text is the answer
+                if not calls and not step_text:
+                    raise LLMError("The model sent an empty reply.", kind="empty")
+                if not calls:
+                    self._items.append({"role": "assistant", "content": step_text or ""})
+                    return
+                parts = [c.as_message_part() for c in calls]
+                self._items.append({"role": "assistant", "content": step_text, "tool_calls": parts})
+                for call in calls:
+                    yield TurnEvent("tool", tool=call.name)
+                    result = await _run_tool_async(self.ctx, call)
+                    self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                # A tool may have changed what the providers show (flush_memory updates memories):
+                # the next step sees the blocks as they are now, not as they were before the tool ran.
+                messages = await _model_input(self.ctx, self.started.context)
+        finally:
+            budget.close()
 
     async def _fitted_stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None

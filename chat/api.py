@@ -100,7 +100,13 @@ async def _sse_stream(events: asyncio.Queue[TurnEvent | None]) -> AsyncIterator[
     # The turn runs on its own (chat/runner.py): a client that goes away only stops listening, and the
     # reply is still completed and saved. Only Stop (POST .../stop, or a page's Stop) stops it.
     while (event := await events.get()) is not None:
-        yield _sse_for(event)
+        # Under load several events wait by the time this runs: one write (and one ASGI message) for all.
+        chunk = [_sse_for(event)]
+        while not events.empty() and (event := events.get_nowait()) is not None:
+            chunk.append(_sse_for(event))
+        yield b"".join(chunk)
+        if event is None:
+            return
 
 
 def _sse_for(event: TurnEvent) -> bytes:

@@ -8,8 +8,9 @@ and receives HTML fragments that htmx swaps in by id: the same partials the page
 (chat/_message.html and friends, see chat/fragments.py), so the live page always equals a reload.
 
 A turn does not belong to the socket that started it: it runs in chat/runner.py and its events reach
-every page open on the conversation through the channel layer group of that conversation (in any web
-process), so every tab shows the live reply and has Stop. Closing the page or losing the connection
+every page open on the conversation, so every tab shows the live reply and has Stop: a page in the
+process that runs the turn gets them straight into its inbox (chat/pages.py), a page in another web
+process through the conversation's channel layer group. Closing the page or losing the connection
 leaves the turn running. A page that connects mid-reply gets the text so far, then the live stream:
 `_shown` counts the characters each reply shows here, so a delta that overlaps is trimmed and one
 after a gap waits for the runner's next full text (about once a second).
@@ -24,7 +25,7 @@ to that group; the fragment is appended to the page's notices area. {"type": "se
 closes every socket of the user (sent on logout and password change).
 
 Without a channel layer (Redis down) the socket still opens: its page follows this process's turns
-directly (`runner.watch`) and otherwise polls the saved reply, as the notices poll.
+as always and otherwise polls the saved reply, as the notices poll.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from channels.utils import await_many_dispatch
 from django.core.exceptions import ValidationError
 
 from accounts.models import User
-from chat import runner, selectors, services
+from chat import pages, runner, selectors, services
 from chat.extensions import user_group
 from chat.fragments import (
     delta_html,
@@ -66,6 +67,8 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 LAYER_TIMEOUT_SECONDS = 2.0
 LAYER_RETRY_SECONDS = 3.0  # how often a page without a channel layer tries to join again
+INBOX_LIMIT = 500  # a page's queued turn events past which its reply text is dropped (caught up later)
+TURN_EVENTS = {"turn.begin", "turn.delta", "turn.text", "turn.html", "turn.end"}
 
 
 @database_sync_to_async
@@ -97,8 +100,32 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.channel_name = await self.channel_layer.new_channel()  # a name only: no I/O
         self.base_send = send
         self._accepted = asyncio.Event()
+        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         with contextlib.suppress(StopConsumer):
-            await await_many_dispatch([receive, self._layer_receive], self.dispatch)
+            await await_many_dispatch([receive, self._layer_receive, self._inbox_receive], self.dispatch)
+
+    def _to_inbox(self, event: dict[str, Any]) -> None:
+        """A turn of this process (chat/pages.py): queued without waiting, so a slow page holds up no one."""
+        if self._inbox.qsize() >= INBOX_LIMIT and event["type"] in runner.SKIPPABLE:
+            return  # far behind: the text is caught up from the next full text
+        self._inbox.put_nowait(event)
+
+    async def _inbox_receive(self) -> dict[str, Any]:
+        """The inbox's events, all that are waiting, as one message: consecutive pieces of a reply's text
+        become one, so a page that falls behind catches up in fewer frames."""
+        events = [await self._inbox.get()]
+        while not self._inbox.empty():
+            event = self._inbox.get_nowait()
+            last = events[-1]
+            if (
+                event["type"] == last["type"] == "turn.delta"
+                and event["message_id"] == last["message_id"]
+                and event["offset"] == last["offset"] + len(last["text"])
+            ):
+                events[-1] = {**last, "text": last["text"] + event["text"]}
+            else:
+                events.append(event)
+        return {"type": "turn.local", "events": events}
 
     async def _layer_receive(self) -> Any:
         await self._accepted.wait()  # nothing to receive before `connect` joined (or could not join) the groups
@@ -119,8 +146,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _degrade(self, exc: Exception) -> None:
         logger.warning("channel layer unavailable (%s); this page falls back to polling", exc)
         self.live, self.joined = False, []
-        if self._unwatch is None:
-            self._unwatch = runner.watch(self.conversation.pk, self._local)
         # The page polls again: a reply being written elsewhere shows as it is saved, so do notices.
         html = turn_live_html(live=False)
         reply = await _streaming_reply(self.conversation)
@@ -130,9 +155,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def _go_live(self) -> None:
         self.live = True
-        if self._unwatch is not None:
-            self._unwatch()
-            self._unwatch = None
         await self._catch_up()
 
     async def connect(self) -> None:
@@ -150,10 +172,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self._shown: dict[int, int] = {}
         self.joined = []
         self.live = await self._join(*self._groups())
-        if not self.live:  # no channel layer: follow this process's turns directly, poll for the rest
+        if not self.live:  # no channel layer: this process's turns still come, the rest is polled
             logger.warning("channel layer unavailable; a chat page falls back to polling")
-            self._unwatch = runner.watch(conversation.pk, self._local)
         await self.accept()
+        self._unwatch = runner.watch(conversation.pk, self._to_inbox)
         self._accepted.set()
         if self.live:
             await self._catch_up()
@@ -262,11 +284,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self._shown.pop(event["message_id"], None)
         await self.push(event["html"])
 
-    async def _local(self, event: dict[str, Any]) -> None:
-        """The same events, straight from this process's runner, when the channel layer is away."""
-        handler = getattr(self, event["type"].replace(".", "_"), None)
-        if handler is not None:
-            await handler(event)
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # The channel layer's copy of a turn that runs here came to the inbox already (chat/pages.py).
+        if message["type"] in TURN_EVENTS and pages.ran_here(message.get("message_id")):
+            return
+        await super().dispatch(message)
+
+    async def turn_local(self, message: dict[str, Any]) -> None:
+        """Events of this process's turns, from the inbox, in order."""
+        for event in message["events"]:
+            await getattr(self, event["type"].replace(".", "_"))(event)
 
     async def chat_notice(self, event: dict[str, Any]) -> None:
         """Append a rendered fragment (event["html"], chat.extensions.notify_user) to the page's notices area."""
@@ -284,4 +311,3 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def session_close(self, event: dict[str, Any]) -> None:
         """The user logged out or changed their password (accounts.sessions): close this socket."""
         await self.close(code=CLOSE_UNAUTHENTICATED)
-

@@ -43,7 +43,7 @@ import logging
 import threading
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -53,7 +53,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from accounts.models import User
-from chat import leases, services
+from chat import leases, pages, services
 from chat.agent import Turn, TurnEvent
 from chat.fragments import activity_html, final_html, notice_html, start_html, turn_state_html
 from chat.models import Conversation, Message
@@ -68,10 +68,9 @@ SHUTDOWN_SECONDS = 10.0
 STOPPED = "The reply was stopped."
 SKIPPABLE = {"turn.delta", "turn.text"}
 
-Page = Callable[[dict[str, Any]], Awaitable[None]]
+REMOTE_REFRESH_SECONDS = 1.0  # how often a turn looks again for pages in other processes
 
 _running: dict[str, RunningTurn] = {}
-_watchers: dict[str, set[Page]] = {}
 _registry_lock = threading.Lock()
 _layer_down_until = 0.0
 _layer_slow = 0  # channel layer sends in a row that timed out
@@ -113,6 +112,7 @@ async def start_turn(
             raise
         turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
     running = RunningTurn(turn)
+    pages.turn_started_here(running.message_id)
     with _registry_lock:
         _running[running.key] = running
     # A fresh context: the turn outlives the request or socket that started it, so it must not use that
@@ -142,17 +142,9 @@ def stop(*, conversation: Conversation) -> bool:
     return requested
 
 
-def watch(conversation_id: Any, page: Page) -> Callable[[], None]:
-    """Follow this process's turns in a conversation without the channel layer; returns the unwatch."""
-    key = str(conversation_id)
-    with _registry_lock:
-        _watchers.setdefault(key, set()).add(page)
-
-    def unwatch() -> None:
-        with _registry_lock:
-            _watchers.get(key, set()).discard(page)
-
-    return unwatch
+def watch(conversation_id: Any, page: pages.Page) -> Callable[[], None]:
+    """Follow this process's turns in a conversation directly (chat/pages.py); returns the unwatch."""
+    return pages.watch(conversation_id, page)
 
 
 class RunningTurn:
@@ -210,6 +202,7 @@ class RunningTurn:
             for queue in self.listeners:
                 queue.put_nowait(None)
             self.fanout.close()
+            pages.turn_ended_here(self.message_id)
         # The saved reply reaches the pages before the turn counts as over; a late Stop changes nothing now.
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(self.fanout.task), SHUTDOWN_SECONDS)
@@ -217,19 +210,21 @@ class RunningTurn:
 
     def _emit(self, event: TurnEvent) -> None:
         if self.listeners:
-            # A snapshot: the turn goes on, and saving the reply changes its Message object meanwhile.
-            snapshot = dataclasses.replace(
-                event,
-                user_message=copy.copy(event.user_message),
-                assistant_message=copy.copy(event.assistant_message),
-            )
+            # A snapshot: the turn goes on, and saving the reply changes its Message object meanwhile
+            # (a piece of text carries no message: it goes as it is).
+            snapshot = event
+            if event.user_message is not None or event.assistant_message is not None:
+                snapshot = dataclasses.replace(
+                    event,
+                    user_message=copy.copy(event.user_message),
+                    assistant_message=copy.copy(event.assistant_message),
+                )
             for queue in self.listeners:
                 queue.put_nowait(snapshot)
         try:
             self.fanout.event(event, self.turn)
         except Exception:  # a page that cannot be rendered must not stop the turn
             logger.exception("could not render a turn event for open pages")
-
 
 
 def flush_interval() -> float:
@@ -310,6 +305,8 @@ class Fanout:
         self.wake = asyncio.Event()
         self.closed = False
         self.last_flush = float("-inf")  # the first piece goes at once
+        self.remote: list[str] | None = []  # other processes' pages (None: the whole group)
+        self.remote_checked = float("-inf")
         self.task = asyncio.create_task(self._run())
 
     def event(self, event: TurnEvent, turn: Turn) -> None:
@@ -384,18 +381,30 @@ class Fanout:
             self._pending_to_outbox()
 
     async def _deliver(self, message: dict[str, Any]) -> None:
-        global _layer_down_until
-        for page in list(_watchers.get(self.key, ())):
-            with contextlib.suppress(Exception):
-                await page(message)
+        global _layer_down_until, _layer_slow
+        for page in pages.local_pages(self.key):  # this process's pages: straight into their inboxes
+            try:
+                page(message)
+            except Exception:  # one broken page must not keep the others from the reply
+                logger.exception("could not hand a turn event to a page")
         loop = asyncio.get_running_loop()
         # While the layer is failing, skip the reply's text (a page catches up from the full text later),
         # never its start, tool activity or end: a page that misses those would look stuck.
         if message["type"] in SKIPPABLE and loop.time() < _layer_down_until:
             return
-        global _layer_slow
+        layer = get_channel_layer()
         try:
-            await asyncio.wait_for(get_channel_layer().group_send(self.group, message), LAYER_TIMEOUT_SECONDS)
+            async with asyncio.timeout(LAYER_TIMEOUT_SECONDS):
+                if loop.time() >= self.remote_checked + REMOTE_REFRESH_SECONDS or message["type"] == "turn.begin":
+                    # Pages in other processes: looked up at the start, then about once a second (a page that
+                    # opens there mid-reply shows the saved text, then catches up at the next full text).
+                    self.remote = await pages.remote_pages(layer, self.group)
+                    self.remote_checked = loop.time()
+                if self.remote is None:
+                    await layer.group_send(self.group, message)
+                else:
+                    for channel in self.remote:
+                        await layer.send(channel, message)
             _layer_slow = 0
         except TimeoutError:
             # Slow is not down: a machine at full load can take this long. Only repeated timeouts in a row

@@ -30,6 +30,7 @@ import httpx2  # the `openai` package's HTTP library
 import openai
 from django.conf import settings
 
+from chat.deadlines import Deadline
 from chat.llm.base import (
     ChatModel,
     LLMError,
@@ -268,14 +269,14 @@ class OpenAIChatModel(ChatModel):
                 opened = completions.create(model=request["model"], messages=[], stream=True, extra_body=body)
                 response = await opened.__aenter__()
             # Closed however this ends, so a consumer that stops early (a cancelled turn) closes it at once.
+            # Both deadlines are wall-clock: bytes that are not chunks (keep-alive comments) do not extend
+            # them. One timer for the whole stream, moved once, at the first token.
+            deadline = Deadline(first_by)
             try:
                 chunks = aiter(_sse_chunks(response.iter_lines()))
                 while True:
-                    # Bytes that are not chunks (keep-alive comments) do not end these waits.
-                    limit = end if got_token else first_by
                     try:
-                        async with asyncio.timeout(max(0.0, limit - time.monotonic())):
-                            chunk = await anext(chunks)
+                        chunk = await deadline.wait(anext(chunks))
                     except StopAsyncIteration:
                         break
                     received = True
@@ -283,12 +284,15 @@ class OpenAIChatModel(ChatModel):
                     if prompt_tokens:
                         usage = int(prompt_tokens)
                     texts = calls.add_chunk(chunk)
-                    got_token = got_token or bool(texts) or calls.started
+                    if not got_token and (texts or calls.started):
+                        got_token = True
+                        deadline.move(end)
                     for text in texts:
                         yield TextDelta(text)
                     choices = chunk.get("choices") or [{}]
                     finished = finished or bool(isinstance(choices[0], dict) and choices[0].get("finish_reason"))
             finally:
+                deadline.cancel()
                 await opened.__aexit__(None, None, None)
         except TimeoutError as exc:
             raise self._deadline_error(got_token) from exc

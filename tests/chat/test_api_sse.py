@@ -128,8 +128,20 @@ async def test_stream_sends_start_then_deltas_then_done_with_the_saved_message(
         "Hello from the model",
         "complete",
     )
-    # Streamed, not buffered: every event went out as its own body message.
-    assert len(response.bodies) == len(events)
+    # Every body message holds whole events (they are never split).
+    assert all(parse_sse(body) for body in response.bodies if body)
+
+
+async def test_events_go_out_as_they_come_and_only_a_backlog_is_sent_together(
+    fake_model: Any, token: str, conversation: Conversation
+) -> None:
+    fake_model.reply("Hello ", "from ", "the model", delay=0.05)
+    response = await post(conversation.id, token)
+
+    # Paced text: streamed, not buffered, each piece in its own body message as soon as it arrives.
+    per_body = [[name for name, _ in parse_sse(body)] for body in response.bodies if body]
+    assert per_body[1:4] == [["delta"], ["delta"], ["delta"]]
+    assert per_body[0] == ["start"] and per_body[-1][-1] == "done"
 
 
 async def test_non_ascii_text_streams_intact(fake_model: Any, token: str, conversation: Conversation) -> None:

@@ -439,6 +439,69 @@ class TestOverRedisChannelLayer:
         ok, code = await socket.connect()
         assert (ok, code) == (False, consumers.CLOSE_NOT_FOUND)
 
+    async def test_a_turn_reaches_this_processs_page_without_the_layer_and_another_processs_through_it(
+        self, alice: Any, conversation: Conversation, fake_model: Any, monkeypatch: Any
+    ) -> None:
+        from channels_redis.core import RedisChannelLayer
+
+        layer = get_channel_layer()
+        sent: list[tuple[str, str]] = []  # (channel or group, event type) that went through Redis
+        real_send, real_group_send = layer.send, layer.group_send
+
+        async def send_(channel: str, message: dict[str, Any]) -> None:
+            sent.append((channel, message["type"]))
+            await real_send(channel, message)
+
+        async def group_send_(group: str, message: dict[str, Any]) -> None:
+            sent.append((group, message["type"]))
+            await real_group_send(group, message)
+
+        monkeypatch.setattr(layer, "send", send_)
+        monkeypatch.setattr(layer, "group_send", group_send_)
+        fake_model.reply("Local ", "only")
+        socket = await connected(alice, conversation)
+        await send(socket, "Hi")
+        assert delta_text(await receive_until(socket, idle)) == "Local only"
+        assert not [kind for _, kind in sent if kind.startswith("turn.")]  # no other page: Redis not used
+
+        # A page of another web process (another client prefix) on the same conversation.
+        config: dict[str, Any] = django_settings.CHANNEL_LAYERS["default"]["CONFIG"]  # type: ignore[assignment]
+        other = RedisChannelLayer(**config)
+        remote = await other.new_channel()
+        await other.group_add(runner.conversation_group(conversation.pk), remote)
+        try:
+            fake_model.reply("Shared ", "reply")
+            await send(socket, "Again")
+            assert delta_text(await receive_until(socket, idle)) == "Shared reply"
+            kinds = [kind for target, kind in sent if target == remote]
+            assert kinds[0] == "turn.begin" and kinds[-1] == "turn.end"  # the other process's page, in order
+            received = [await asyncio.wait_for(other.receive(remote), 5) for _ in kinds]
+            assert [m["type"] for m in received] == kinds
+            assert "".join(m["text"] for m in received if m["type"] == "turn.delta") == "Shared reply"
+        finally:
+            await other.group_discard(runner.conversation_group(conversation.pk), remote)
+            await other.close_pools()
+        await socket.disconnect()
+
+    async def test_the_layers_copy_of_a_turn_that_runs_here_is_not_shown_twice(
+        self, alice: Any, conversation: Conversation
+    ) -> None:
+        from chat import pages
+
+        socket = await connected(alice, conversation)
+        pages.turn_started_here(987654)
+        await get_channel_layer().group_send(
+            runner.conversation_group(conversation.pk),
+            {"type": "turn.begin", "message_id": 987654, "html": "<p>a duplicate</p>"},
+        )
+        await get_channel_layer().group_send(
+            runner.conversation_group(conversation.pk),
+            {"type": "turn.begin", "message_id": 987655, "html": "<p>another process's turn</p>"},
+        )
+        frame = await socket.receive_from(timeout=5)
+        await socket.disconnect()
+        assert "another process's turn" in frame  # the first one was skipped: its page got it directly
+
 
 async def test_a_tool_call_shows_what_the_reply_is_doing(
     alice: Any, conversation: Conversation, fake_model: Any
@@ -515,3 +578,31 @@ async def test_without_the_channel_layer_the_page_still_connects_streams_its_tur
     frames = await receive_until(socket, idle)
     await socket.disconnect()
     assert "Again fine" in frames[-1] and "is-complete" in frames[-1]
+
+
+async def test_a_page_that_falls_behind_gets_its_waiting_text_in_one_piece() -> None:
+    consumer = consumers.ChatConsumer()
+    consumer._inbox = asyncio.Queue()
+    for offset, text in ((0, "Hel"), (3, "lo "), (6, "you")):
+        consumer._to_inbox({"type": "turn.delta", "message_id": 7, "offset": offset, "text": text})
+    consumer._to_inbox({"type": "turn.end", "message_id": 7, "html": "<p>end</p>"})
+    consumer._to_inbox({"type": "turn.delta", "message_id": 8, "offset": 0, "text": "next"})
+
+    message = await consumer._inbox_receive()
+    assert message["type"] == "turn.local"
+    assert [(e["type"], e.get("text")) for e in message["events"]] == [
+        ("turn.delta", "Hello you"),
+        ("turn.end", None),
+        ("turn.delta", "next"),
+    ]
+
+
+def test_a_page_far_behind_drops_reply_text_but_never_a_replys_end(monkeypatch: Any) -> None:
+    monkeypatch.setattr(consumers, "INBOX_LIMIT", 2)
+    consumer = consumers.ChatConsumer()
+    consumer._inbox = asyncio.Queue()
+    for offset in range(4):
+        consumer._to_inbox({"type": "turn.delta", "message_id": 7, "offset": offset, "text": "x"})
+    consumer._to_inbox({"type": "turn.end", "message_id": 7, "html": "<p>end</p>"})
+    kinds = [consumer._inbox.get_nowait()["type"] for _ in range(consumer._inbox.qsize())]
+    assert kinds == ["turn.delta", "turn.delta", "turn.end"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, cast
 
 import pytest
 
+from chat.deadlines import Deadline
 from chat.llm import LLMError, TextDelta, ToolCalls, Usage, get_chat_model
 from chat.llm.openai_adapter import OpenAIChatModel
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
@@ -284,3 +286,31 @@ async def test_stream_chunks_are_read_from_the_raw_events() -> None:
     failing = lines('data: {"choices": []}', "", 'data: {"error": {"message": "Out of memory"}}', "")
     with pytest.raises(LLMError, match="reported an error: Out of memory"):
         _ = [chunk async for chunk in _sse_chunks(failing)]
+
+
+async def test_a_stream_deadline_turns_its_own_expiry_into_a_timeout_and_lets_a_stop_through() -> None:
+    deadline = Deadline(time.monotonic() + 0.05)
+    with pytest.raises(TimeoutError):  # expired while waiting for a read
+        await deadline.wait(asyncio.sleep(5))
+
+    deadline = Deadline(time.monotonic() + 0.05)
+    assert await deadline.wait(asyncio.sleep(0, "chunk")) == "chunk"
+    await asyncio.sleep(0.1)  # expired between reads (the consumer was busy): the next read times out
+    with pytest.raises(TimeoutError):
+        await deadline.wait(asyncio.sleep(0))
+
+    deadline = Deadline(time.monotonic() + 0.05)
+    deadline.move(time.monotonic() + 5)  # moved at the first token: no longer expires
+    await asyncio.sleep(0.1)
+    assert await deadline.wait(asyncio.sleep(0, "later")) == "later"
+    deadline.cancel()
+
+    async def stopped_while_reading() -> None:
+        inner = Deadline(time.monotonic() + 5)
+        await inner.wait(asyncio.sleep(5))
+
+    task = asyncio.create_task(stopped_while_reading())
+    await asyncio.sleep(0.01)
+    task.cancel()  # a Stop: stays a cancellation, not a timeout
+    with pytest.raises(asyncio.CancelledError):
+        await task
