@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.http import HttpRequest
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
@@ -47,3 +48,30 @@ class SignedInSessionAuth(SessionAuth):
 
 
 api_auth = [BearerTokenAuth(), SignedInSessionAuth(csrf=True)]
+
+
+class _OffTheRequestThread:
+    """For the routes that stream (a reply can take minutes), which are async: authentication runs in the
+    event loop's thread pool, like the turn's own database work. Django would otherwise make a thread
+    for the request to run it in (and, on SQLite, open a connection there), and that thread's database
+    connection would stay checked out of the pool until the stream ends: a hundred open streams would
+    hold a hundred connections. The pool's threads keep theirs (SQLite) or give them back at once."""
+
+    async def __call__(self, request: HttpRequest) -> Any:
+        authenticate = super().__call__  # type: ignore[misc]
+        return await database_sync_to_async(authenticate, thread_sensitive=False)(request)
+
+
+class StreamingBearerTokenAuth(_OffTheRequestThread, BearerTokenAuth):
+    pass
+
+
+class StreamingSessionAuth(_OffTheRequestThread, SignedInSessionAuth):
+    pass
+
+
+# The OpenAPI document names security schemes after their classes: these are the same two schemes.
+StreamingBearerTokenAuth.__name__ = BearerTokenAuth.__name__
+StreamingSessionAuth.__name__ = SignedInSessionAuth.__name__
+
+streaming_auth = [StreamingBearerTokenAuth(), StreamingSessionAuth(csrf=True)]

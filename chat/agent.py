@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
+from uuid import UUID
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from accounts.models import User
-from chat import compaction, extensions, services, tokens
+from chat import compaction, extensions, selectors, services, tokens
 from chat.deadlines import Deadline
 from chat.extensions import TurnContext
 from chat.llm import (
@@ -123,11 +124,19 @@ _run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
 
 
 def _begin(
-    *, user: User, conversation: Conversation, content: str, retry: bool = False, message_id: int | None = None
+    *,
+    user: User,
+    conversation: Conversation | UUID,
+    content: str,
+    retry: bool = False,
+    message_id: int | None = None,
 ) -> tuple[services.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
-    to the database thread: each trip is a thread hop the first token waits for. The input is None when
+    to the database thread: each trip is a thread hop the first token waits for. Given an id, the
+    conversation is looked up here too (Http404 unless it is the user's). The input is None when
     it could not be built here; the turn builds it again, where a failure is saved as its error."""
+    if not isinstance(conversation, Conversation):
+        conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
         started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id)
     else:
@@ -197,14 +206,16 @@ class Turn:
     _saving: bool = False
 
     @classmethod
-    async def begin(cls, *, user: User, conversation: Conversation, content: str) -> Turn:
+    async def begin(cls, *, user: User, conversation: Conversation | UUID, content: str) -> Turn:
         """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
         started, messages = await _begin_async(user=user, conversation=conversation, content=content)
         return cls._started(started, model, messages)
 
     @classmethod
-    async def begin_retry(cls, *, user: User, conversation: Conversation, message_id: int | None = None) -> Turn:
+    async def begin_retry(
+        cls, *, user: User, conversation: Conversation | UUID, message_id: int | None = None
+    ) -> Turn:
         """Lock and reopen the failed latest reply, to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()

@@ -6,17 +6,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
 
+from accounts.auth import streaming_auth
 from accounts.models import User
 from chat import runner, selectors, services
 from chat.agent import TurnEvent
-from chat.models import Conversation, Message
+from chat.models import Message
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
     ConversationDetailOut,
@@ -123,16 +122,6 @@ def _sse_for(event: TurnEvent) -> bytes:
     return _sse("error", {"detail": event.text, "assistant_message": _message(event.assistant_message)})
 
 
-def _conversation_for_turn(*, user: User, conversation_id: UUID) -> Conversation:
-    try:
-        return selectors.conversation_get_for_user(user=user, conversation_id=conversation_id)
-    finally:
-        # The request's own connection is not needed again (the turn's work runs in other threads): give
-        # it back now (to the pool, on PostgreSQL) rather than hold it for the length of a streamed reply.
-        if not connection.in_atomic_block:  # tests run inside a transaction
-            connection.close()
-
-
 # What a turn answers (a message sent, or a reply written again): JSON, or with Accept: text/event-stream
 # server-sent events.
 _TURN_STATUSES: dict[int, Any] = {
@@ -153,6 +142,7 @@ _TURN_RESPONSES: dict[str, Any] = {
 @router.post(
     "/{conversation_id}/messages",
     response=_TURN_STATUSES,
+    auth=streaming_auth,
     summary="Send a message and run one turn (JSON, or server-sent events with Accept: text/event-stream)",
     openapi_extra=_TURN_RESPONSES,
     description=(
@@ -171,6 +161,7 @@ async def message_send(request: HttpRequest, conversation_id: UUID, payload: Mes
 @router.post(
     "/{conversation_id}/retry",
     response=_TURN_STATUSES,
+    auth=streaming_auth,
     summary="Write the failed (or stopped) latest reply again, in place",
     openapi_extra=_TURN_RESPONSES,
     description=(
@@ -185,10 +176,9 @@ async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
 
 
 async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False) -> Any:
-    user = _user(request)
-    conversation: Conversation = await sync_to_async(_conversation_for_turn)(user=user, conversation_id=conversation_id)
-    # A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
-    running = await runner.start_turn(user=user, conversation=conversation, content=content, retry=retry)
+    # The conversation is looked up (404 unless it is the user's) with the turn's start, in its one trip to
+    # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
+    running = await runner.start_turn(user=_user(request), conversation=conversation_id, content=content, retry=retry)
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"

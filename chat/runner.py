@@ -46,6 +46,7 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import aclosing
 from typing import Any
+from uuid import UUID
 
 from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
@@ -91,7 +92,7 @@ def running_turn(conversation_id: Any) -> RunningTurn | None:
 async def start_turn(
     *,
     user: User,
-    conversation: Conversation,
+    conversation: Conversation | UUID,
     content: object = None,
     retry: bool = False,
     message_id: int | None = None,
@@ -99,6 +100,9 @@ async def start_turn(
     """Begin a turn (raises services.TurnRejected, writing nothing) and run it in the background.
     With `retry`, the turn writes the conversation's failed latest reply again (`message_id`, when
     given, must be that reply) instead of answering a new message.
+
+    `conversation` may be its id: then it is looked up with the turn's start (Http404 unless it is the
+    user's), in the same trip to the database.
 
     Call `listen()` on the result before awaiting anything else to get every event from the start.
     """
@@ -108,7 +112,8 @@ async def start_turn(
         # The lock may be held by a turn whose process died (chat/leases.py): close that turn, then try
         # once more. Only then: on the way to every first token, it would be one more database trip.
         recover = database_sync_to_async(leases.turns_recover, thread_sensitive=False)
-        if not await recover(conversation_id=conversation.pk):
+        conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
+        if not await recover(conversation_id=conversation_id):
             raise
         turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
     running = RunningTurn(turn)
@@ -122,7 +127,7 @@ async def start_turn(
 
 
 async def _begin(
-    *, user: User, conversation: Conversation, content: object, retry: bool, message_id: int | None
+    *, user: User, conversation: Conversation | UUID, content: object, retry: bool, message_id: int | None
 ) -> Turn:
     if retry:
         return await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id)
@@ -310,8 +315,9 @@ class Fanout:
         self.task = asyncio.create_task(self._run())
 
     def event(self, event: TurnEvent, turn: Turn) -> None:
-        """Queue what `event` shows. Its HTML is rendered by the fan-out task, not here: the turn goes on to
-        the provider at once (an API client needs no HTML at all), from copies of the messages as they are now."""
+        """Queue what `event` shows. Its HTML is rendered by the fan-out task, not here, and only when a page
+        gets it: the turn goes on to the provider at once (an API client needs no HTML at all), from copies
+        of the messages as they are now."""
         started = turn.started
         if event.type == "delta":
             self.pending.append(event.text)
@@ -358,12 +364,6 @@ class Fanout:
                 message = self.outbox.popleft()
                 if message["type"] == "turn.delta":
                     self.last_flush = loop.time()
-                if callable(message.get("html")):
-                    try:
-                        message["html"] = message["html"]()
-                    except Exception:  # a page that cannot be rendered must not stop the others
-                        logger.exception("could not render a turn event for open pages")
-                        continue
                 await self._deliver(message)
                 continue
             if not self.pending:
@@ -380,9 +380,24 @@ class Fanout:
                 continue
             self._pending_to_outbox()
 
+    @staticmethod
+    def _rendered(message: dict[str, Any]) -> bool:
+        """Render the message's HTML (once, and only for a page that gets it: an API client needs none);
+        False when it cannot be rendered, and then it goes to no page (the others still get theirs)."""
+        if callable(message.get("html")):
+            try:
+                message["html"] = message["html"]()
+            except Exception:
+                logger.exception("could not render a turn event for open pages")
+                message["html"] = None
+        return message.get("html", "") is not None
+
     async def _deliver(self, message: dict[str, Any]) -> None:
         global _layer_down_until, _layer_slow
-        for page in pages.local_pages(self.key):  # this process's pages: straight into their inboxes
+        local = pages.local_pages(self.key)
+        if local and not self._rendered(message):
+            return
+        for page in local:  # this process's pages: straight into their inboxes
             try:
                 page(message)
             except Exception:  # one broken page must not keep the others from the reply
@@ -400,7 +415,9 @@ class Fanout:
                     # opens there mid-reply shows the saved text, then catches up at the next full text).
                     self.remote = await pages.remote_pages(layer, self.group)
                     self.remote_checked = loop.time()
-                if self.remote is None:
+                if self.remote == [] or not self._rendered(message):
+                    pass  # no page elsewhere
+                elif self.remote is None:
                     await layer.group_send(self.group, message)
                 else:
                     for channel in self.remote:

@@ -183,9 +183,10 @@ class StartedTurn:
     token_ratio: float | None = None
 
 
-def _turn_claim(*, user: User, conversation: Conversation, now: Any) -> uuid.UUID:
+def _turn_claim(*, user: User, conversation: Conversation, now: Any, title: str | None = None) -> uuid.UUID:
     """Within the caller's transaction: check the user's turn rate, take the conversation lock and a
-    run slot; the lock token. Raises TurnRejected (rolling back with the caller's transaction)."""
+    run slot; the lock token. Raises TurnRejected (rolling back with the caller's transaction).
+    With `title`, the same statement moves the conversation to the top, titled from it unless it has one."""
     # Serialise turn starts per user, so two of them cannot both take the last run slot
     # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
     # memory switch: the `user` object may be stale (a long-lived WebSocket's, say).
@@ -201,8 +202,9 @@ def _turn_claim(*, user: User, conversation: Conversation, now: Any) -> uuid.UUI
     token = uuid.uuid4()
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
+    touch = {} if title is None else _touch(title=title, now=now)
     taken = Conversation.objects.filter(free, pk=conversation.pk).update(
-        lock_token=token, lock_expires_at=expires, lock_owner=leases_owner(), stop_requested=False
+        lock_token=token, lock_expires_at=expires, lock_owner=leases_owner(), stop_requested=False, **touch
     )
     if not taken:
         if not Conversation.objects.filter(pk=conversation.pk).exists():
@@ -222,11 +224,16 @@ class _State:
     token_ratio: float | None
 
 
-def _turn_state(conversation: Conversation, *, title: str, now: Any) -> _State:
-    """Move the conversation to the top (titled from `title` unless it has one); its agent state."""
-    # Checked in SQL: the object may be stale.
-    untitled = Case(When(title="", then=Value(title_from(title))), default=F("title"))
-    Conversation.objects.filter(pk=conversation.pk).update(updated_at=now, title=untitled)
+def _touch(*, title: str, now: Any) -> dict[str, Any]:
+    """The fields that move a conversation to the top, titled from `title` unless it has one (checked in
+    SQL: the object may be stale)."""
+    return {"updated_at": now, "title": Case(When(title="", then=Value(title_from(title))), default=F("title"))}
+
+
+def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _State:
+    """The conversation's agent state (and title); with `title`, first move it to the top (`_touch`)."""
+    if title is not None:
+        Conversation.objects.filter(pk=conversation.pk).update(**_touch(title=title, now=now))
     conversation.updated_at = now
     row = Conversation.objects.filter(pk=conversation.pk).values_list(
         "title",
@@ -251,9 +258,9 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     """
     content = message_content_clean(content)
     now = _now()
-    token = _turn_claim(user=user, conversation=conversation, now=now)
+    token = _turn_claim(user=user, conversation=conversation, now=now, title=content)
     learns = user.memory_enabled and not conversation.temporary
-    # One INSERT for both messages (ids in this order); then one UPDATE and one SELECT, whatever happened.
+    # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
     user_message, assistant_message = Message.objects.bulk_create(
         [
             Message(
@@ -266,7 +273,7 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
             Message(conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING),
         ]
     )
-    state = _turn_state(conversation, title=content, now=now)
+    state = _turn_state(conversation, title=None, now=now)  # touched with the lock
     return StartedTurn(
         user, conversation, user_message, assistant_message, token, state.context, state.version,
         context_window=state.context_window, token_ratio=state.token_ratio,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from chat import runner
+from chat import pages, runner
 
 
 @pytest.fixture
@@ -55,21 +55,38 @@ async def test_text_is_batched_between_flushes(delivered: list[dict[str, Any]]) 
     assert [m["offset"] for m in delivered] == [0, 5]
 
 
-async def test_html_is_rendered_by_the_fan_out_and_a_failed_render_skips_only_that_message(
-    delivered: list[dict[str, Any]],
-) -> None:
-    fanout = runner.Fanout("c", 7)
+async def test_html_is_rendered_for_a_page_and_a_failed_render_skips_only_that_message() -> None:
+    shown: list[dict[str, Any]] = []
+    unwatch = pages.watch("c", shown.append)  # a page of this process on the conversation
+    try:
+        fanout = runner.Fanout("c", 7)
 
-    def broken() -> str:
-        raise ValueError("a template error")
+        def broken() -> str:
+            raise ValueError("a template error")
 
-    fanout.send({"type": "turn.begin", "message_id": 7, "html": lambda: "<p>begin</p>"})
-    fanout.send({"type": "turn.html", "message_id": 7, "html": broken})
-    fanout.send({"type": "turn.end", "message_id": 7, "html": lambda: "<p>end</p>"})
+        fanout.send({"type": "turn.begin", "message_id": 7, "html": lambda: "<p>begin</p>"})
+        fanout.send({"type": "turn.html", "message_id": 7, "html": broken})
+        fanout.send({"type": "turn.end", "message_id": 7, "html": lambda: "<p>end</p>"})
+        fanout.close()
+        await fanout.task
+    finally:
+        unwatch()
+
+    assert [(m["type"], m["html"]) for m in shown] == [("turn.begin", "<p>begin</p>"), ("turn.end", "<p>end</p>")]
+
+
+async def test_nothing_is_rendered_when_no_page_follows_the_conversation() -> None:
+    rendered: list[str] = []
+
+    def render() -> str:
+        rendered.append("begin")
+        return "<p>begin</p>"
+
+    fanout = runner.Fanout("nobody-watches", 7)  # an API client's turn: it needs no HTML
+    fanout.send({"type": "turn.begin", "message_id": 7, "html": render})
     fanout.close()
     await fanout.task
-
-    assert [(m["type"], m["html"]) for m in delivered] == [("turn.begin", "<p>begin</p>"), ("turn.end", "<p>end</p>")]
+    assert rendered == []
 
 
 async def test_a_slow_channel_layer_is_not_taken_for_one_that_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
