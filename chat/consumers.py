@@ -175,7 +175,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if not self.live:  # no channel layer: this process's turns still come, the rest is polled
             logger.warning("channel layer unavailable; a chat page falls back to polling")
         await self.accept()
-        self._unwatch = runner.watch(conversation.pk, self._to_inbox)
+        self._unwatch = pages.watch(conversation.pk, self._to_inbox)
         self._accepted.set()
         if self.live:
             await self._catch_up()
@@ -293,7 +293,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def turn_local(self, message: dict[str, Any]) -> None:
         """Events of this process's turns, from the inbox, in order."""
         for event in message["events"]:
-            await getattr(self, event["type"].replace(".", "_"))(event)
+            if event["type"] in TURN_EVENTS:
+                await getattr(self, event["type"].replace(".", "_"))(event)
 
     async def chat_notice(self, event: dict[str, Any]) -> None:
         """Append a rendered fragment (event["html"], chat.extensions.notify_user) to the page's notices area."""

@@ -49,7 +49,8 @@ def watch(conversation_id: Any, page: Page) -> Callable[[], None]:
 
 
 def local_pages(conversation_id: Any) -> list[Page]:
-    return list(_pages.get(str(conversation_id), ()))
+    with _lock:
+        return list(_pages.get(str(conversation_id), ()))
 
 
 def turn_started_here(message_id: int) -> None:

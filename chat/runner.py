@@ -8,10 +8,11 @@
 
 Why here. A page that is closed or reloaded, a dropped WebSocket or an SSE client that goes away only
 stops *listening*: the turn goes on, is saved as complete, and every open tab (in any web process)
-follows it, because what a turn shows goes to the conversation's channel layer group
-(`conversation_group`), not to the socket that started it. Only Stop stops it.
+follows it, because what a turn shows goes to every page of the conversation, not to the socket that
+started it: this process's pages directly, other processes' through the channel layer
+(`conversation_group`; chat/pages.py). Only Stop stops it.
 
-What goes to the group, rendered once per event (chat/fragments.py):
+What goes to the pages, rendered once per event and only when a page gets it (chat/fragments.py):
     {"type": "turn.begin", "message_id", "html"}          the user's message and the empty reply
     {"type": "turn.delta", "message_id", "offset", "text"} reply text, batched (first piece at once,
                                                            then at most every `flush_interval()`)
@@ -28,8 +29,8 @@ A sweep in every web process (started by the ASGI lifespan, `lifespan`) closes t
 process died. When the server shuts down cleanly, the turns it runs are stopped and saved first.
 
 When the channel layer is unreachable (Redis down), sends are skipped for a few seconds at a time
-instead of slowing the turn; pages of this process that could not join the group follow its turns
-through `watch` instead, and the others poll the saved text.
+instead of slowing the turn; pages of this process follow its turns as always (chat/pages.py), and
+those of other processes poll the saved text.
 """
 
 from __future__ import annotations
@@ -145,11 +146,6 @@ def stop(*, conversation: Conversation) -> bool:
         running.loop.call_soon_threadsafe(running.task.cancel)  # this process's own: at once
         return True
     return requested
-
-
-def watch(conversation_id: Any, page: pages.Page) -> Callable[[], None]:
-    """Follow this process's turns in a conversation directly (chat/pages.py); returns the unwatch."""
-    return pages.watch(conversation_id, page)
 
 
 class RunningTurn:
