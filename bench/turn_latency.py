@@ -4,9 +4,10 @@
     .venv/bin/python bench/turn_latency.py --database-url postgres://…/NAME --redis-url redis://…/DB \
         --web-processes 2 --streams 200
 
-Starts the fake provider (tests.fake_openai) and the app exactly as `make run` does: `manage.py
-migrate`, `manage.py ensure_demo_user`, then `scripts/serve.py` (uvicorn and a Celery worker) with the
-environment `make run` would have, plus the provider's address. By default that is the embedded
+Starts the fake provider (bench/fake_provider.py: tests.fake_openai's replies from one event loop) and
+the app exactly as `make run` does: `manage.py migrate`, `manage.py ensure_demo_user`, then
+`scripts/serve.py` (uvicorn and a Celery worker) with the environment `make run` would have, plus the
+provider's address. By default that is the embedded
 configuration (a scratch SQLite file, in-memory channel layer, filesystem broker); with
 `--database-url` and `--redis-url` it is PostgreSQL + Redis (use a database and a Redis db of your
 own: the bench writes users into them), and `--web-processes N` runs the production command
@@ -39,7 +40,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,31 +52,6 @@ from tests.processes import free_port, stop, wait_for_port  # noqa: E402
 PYTHON = sys.executable
 PORTS = range(18340, 18399)
 DEADLINE_SECONDS = 600
-
-# The provider script: a fake OpenAI server whose reply length and pace are read from the user's
-# message ("bench tokens=20 delay=0.005"), so one server serves both parts of the benchmark.
-PROVIDER = textwrap.dedent(
-    """
-    import re, sys, threading, signal
-    from tests import fake_openai
-    from tests.fake_openai import FakeOpenAIServer, FakeResponse
-    # Send each chunk at once: with Nagle's algorithm a chunk can wait ~40 ms for the client's ACK.
-    fake_openai._Handler.disable_nagle_algorithm = True
-    def respond(body):
-        text = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
-        tokens = int(re.search(r"tokens=(\\d+)", text).group(1))
-        delay = float(re.search(r"delay=([\\d.]+)", text).group(1))
-        return FakeResponse(chunks=[f"word{i} " for i in range(tokens)], chunk_delay=delay)
-    server = FakeOpenAIServer("127.0.0.1", int(sys.argv[1]))
-    server.responder = respond
-    server.start()
-    print("ready", flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    done.wait(float(sys.argv[2]))
-    server.stop()
-    """
-)
 
 
 # --- set-up through the ORM (same database file as the server) -------------------------------------
@@ -181,17 +156,19 @@ async def new_conversation(client: Any, account: Account) -> str:
     return str(response.json()["id"])
 
 
-async def turn_websocket(base: str, account: Account, prompt: str, socket_: Any = None) -> Timing:
+def open_page(base: str, account: Account) -> Any:
+    """A chat page's socket. No keepalive pings: with hundreds of sockets in this one process, a late
+    pong is the benchmark's own lag, not the server's."""
     from websockets.asyncio.client import connect
 
+    return connect(ws_url(base, account), additional_headers=ws_headers(base, account), ping_interval=None)
+
+
+async def turn_websocket(base: str, account: Account, prompt: str, socket_: Any = None) -> Timing:
     timing, t_first, t_last = Timing(), 0.0, 0.0
     try:
         async with contextlib.AsyncExitStack() as stack:
-            # No keepalive pings: with hundreds of sockets in this one process, a late pong is the
-            # benchmark's own lag, not the server's.
-            ws = socket_ or await stack.enter_async_context(
-                connect(ws_url(base, account), additional_headers=ws_headers(base, account), ping_interval=None)
-            )
+            ws = socket_ or await stack.enter_async_context(open_page(base, account))
             t0 = time.perf_counter()
             await ws.send(json.dumps({"action": "send", "content": prompt}))
             while True:
@@ -375,8 +352,13 @@ async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: 
         direct_load = list(await asyncio.gather(*[turn_direct(provider, load_prompt) for _ in range(n)]))
         provider_rate = statistics.median([t.rate for t in direct_load if t.rate] or [0.0])
         report_concurrency("direct", direct_load, provider_rate, args.tokens)
-        # All streams start at once, as if every user pressed Enter together.
-        ws_load = list(await asyncio.gather(*[turn_websocket(base, a, load_prompt) for a in load_accounts[:n]]))
+        # Every user has the conversation open (its socket is connected), then all press Enter together.
+        async with contextlib.AsyncExitStack() as pages:
+            t0 = time.perf_counter()
+            sockets = await asyncio.gather(*[pages.enter_async_context(open_page(base, a)) for a in load_accounts[:n]])
+            print(f"  {n} chat pages connected in {ms(time.perf_counter() - t0)}")
+            turns = [turn_websocket(base, a, load_prompt, ws) for a, ws in zip(load_accounts[:n], sockets, strict=True)]
+            ws_load = list(await asyncio.gather(*turns))
         ws_conc = report_concurrency("WebSocket", ws_load, provider_rate, args.tokens)
         # Fresh conversations: a WebSocket turn whose socket failed above may still be finishing.
         fresh = [Account(a.session, a.token, await new_conversation(client, a)) for a in load_accounts[:n]]
@@ -457,7 +439,7 @@ def main() -> int:
         for command in (["migrate", "--noinput", "-v0"], ["ensure_demo_user"]):
             subprocess.run([PYTHON, "manage.py", *command], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
         provider = subprocess.Popen(
-            [PYTHON, "-c", PROVIDER, str(provider_port), str(DEADLINE_SECONDS)], cwd=ROOT, env=env
+            [PYTHON, "bench/fake_provider.py", str(provider_port), str(DEADLINE_SECONDS)], cwd=ROOT, env=env
         )
         processes.append(provider)
         serve = [PYTHON, "scripts/serve.py"]

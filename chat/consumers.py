@@ -37,6 +37,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -288,7 +289,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # The channel layer's copy of a turn that runs here came to the inbox already (chat/pages.py).
         if message["type"] in TURN_EVENTS and pages.ran_here(message.get("message_id")):
             return
-        await super().dispatch(message)
+        # Not AsyncConsumer.dispatch: before every handler it closes old database connections in the
+        # process's one thread-sensitive thread, so every page's every event queued for that thread
+        # (at 100 streaming pages, the queue was the delay). This consumer touches the database only
+        # through database_sync_to_async, which cleans up in its own thread.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def turn_local(self, message: dict[str, Any]) -> None:
         """Events of this process's turns, from the inbox, in order."""

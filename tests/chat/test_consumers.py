@@ -606,3 +606,25 @@ def test_a_page_far_behind_drops_reply_text_but_never_a_replys_end(monkeypatch: 
     consumer._to_inbox({"type": "turn.end", "message_id": 7, "html": "<p>end</p>"})
     kinds = [consumer._inbox.get_nowait()["type"] for _ in range(consumer._inbox.qsize())]
     assert kinds == ["turn.delta", "turn.delta", "turn.end"]
+
+
+async def test_a_streamed_reply_reaches_the_page_without_trips_to_the_database_thread(
+    alice: Any, conversation: Conversation, fake_model: Any, monkeypatch: Any
+) -> None:
+    """AsyncConsumer.dispatch would close old connections in the process's one thread-sensitive thread
+    before every event: at a hundred streaming pages, that thread's queue delayed every reply."""
+    import channels.consumer
+
+    trips: list[str] = []
+
+    async def counted() -> None:
+        trips.append("close_old_connections")
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    socket = await connected(alice, conversation)
+    fake_model.reply("One ", "two ", "three")
+    await send(socket, "Count")
+    frames = await receive_until(socket, idle)
+    await socket.disconnect()
+    assert "One two three" in frames[-1] and "is-complete" in frames[-1]
+    assert trips == []

@@ -55,3 +55,19 @@ def test_retry_after_counts_down_to_when_the_oldest_turn_leaves_the_minute(user:
     with pytest.raises(services.TooManyTurns) as caught:
         services.turn_rate_check(user=user, now=message.created_at + timedelta(seconds=45))
     assert caught.value.retry_after == 15
+
+
+def test_a_turns_start_counts_only_the_users_own_turns_of_the_last_minute(
+    user: User, other_user: User, settings: Any
+) -> None:
+    settings.CHAT_USER_TURNS_PER_MINUTE = 2
+    conversation = conversation_create(user=user)
+    old = Message.objects.create(conversation=conversation, user=user, role=Message.Role.USER)
+    Message.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(seconds=61))
+    Message.objects.create(conversation=conversation, user=user, role=Message.Role.ASSISTANT)
+    Message.objects.create(conversation=conversation_create(user=other_user), user=other_user, role=Message.Role.USER)
+    Message.objects.create(conversation=conversation, user=user, role=Message.Role.USER)  # the one that counts
+
+    services.turn_start(user=user, conversation=conversation_create(user=user), content="Second")
+    with pytest.raises(services.TooManyTurns):
+        services.turn_start(user=user, conversation=conversation_create(user=user), content="Third")
