@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, models, transaction
-from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from accounts.models import User
@@ -67,21 +67,13 @@ class TooManyTurns(TurnRejected):
         self.retry_after = retry_after
 
 
-def recent_turns(*, now: Any) -> Subquery:
-    """For a User queryset: how many turns the user started in the 60 s before `now` (every turn saves
-    one user message). Counted from the database, so the limit holds across processes."""
-    recent = Message.objects.filter(
-        user=OuterRef("pk"), role=Message.Role.USER, created_at__gt=now - timedelta(seconds=60)
-    )
-    return Subquery(recent.order_by().values("user").annotate(n=Count("id")).values("n")[:1])
-
-
 def turn_rate_check(*, user: User, now: Any, recent: int | None = None) -> None:
     """Raise TooManyTurns when `user` started CHAT_USER_TURNS_PER_MINUTE turns in the last 60 s;
     `recent` is that count when the caller already has it (turn_start reads it with the user row)."""
     limit = settings.CHAT_USER_TURNS_PER_MINUTE
     if recent is None:
-        recent = User.objects.filter(pk=user.pk).annotate(n=recent_turns(now=now)).values_list("n", flat=True)[0]
+        rows = user_row(user_id=user.pk, now=now)
+        recent = rows[0][1] if rows else 0
     if limit <= 0 or (recent or 0) < limit:
         return
     window = now - timedelta(seconds=60)
@@ -191,7 +183,7 @@ def _turn_claim(*, user: User, conversation: Conversation, now: Any, title: str 
     # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
     # memory switch: the `user` object may be stale (a long-lived WebSocket's, say).
     # The same statement counts the user's turns in the last minute (CHAT_USER_TURNS_PER_MINUTE).
-    locked = _user_row_locked(user_id=user.pk, now=now)
+    locked = user_row(user_id=user.pk, now=now, lock=True)
     user.memory_enabled = bool(locked and locked[0][0])
     turn_rate_check(user=user, now=now, recent=(locked[0][1] or 0) if locked else 0)
     token = uuid.uuid4()
@@ -211,12 +203,14 @@ def _turn_claim(*, user: User, conversation: Conversation, now: Any, title: str 
     return token
 
 
-def _user_row_locked(*, user_id: int, now: Any) -> list[tuple[bool, int | None]]:
-    """`[(memory_enabled, turns started in the 60 s before now)]` of the user's row, locked for update.
+def user_row(*, user_id: int, now: Any, lock: bool = False) -> list[tuple[bool, int | None]]:
+    """`[(memory_enabled, turns started in the 60 s before now)]` of the user's row (`[]` when it is gone),
+    with `lock` locked for update. Every turn saves one user message, and they are counted in the
+    database, so the limit (CHAT_USER_TURNS_PER_MINUTE) holds across processes.
 
     In SQL rather than the ORM on purpose: it is on every turn's way to its first token, and Django's
-    resolving of the counting subquery (it deep-copies the inner query) took a third of the CPU of a
-    turn's start, which is what limits how fast a burst of turns starts."""
+    resolving of the counting subquery (it deep-copies the inner query) took about a third of the CPU
+    of a turn's start; a burst of turns is limited by how fast they start."""
     quote = connection.ops.quote_name
 
     def column(model: type[models.Model], name: str) -> str:
@@ -224,12 +218,12 @@ def _user_row_locked(*, user_id: int, now: Any) -> list[tuple[bool, int | None]]
         assert isinstance(field, models.Field)
         return quote(str(field.column))
 
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    for_update = " FOR UPDATE" if lock and connection.features.has_select_for_update else ""
     sql = (
         f"SELECT u.{column(User, 'memory_enabled')}, (SELECT COUNT(*) FROM {quote(Message._meta.db_table)} m"
         f" WHERE m.{column(Message, 'user')} = u.{column(User, 'id')} AND m.{column(Message, 'role')} = %s"
         f" AND m.{column(Message, 'created_at')} > %s)"
-        f" FROM {quote(User._meta.db_table)} u WHERE u.{column(User, 'id')} = %s{lock}"
+        f" FROM {quote(User._meta.db_table)} u WHERE u.{column(User, 'id')} = %s{for_update}"
     )
     since = connection.ops.adapt_datetimefield_value(now - timedelta(seconds=60))
     with connection.cursor() as cursor:

@@ -275,7 +275,6 @@ def test_retry_with_nothing_failed_answers_409_and_writes_nothing(
 # --- ownership, unknown ids, authentication ---
 
 
-
 def _route(method: str, path: str, body: Any) -> Any:
     # The turn routes authenticate and look the conversation up in the event loop's thread pool, on
     # another connection than the test's own: what they read must be committed.
