@@ -92,7 +92,7 @@ def test_the_postgresql_connection_pool_is_opt_in(load: Any) -> None:
     assert pooled["OPTIONS"]["pool"]["max_size"] == 40
 
 
-def test_redis_url_moves_the_broker_and_channel_layer_to_redis(load: Any) -> None:
+def test_redis_url_moves_the_broker_channel_layer_and_cache_to_redis(load: Any) -> None:
     s = load(REDIS_URL="redis://127.0.0.1:6379/3")
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/3"
     assert s["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
@@ -103,6 +103,11 @@ def test_redis_url_moves_the_broker_and_channel_layer_to_redis(load: Any) -> Non
         "capacity": 1000,
     }
     assert s["CELERY_BROKER_TRANSPORT"] == "config.broker:RedisTransport"
+    # Rate-limit counters shared by every process, through one connection pool per process.
+    assert s["CACHES"]["default"] == {
+        "BACKEND": "config.cache.SharedRedisCache",
+        "LOCATION": "redis://127.0.0.1:6379/3",
+    }
 
 
 def test_the_running_settings_use_a_custom_user_and_never_a_real_provider_in_tests(settings: Any) -> None:

@@ -238,8 +238,9 @@ if REDIS_URL:
     # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (config/broker.py).
     CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
-    # Rate-limit counters shared by every process (see accounts/throttle.py).
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Rate-limit counters shared by every process (see accounts/throttle.py), through one connection
+    # pool per process rather than one per request (config/cache.py).
+    CACHES = {"default": {"BACKEND": "config.cache.SharedRedisCache", "LOCATION": REDIS_URL}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # kombu's filesystem transport: a real broker between processes that needs no server; written

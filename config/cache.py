@@ -1,0 +1,33 @@
+"""Django's Redis cache with one client, and so one connection pool, per process.
+
+Django keeps a cache backend instance per thread and async context (`caches` is an asgiref Local).
+Under ASGI every request runs in a context of its own, so with the stock backend each request built a
+new client, a new connection pool and a new Redis connection (a TCP handshake and redis-py's set-up,
+about a tenth of an API request's CPU), and left the old one for the garbage collector. redis-py's
+pools are thread-safe: every instance of this backend with the same settings uses one.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
+from django.utils.functional import cached_property
+
+_clients: dict[str, RedisCacheClient] = {}
+_lock = threading.Lock()
+
+
+class SharedRedisCache(RedisCache):
+    def __init__(self, server: str | list[str], params: dict[str, Any]) -> None:
+        super().__init__(server, params)
+        self._shared_key = repr((server, sorted(params.get("OPTIONS", {}).items())))
+
+    @cached_property
+    def _cache(self) -> RedisCacheClient:
+        with _lock:
+            client = _clients.get(self._shared_key)
+            if client is None:
+                client = _clients[self._shared_key] = super()._cache
+        return client
