@@ -134,6 +134,7 @@ class FakeOpenAIServer:
         self._stats = _Stats()
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
+        self.connections_opened = 0  # TCP connections accepted: fewer than requests when kept alive
         self._ids = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -233,6 +234,7 @@ class FakeOpenAIServer:
         with self._stats.lock:
             if add:
                 self._connections.add(conn)
+                self.connections_opened += 1
             else:
                 self._connections.discard(conn)
 

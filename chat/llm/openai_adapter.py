@@ -17,6 +17,7 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -47,6 +48,7 @@ from chat.llm.toolcalls import ToolCallAssembler
 logger = logging.getLogger(__name__)
 
 RETRY_BASE_SECONDS = 0.5
+DRAIN_SECONDS = 0.5  # see _drain
 
 
 # How providers word a refusal for length: OpenAI and vLLM ("maximum context length is 8192 tokens"),
@@ -145,6 +147,17 @@ async def _sse_chunks(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any
             raise LLMError("The model provider reported an error" + (f": {detail}" if detail else "."), kind="status")
         event = ""
         yield chunk
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read what follows `[DONE]` (the end of the chunked body, normally nothing else), so the connection
+    goes back to the client's pool: a response closed before its end closes its connection, and the
+    next turn would wait for a new one (a TLS handshake, with a remote provider). A server that keeps
+    the response open after `[DONE]` loses the connection after DRAIN_SECONDS, not the reply."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in lines:
+                pass
 
 
 def _retryable(error: LLMError) -> bool:
@@ -273,11 +286,13 @@ class OpenAIChatModel(ChatModel):
             # them. One timer for the whole stream, moved once, at the first token.
             deadline = Deadline(first_by)
             try:
-                chunks = aiter(_sse_chunks(response.iter_lines()))
+                lines = response.iter_lines()
+                chunks = aiter(_sse_chunks(lines))
                 while True:
                     try:
                         chunk = await deadline.wait(anext(chunks))
                     except StopAsyncIteration:
+                        await _drain(lines)
                         break
                     received = True
                     prompt_tokens = (chunk.get("usage") or {}).get("prompt_tokens")

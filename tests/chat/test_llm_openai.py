@@ -167,6 +167,16 @@ async def test_closing_the_stream_early_releases_the_connection(fake_openai: Fak
     assert await _collect(model, messages=USER) == [TextDelta("next")]
 
 
+async def test_streamed_replies_reuse_one_provider_connection(fake_openai: FakeOpenAIServer) -> None:
+    # Read to the end of the body after [DONE]: a response closed before it closes its connection, and
+    # every turn would open a new one (a TLS handshake, with a remote provider).
+    model = get_chat_model()
+    for expected in ("first", "second", "third"):
+        fake_openai.queue(FakeResponse(chunks=[expected, "!"]))
+        assert await _collect(model, messages=USER) == [TextDelta(expected), TextDelta("!")]
+    assert fake_openai.connections_opened == 1
+
+
 def test_one_model_serves_several_event_loops(fake_openai: FakeOpenAIServer) -> None:
     # Under WSGI each async view runs in its own event loop; a cached client must not outlive its loop.
     model = get_chat_model()
