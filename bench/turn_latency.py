@@ -164,6 +164,12 @@ def open_page(base: str, account: Account) -> Any:
     return connect(ws_url(base, account), additional_headers=ws_headers(base, account), ping_interval=None)
 
 
+async def page_live(ws: Any) -> None:
+    """Wait for what a freshly opened chat page is sent first: that it is live (chat.consumers.connect)."""
+    while 'id="turn-live"' not in await asyncio.wait_for(ws.recv(), timeout=60):
+        pass
+
+
 async def turn_websocket(base: str, account: Account, prompt: str, socket_: Any = None) -> Timing:
     timing, t_first, t_last = Timing(), 0.0, 0.0
     try:
@@ -352,11 +358,13 @@ async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: 
         direct_load = list(await asyncio.gather(*[turn_direct(provider, load_prompt) for _ in range(n)]))
         provider_rate = statistics.median([t.rate for t in direct_load if t.rate] or [0.0])
         report_concurrency("direct", direct_load, provider_rate, args.tokens)
-        # Every user has the conversation open (its socket is connected), then all press Enter together.
+        # Every user has the conversation open (its socket is connected and the page shows it live), then
+        # all press Enter together.
         async with contextlib.AsyncExitStack() as pages:
             t0 = time.perf_counter()
             sockets = await asyncio.gather(*[pages.enter_async_context(open_page(base, a)) for a in load_accounts[:n]])
-            print(f"  {n} chat pages connected in {ms(time.perf_counter() - t0)}")
+            await asyncio.gather(*[page_live(ws) for ws in sockets])
+            print(f"  {n} chat pages connected and live in {ms(time.perf_counter() - t0)}")
             turns = [turn_websocket(base, a, load_prompt, ws) for a, ws in zip(load_accounts[:n], sockets, strict=True)]
             ws_load = list(await asyncio.gather(*turns))
         ws_conc = report_concurrency("WebSocket", ws_load, provider_rate, args.tokens)
