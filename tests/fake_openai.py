@@ -67,7 +67,8 @@ class FakeResponse:
     - `tool_style`: how streamed tool calls are cut into chunks: "openai" (id and name once, then
       argument fragments), "repeat_name" (id and complete name in every chunk, as llama.cpp does),
       "no_ids" (no ids at all), "index_zero" (every parallel call at index 0, each with its own id);
-    - `finish_reason`: overrides the final chunk's (or the completion's) reason, e.g. "length".
+    - `finish_reason`: overrides the final chunk's (or the completion's) reason, e.g. "length";
+    - `linger`: after `[DONE]`, hold the response open instead of ending its body.
     """
 
     text: str = ""
@@ -83,6 +84,7 @@ class FakeResponse:
     ping_every: float = 0.0
     tool_style: str = "openai"
     finish_reason: str | None = None
+    linger: bool = False
 
     def text_chunks(self) -> list[str]:
         if self.chunks is not None:
@@ -348,6 +350,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self._write_chunk("data: [DONE]\n\n")
+        if response.linger:
+            self._hang(fake)
+            return
         self._write_chunk("")  # the terminating zero-length chunk
 
     def _ping_forever(self, fake: FakeOpenAIServer, every: float) -> None:

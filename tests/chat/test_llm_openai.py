@@ -13,7 +13,7 @@ import pytest
 
 from chat.deadlines import Deadline
 from chat.llm import LLMError, TextDelta, ToolCalls, Usage, get_chat_model
-from chat.llm.openai_adapter import OpenAIChatModel
+from chat.llm.openai_adapter import DRAIN_SECONDS, OpenAIChatModel
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 USER = [{"role": "user", "content": "Hello"}]
@@ -175,6 +175,15 @@ async def test_streamed_replies_reuse_one_provider_connection(fake_openai: FakeO
         fake_openai.queue(FakeResponse(chunks=[expected, "!"]))
         assert await _collect(model, messages=USER) == [TextDelta(expected), TextDelta("!")]
     assert fake_openai.connections_opened == 1
+
+
+async def test_a_response_held_open_after_done_ends_the_reply_on_time(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse(chunks=["All ", "here"], linger=True), FakeResponse("next"))
+    model = get_chat_model()
+    started = time.monotonic()
+    assert await _collect(model, messages=USER) == [TextDelta("All "), TextDelta("here")]
+    assert time.monotonic() - started < DRAIN_SECONDS + 1
+    assert await _collect(model, messages=USER) == [TextDelta("next")]  # on a new connection
 
 
 def test_one_model_serves_several_event_loops(fake_openai: FakeOpenAIServer) -> None:
