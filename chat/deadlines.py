@@ -44,6 +44,9 @@ class Deadline:
     async def wait(self, awaitable: Awaitable[T]) -> T:
         if self.expired:
             self.cancel()
+            close = getattr(awaitable, "close", None)
+            if close is not None:  # a coroutine that will never run: closed, not left to warn
+                close()
             raise TimeoutError
         self.waiting = True
         try:
