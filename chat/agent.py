@@ -213,9 +213,7 @@ class Turn:
         return cls._started(started, model, messages)
 
     @classmethod
-    async def begin_retry(
-        cls, *, user: User, conversation: Conversation | UUID, message_id: int | None = None
-    ) -> Turn:
+    async def begin_retry(cls, *, user: User, conversation: Conversation | UUID, message_id: int | None = None) -> Turn:
         """Lock and reopen the failed latest reply, to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()

@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 
 def user_sockets_close(*, user_id: int) -> None:
     """Close every open chat socket of the user, once the current transaction commits."""
+
     def send() -> None:
         layer = get_channel_layer()
         if layer is None:

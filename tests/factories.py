@@ -40,4 +40,3 @@ class MessageFactory(factory.django.DjangoModelFactory):
     role = Message.Role.USER
     content = factory.Sequence(lambda n: f"message {n}")
     memory_status = factory.LazyAttribute(lambda m: Message.MemoryStatus.PENDING if m.role == Message.Role.USER else "")
-
