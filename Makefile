@@ -38,6 +38,7 @@ screenshots: $(VENV)/.dev
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 
 bench: $(VENV)/.dev
