@@ -17,14 +17,13 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import re
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from typing import Any
 
 import httpx2  # the `openai` package's HTTP library
@@ -154,7 +153,7 @@ async def _drain(lines: AsyncIterator[str]) -> None:
     goes back to the client's pool: a response closed before its end closes its connection, and the
     next turn would wait for a new one (a TLS handshake, with a remote provider). A server that keeps
     the response open after `[DONE]` loses the connection after DRAIN_SECONDS, not the reply."""
-    with contextlib.suppress(Exception):
+    with suppress(Exception):
         async with asyncio.timeout(DRAIN_SECONDS):
             async for _ in lines:
                 pass

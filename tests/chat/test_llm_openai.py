@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import socket
 import time
@@ -315,8 +316,10 @@ async def test_a_stream_deadline_turns_its_own_expiry_into_a_timeout_and_lets_a_
     deadline = Deadline(time.monotonic() + 0.05)
     assert await deadline.wait(asyncio.sleep(0, "chunk")) == "chunk"
     await asyncio.sleep(0.1)  # expired between reads (the consumer was busy): the next read times out
+    read = asyncio.sleep(0)
     with pytest.raises(TimeoutError):
-        await deadline.wait(asyncio.sleep(0))
+        await deadline.wait(read)
+    assert inspect.getcoroutinestate(read) == inspect.CORO_CLOSED  # never run: closed, not left to warn
 
     deadline = Deadline(time.monotonic() + 0.05)
     deadline.move(time.monotonic() + 5)  # moved at the first token: no longer expires
