@@ -4,7 +4,9 @@ Django keeps a cache backend instance per thread and async context (`caches` is 
 Under ASGI every request runs in a context of its own, so with the stock backend each request built a
 new client, a new connection pool and a new Redis connection (a TCP handshake and redis-py's set-up,
 about a tenth of an API request's CPU), and left the old one for the garbage collector. redis-py's
-pools are thread-safe: every instance of this backend with the same settings uses one.
+pools are thread-safe: every instance of this backend with the same settings uses one. So are its
+clients, and Django's makes one for every command (building redis-py's table of reply parsers each time):
+here each pool has one.
 """
 
 from __future__ import annotations
@@ -19,9 +21,23 @@ _clients: dict[str, RedisCacheClient] = {}
 _lock = threading.Lock()
 
 
+class _ClientPerPool(RedisCacheClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._clients: dict[int, Any] = {}
+
+    def get_client(self, key: Any = None, *, write: bool = False) -> Any:
+        pool = self._get_connection_pool(write)
+        client = self._clients.get(id(pool))
+        if client is None:
+            client = self._clients.setdefault(id(pool), self._client(connection_pool=pool))
+        return client
+
+
 class SharedRedisCache(RedisCache):
     def __init__(self, server: str | list[str], params: dict[str, Any]) -> None:
         super().__init__(server, params)
+        self._class = _ClientPerPool
         self._shared_key = repr((server, sorted(params.get("OPTIONS", {}).items())))
 
     @cached_property

@@ -19,12 +19,14 @@ def test_concurrent_requests_reuse_the_processes_redis_connections(settings: Any
     server = redis.Redis.from_url(settings.REDIS_URL)
     prefix = uuid.uuid4().hex
     pools: set[int] = set()
+    clients: list[Any] = []  # kept, so that no id is reused
 
     def request(number: int) -> Any:
         # What a request's rate-limit check does, in a context of its own as under ASGI.
         cache = caches["default"]
         cache.set(f"{prefix}:{number}", number, timeout=30)
         pools.add(id(cache._cache._get_connection_pool(write=True)))  # type: ignore[attr-defined]
+        clients.append(cache._cache.get_client(write=True))  # type: ignore[attr-defined]
         return cache.get(f"{prefix}:{number}")
 
     async def requests() -> list[Any]:
@@ -35,5 +37,6 @@ def test_concurrent_requests_reuse_the_processes_redis_connections(settings: Any
     opened = server.info("stats")["total_connections_received"] - before
 
     assert len(pools) == 1
+    assert len({id(client) for client in clients}) == 1  # one redis-py client for the pool, not one per command
     # At most one connection per thread that ran a request at the same time, not one per request.
     assert opened <= 12
