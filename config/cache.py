@@ -27,10 +27,11 @@ class _ClientPerPool(RedisCacheClient):
         self._clients: dict[int, Any] = {}
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        pool = self._get_connection_pool(write)
+        pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
         client = self._clients.get(id(pool))
         if client is None:
-            client = self._clients.setdefault(id(pool), self._client(connection_pool=pool))
+            made = self._client(connection_pool=pool)  # type: ignore[attr-defined]
+            client = self._clients.setdefault(id(pool), made)
         return client
 
 

@@ -84,11 +84,8 @@ def test_an_unreachable_redis_fails_every_waiting_lookup(settings: Any) -> None:
     down = RedisChannelLayer(hosts=[f"redis://127.0.0.1:{port}/0"], prefix=f"test-pages-{uuid.uuid4().hex}")
 
     async def scenario() -> list[Any]:
-        return await asyncio.gather(
-            pages.remote_pages(down, "conversation-a"),
-            pages.remote_pages(down, "conversation-b"),
-            return_exceptions=True,
-        )
+        lookups = [pages.remote_pages(down, "conversation-a"), pages.remote_pages(down, "conversation-b")]
+        return list(await asyncio.gather(*lookups, return_exceptions=True))
 
     results = asyncio.run(scenario())
 
