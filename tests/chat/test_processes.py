@@ -73,7 +73,7 @@ def web_processes(fake_openai: FakeOpenAIServer, tmp_path: Path) -> Iterator[lis
                         "--port",
                         str(port),
                         "--ws",
-                        "websockets",
+                        "websockets-sansio",
                         "--log-level",
                         "warning",
                     ],
