@@ -35,7 +35,16 @@ class EchoTool:
         return self.result
 
 
-class ExplodingModel(ChatModel):
+class StreamOnlyModel(ChatModel):
+    """A test model that only streams: its JSON completions (the memory judge's) are empty."""
+
+    def complete_json(
+        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+    ) -> str:
+        return "{}"
+
+
+class ExplodingModel(StreamOnlyModel):
     label = "exploding"
 
     async def stream(
@@ -44,13 +53,8 @@ class ExplodingModel(ChatModel):
         yield TextDelta("Start ")
         raise ValueError("secret detail")
 
-    def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
-    ) -> str:
-        return "{}"
 
-
-class StallingModel(ChatModel):
+class StallingModel(StreamOnlyModel):
     """Sends one chunk, then waits far longer than any test runs: cancelled in the middle of a stream."""
 
     label = "stalling"
@@ -62,13 +66,8 @@ class StallingModel(ChatModel):
         await asyncio.sleep(60)
         yield TextDelta("never sent")
 
-    def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
-    ) -> str:
-        return "{}"
 
-
-class ClockedModel(ChatModel):
+class ClockedModel(StreamOnlyModel):
     """Twenty pieces that arrive on the clock, one every 10 ms, like a provider's over the network
     (they wait for the reader, not the reader for them); `waits` counts the reads that found none there."""
 
@@ -88,13 +87,8 @@ class ClockedModel(ChatModel):
             yield TextDelta(f"w{i} ")
         type(self).waits.append(waits)
 
-    def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
-    ) -> str:
-        return "{}"
 
-
-class ClosableModel(ChatModel):
+class ClosableModel(StreamOnlyModel):
     """Streams a few words and records whether its stream was closed, as a provider connection would be."""
 
     label = "closable"
@@ -108,8 +102,3 @@ class ClosableModel(ChatModel):
                 yield TextDelta(word)
         finally:
             type(self).closed.append(True)
-
-    def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
-    ) -> str:
-        return "{}"
