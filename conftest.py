@@ -29,6 +29,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _close_thread_sensitive_connections(django_db_setup: Any) -> Iterator[None]:
+    """Before the test database is dropped: close the connections of asgiref's one thread-sensitive thread.
+
+    Code run with asyncio.run in a test uses that process-wide thread for thread-sensitive database calls,
+    and its connection outlived the test, so PostgreSQL refused to drop a database still in use."""
+    yield
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
+
+
 @pytest.fixture(autouse=True)
 def _fresh_cache(settings: Any) -> None:
     """Rate-limit counters start from zero in every test (a private in-process cache per test)."""
