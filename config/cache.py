@@ -24,14 +24,14 @@ _lock = threading.Lock()
 class _ClientPerPool(RedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._clients: dict[int, Any] = {}
+        self._redis_clients: dict[int, Any] = {}  # pool index → its one redis-py client
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
-        client = self._clients.get(id(pool))
+        index = self._get_connection_pool_index(write)  # type: ignore[attr-defined]
+        client = self._redis_clients.get(index)
         if client is None:
-            made = self._client(connection_pool=pool)  # type: ignore[attr-defined]
-            client = self._clients.setdefault(id(pool), made)
+            made = self._client(connection_pool=self._get_connection_pool(write))  # type: ignore[attr-defined]
+            client = self._redis_clients.setdefault(index, made)
         return client
 
 
