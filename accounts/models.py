@@ -12,6 +12,16 @@ class User(AbstractUser):
     # Off means: nothing is learned from this user's messages and no memory is used in their turns.
     memory_enabled = models.BooleanField(default=True)
 
+    class MemoryReview(models.TextChoices):
+        AUTO = "auto", "Remember learned facts at once"
+        SENSITIVE = "sensitive", "Ask me before remembering sensitive facts"
+        ALL = "all", "Ask me before remembering any learned fact"
+
+    # Which learned memories wait as suggestions for the user's Keep or Discard (SPEC §8).
+    memory_review = models.CharField(max_length=16, choices=MemoryReview.choices, default=MemoryReview.SENSITIVE)
+    # The interface language ("" follows the browser's Accept-Language); one of settings.LANGUAGES.
+    language = models.CharField(max_length=16, blank=True, default="")
+
     def save(self, *args: Any, **kwargs: Any) -> None:
         # set_password() leaves the new password in _password until the next save.
         password_changed = self.pk is not None and getattr(self, "_password", None) is not None

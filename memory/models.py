@@ -16,6 +16,19 @@ from accounts.models import User
 CONTENT_MAX = 500
 
 
+class MemoryKey(models.TextChoices):
+    """Single-valued preferences: at most one active memory per user and key (SPEC §8)."""
+
+    REPLY_LANGUAGE = "reply_language", "Reply language"
+    FORM_OF_ADDRESS = "form_of_address", "Form of address"
+    UNITS = "units", "Units"
+    ANSWER_LENGTH = "answer_length", "Answer length"
+    TONE = "tone", "Tone"
+    TIMEZONE = "timezone", "Time zone"
+    HOME_CITY = "home_city", "Home city"
+    DIET = "diet", "Diet"
+
+
 class Memory(models.Model):
     class Origin(models.TextChoices):
         EXTRACTED = "extracted", "Extracted from messages"
@@ -28,6 +41,7 @@ class Memory(models.Model):
         CLEARED = "cleared", "Cleared (forget everything)"
         EDITED = "edited", "Edited by the user"
         REPLACED = "replaced", "Replaced by a restored version"
+        EXPIRED = "expired", "Expired (its end date passed)"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     content = models.CharField(max_length=CONTENT_MAX)
@@ -43,6 +57,18 @@ class Memory(models.Model):
     # The run that wrote this row, when it was extracted.
     run = models.ForeignKey("ExtractionRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="memories")
     sources = models.ManyToManyField("chat.Message", through="MemorySource", related_name="memories", blank=True)
+    # A learned memory waiting for the user's Keep or Discard: never in the block, never "active".
+    suggested = models.BooleanField(default=False)
+    # Health, finances, identity documents, beliefs, precise whereabouts (marked by the judge or the lexicon).
+    sensitive = models.BooleanField(default=False)
+    # In every turn's block, whatever the message is about.
+    pinned = models.BooleanField(default=False)
+    # A single-valued preference this memory holds (MemoryKey), or "".
+    key = models.CharField(max_length=32, choices=MemoryKey.choices, blank=True, default="")
+    # End of a time-bound fact: out of the block from then on, moved to history by the sweep.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # The last turn whose memory block held it.
+    last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "memories"
@@ -58,6 +84,12 @@ class Memory(models.Model):
             # One active memory per content and user: concurrent identical adds cannot both land.
             models.UniqueConstraint(
                 fields=["owner", "content"], condition=Q(invalid_at=None), name="memory_active_content_unique"
+            ),
+            # One active value per single-valued preference; suggestions wait beside it.
+            models.UniqueConstraint(
+                fields=["owner", "key"],
+                condition=Q(invalid_at=None, suggested=False) & ~Q(key=""),
+                name="memory_active_key_unique",
             ),
         ]
 
