@@ -1,6 +1,7 @@
 from django.apps import apps
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
+from django.views.i18n import JavaScriptCatalog
 
 from accounts import views as accounts_views
 from config.api import api
@@ -8,6 +9,7 @@ from config.api import api
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/", include("accounts.urls")),
     path("settings/tokens/", accounts_views.token_page, name="tokens"),
     path("settings/tokens/<int:token_id>/revoke/", accounts_views.token_revoke, name="token_revoke"),

@@ -33,8 +33,13 @@ def messages_pending(*, user_id: int, up_to_message_id: int | None = None) -> Qu
 
 
 def memories_active(*, user_id: int) -> QuerySet[Memory]:
-    """The user's active memories (`invalid_at` is null), oldest first: the order the model sees them."""
-    return Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True).order_by("created_at", "id")
+    """The user's active memories, oldest first: not invalidated, not a suggestion waiting for the user,
+    not past its end date (an expired memory leaves the block at once; the sweep moves it to history)."""
+    return (
+        Memory.objects.filter(owner_id=user_id, invalid_at__isnull=True, suggested=False)
+        .exclude(expires_at__lte=timezone.now())
+        .order_by("created_at", "id")
+    )
 
 
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:

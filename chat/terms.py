@@ -1,0 +1,52 @@
+"""Index terms of a text, for English and Chinese alike: the one tokenising that conversation search and
+memory recall share.
+
+Chinese has no spaces, so a run of Han characters becomes its overlapping two-character pieces
+("智能手机" → 智能, 能手, 手机): any two-character word of the run is one of them, and a search never needs
+to know how the text would have been segmented. A lone Han character stays a term of its own. Latin
+words are case-folded and reduced to a light stem ("peanuts" → "peanut", "phones" → "phone"), so word
+forms meet; digits are kept as they are. Text is NFKC-normalised first (full-width letters and digits).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Han ideographs (CJK Unified, Extension A, Compatibility) and everything else that is a letter or digit.
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_HAN}]+|[^\W_{_HAN}]+", re.UNICODE)
+_IS_HAN = re.compile(rf"[{_HAN}]")
+
+
+def stem(word: str) -> str:
+    """A light English stem: plural and common verb endings, never shorter than three letters."""
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            return word[: -len(suffix)] + replacement
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def han_bigrams(run: str) -> list[str]:
+    """The overlapping two-character pieces of a run of Han characters (the run itself when it is one)."""
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def terms(text: str) -> list[str]:
+    """The index terms of `text`, in order, repeats kept (callers count or de-duplicate as they need)."""
+    out: list[str] = []
+    for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if _IS_HAN.match(token):
+            out.extend(han_bigrams(token))
+        else:
+            out.append(stem(token))
+    return out
