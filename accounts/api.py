@@ -3,12 +3,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import authenticate
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 from ninja import Field, Router, Schema
+from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import ConfigDict
 
 from accounts import selectors
+from accounts.auth import is_token_request
 from accounts.models import User
 from accounts.services import (
     TOKEN_NAME_MAX,
@@ -66,7 +70,12 @@ class TokenIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field("", max_length=TOKEN_NAME_MAX)
-    expires_at: datetime | None = Field(None, description="When it stops working; omit for never.")
+    expires_at: datetime | None = Field(
+        None, description="When it stops working (ISO 8601; without a timezone it is read as UTC); omit for never."
+    )
+    password: str | None = Field(
+        None, description="The account's password: required when the request is authenticated by a token."
+    )
 
 
 class TokenErrorOut(Schema):
@@ -78,13 +87,43 @@ def token_list(request: HttpRequest) -> Any:
     return selectors.api_token_list(user=request.user)  # type: ignore[arg-type]
 
 
-@router.post("/tokens", response={201: TokenCreatedOut, 400: TokenErrorOut}, tags=["tokens"])
+def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
+    """Only the person may make or revoke tokens: the signed-in session, or a token request that also
+    gives the password (checked through django-axes, so guesses count as failed sign-ins). 403 otherwise."""
+    if not is_token_request(request):
+        return
+    user: User = request.user  # type: ignore[assignment]
+    if password and authenticate(request, username=user.get_username(), password=password) == user:
+        return
+    raise HttpError(
+        403,
+        _(
+            "An API token cannot create or revoke tokens: use Settings → API tokens while signed in, "
+            "or send the account's password."
+        ),
+    )
+
+
+@router.post(
+    "/tokens",
+    response={201: TokenCreatedOut, 400: TokenErrorOut, 403: TokenErrorOut},
+    tags=["tokens"],
+    description="From the signed-in session; a token-authenticated request must also send `password` (else 403).",
+)
 def token_create(request: HttpRequest, payload: TokenIn) -> Any:
+    _signed_in_or_password(request, payload.password)
     token, plain = api_token_create(user=request.user, name=payload.name, expires_at=payload.expires_at)  # type: ignore[arg-type]
     return Status(201, {**TokenOut.from_orm(token).model_dump(), "token": plain})
 
 
-@router.delete("/tokens/{token_id}", response={204: None}, tags=["tokens"], summary="Revoke a token")
+@router.delete(
+    "/tokens/{token_id}",
+    response={204: None, 403: TokenErrorOut, 404: TokenErrorOut},
+    tags=["tokens"],
+    summary="Revoke a token",
+    description="From the signed-in session only: a token-authenticated request answers 403.",
+)
 def token_revoke(request: HttpRequest, token_id: int) -> Any:
+    _signed_in_or_password(request, None)
     api_token_revoke(token=selectors.api_token_get_for_user(user=request.user, token_id=token_id))  # type: ignore[arg-type]
     return Status(204, None)

@@ -2,8 +2,13 @@
 
 A request that sends a bearer token is judged by that token alone: a wrong, revoked or expired one
 answers 401 (never a CSRF 403 from falling through to the session). Failed tokens are counted per
-address (accounts/throttle.py); past the limit the address gets 429 with Retry-After. Without a
-signed-in session there is nothing for CSRF to protect, so an anonymous request answers 401 as well.
+address (accounts/throttle.py); past the limit the address's failed attempts answer 429 with
+Retry-After, while a valid token is let in (the limit refuses guesses, not the owner sharing an
+address with a guesser, and a valid token never waits for the counters' store). Without a signed-in
+session there is nothing for CSRF to protect, so an anonymous request answers 401 as well.
+
+`is_token_request` tells a route whether the token authenticated it: what only the signed-in person
+may do (create or revoke tokens) answers 403 to a token.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 
@@ -21,20 +27,30 @@ from accounts.throttle import bearer_failure_record, bearer_retry_after
 
 class TooManyAuthFailures(HttpError):
     def __init__(self, retry_after: int) -> None:
-        super().__init__(429, f"Too many failed token attempts from this address. Try again in {retry_after} s.")
+        detail = _("Too many failed token attempts from this address. Try again in %(seconds)s s.")
+        super().__init__(429, detail % {"seconds": retry_after})
         self.retry_after = retry_after
+
+
+TOKEN_AUTHENTICATED = "_memora_token_authenticated"
+
+
+def is_token_request(request: HttpRequest) -> bool:
+    """Whether a bearer token (rather than the signed-in session) authenticated `request`."""
+    return bool(getattr(request, TOKEN_AUTHENTICATED, False))
 
 
 class BearerTokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        retry_after = bearer_retry_after(request)
-        if retry_after is not None:
-            raise TooManyAuthFailures(retry_after)
         user = api_token_authenticate(token=token)
         if user is None:
+            retry_after = bearer_retry_after(request)
+            if retry_after is not None:
+                raise TooManyAuthFailures(retry_after)
             bearer_failure_record(request)
-            raise AuthenticationError(401, "Invalid, revoked or expired API token.")
+            raise AuthenticationError(401, _("Invalid, revoked or expired API token."))
         request.user = user
+        setattr(request, TOKEN_AUTHENTICATED, True)
         return user
 
 

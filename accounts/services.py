@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Q
@@ -31,6 +31,8 @@ def api_token_create(*, user: User, name: str = "", expires_at: datetime | None 
     name = " ".join(name.split())
     if len(name) > TOKEN_NAME_MAX or "\x00" in name:
         raise TokenRejected(f"The name must be at most {TOKEN_NAME_MAX} characters of plain text.")
+    if expires_at is not None and timezone.is_naive(expires_at):
+        expires_at = timezone.make_aware(expires_at, UTC)  # documented: a time without a zone is UTC
     if expires_at is not None and expires_at <= timezone.now():
         raise TokenRejected("The expiry must be in the future.")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -11,21 +11,34 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import selectors
+from accounts import selectors, throttle
 from accounts.forms import ApiTokenForm, SignupForm
 from accounts.models import User
 from accounts.services import TokenRejected, api_token_create, api_token_revoke
+from accounts.throttle import client_address
 
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
+    """Create an account, unless the operator closed sign-up (ACCOUNTS_SIGNUP=closed: 403) or this
+    address created ACCOUNTS_SIGNUPS_PER_HOUR accounts this hour (429 with Retry-After)."""
     if request.user.is_authenticated:
         return redirect("chat:index")
+    if settings.ACCOUNTS_SIGNUP != "open":
+        return render(request, "accounts/signup.html", {"closed": True}, status=403)
     form = SignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("chat:index")
+    if request.method == "POST":
+        address = client_address(request)
+        retry_after = throttle.signups.retry_after(address)
+        if retry_after is not None:
+            response = render(request, "accounts/signup.html", {"form": form, "throttled": True}, status=429)
+            response["Retry-After"] = str(retry_after)
+            return response
+        if form.is_valid():
+            user = form.save()
+            throttle.signups.record(address)
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("chat:index")
     return render(request, "accounts/signup.html", {"form": form})
 
 

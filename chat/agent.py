@@ -130,6 +130,7 @@ def _begin(
     content: str,
     retry: bool = False,
     message_id: int | None = None,
+    origin: services.TurnOrigin | None = None,
 ) -> tuple[services.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
@@ -138,9 +139,11 @@ def _begin(
     if not isinstance(conversation, Conversation):
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
-        started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id)
+        started = services.turn_retry_start(
+            user=user, conversation=conversation, message_id=message_id, origin=origin
+        )
     else:
-        started = services.turn_start(user=user, conversation=conversation, content=content)
+        started = services.turn_start(user=user, conversation=conversation, content=content, origin=origin)
     try:
         ctx = TurnContext(user=started.user, conversation=started.conversation, user_message=started.user_message)
         return started, build_model_input(ctx, started.context)
@@ -206,19 +209,28 @@ class Turn:
     _saving: bool = False
 
     @classmethod
-    async def begin(cls, *, user: User, conversation: Conversation | UUID, content: str) -> Turn:
+    async def begin(
+        cls, *, user: User, conversation: Conversation | UUID, content: str, origin: services.TurnOrigin | None = None
+    ) -> Turn:
         """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
-        started, messages = await _begin_async(user=user, conversation=conversation, content=content)
+        started, messages = await _begin_async(user=user, conversation=conversation, content=content, origin=origin)
         return cls._started(started, model, messages)
 
     @classmethod
-    async def begin_retry(cls, *, user: User, conversation: Conversation | UUID, message_id: int | None = None) -> Turn:
+    async def begin_retry(
+        cls,
+        *,
+        user: User,
+        conversation: Conversation | UUID,
+        message_id: int | None = None,
+        origin: services.TurnOrigin | None = None,
+    ) -> Turn:
         """Lock and reopen the failed latest reply, to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()
         started, messages = await _begin_async(
-            user=user, conversation=conversation, content="", retry=True, message_id=message_id
+            user=user, conversation=conversation, content="", retry=True, message_id=message_id, origin=origin
         )
         return cls._started(started, model, messages)
 

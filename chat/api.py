@@ -13,6 +13,7 @@ from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.auth import streaming_auth
 from accounts.models import User
+from accounts.throttle import client_address
 from chat import runner, selectors, services
 from chat.agent import TurnEvent
 from chat.models import Message
@@ -125,7 +126,7 @@ def _sse_for(event: TurnEvent) -> bytes:
 # What a turn answers (a message sent, or a reply written again): JSON, or with Accept: text/event-stream
 # server-sent events.
 _TURN_STATUSES: dict[int, Any] = {
-    200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut,
+    200: TurnOut, 400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut,
 }  # fmt: skip
 _TURN_RESPONSES: dict[str, Any] = {
     "responses": {
@@ -178,7 +179,10 @@ async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
 async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False) -> Any:
     # The conversation is looked up (404 unless it is the user's) with the turn's start, in its one trip to
     # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
-    running = await runner.start_turn(user=_user(request), conversation=conversation_id, content=content, retry=retry)
+    origin = services.TurnOrigin(address=client_address(request))
+    running = await runner.start_turn(
+        user=_user(request), conversation=conversation_id, content=content, retry=retry, origin=origin
+    )
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"

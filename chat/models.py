@@ -134,3 +134,24 @@ class ConversationMarker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.text[:60]}"
+
+
+class TurnStart(models.Model):
+    """One model turn started (a retry is one too): what CHAT_USER_TURNS_PER_MINUTE and
+    CHAT_ADDRESS_TURNS_PER_MINUTE count. Apart from the conversation and its messages on purpose, so
+    deleting them resets no limit; a deleted account leaves its rows (user null) to its address's count.
+    Holds no words, only who, from where and when; rows older than a few minutes are pruned."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    # The client's address as the web server saw it (REMOTE_ADDR; "" when unknown).
+    address = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user", "started_at"], name="turnstart_user"),
+            models.Index(fields=["address", "started_at"], name="turnstart_address"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} from {self.address or '?'} at {self.started_at:%Y-%m-%d %H:%M:%S}"

@@ -42,6 +42,7 @@ import copy
 import dataclasses
 import logging
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -98,10 +99,12 @@ async def start_turn(
     content: object = None,
     retry: bool = False,
     message_id: int | None = None,
+    origin: services.TurnOrigin | None = None,
 ) -> RunningTurn:
     """Begin a turn (raises services.TurnRejected, writing nothing) and run it in the background.
     With `retry`, the turn writes the conversation's failed latest reply again (`message_id`, when
-    given, must be that reply) instead of answering a new message.
+    given, must be that reply) instead of answering a new message. `origin` is where the turn comes from
+    (its address counts towards the per-address limit; a socket's session is re-checked).
 
     `conversation` may be its id: then it is looked up with the turn's start (Http404 unless it is the
     user's), in the same trip to the database.
@@ -109,7 +112,9 @@ async def start_turn(
     Call `listen()` on the result before awaiting anything else to get every event from the start.
     """
     try:
-        turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
+        turn = await _begin(
+            user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
+        )
     except services.ConversationBusy:
         # The lock may be held by a turn whose process died (chat/leases.py): close that turn, then try
         # once more. Only then: on the way to every first token, it would be one more database trip.
@@ -117,7 +122,9 @@ async def start_turn(
         conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
         if not await recover(conversation_id=conversation_id):
             raise
-        turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
+        turn = await _begin(
+            user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
+        )
     running = RunningTurn(turn)
     pages.turn_started_here(running.message_id)
     with _registry_lock:
@@ -129,11 +136,17 @@ async def start_turn(
 
 
 async def _begin(
-    *, user: User, conversation: Conversation | UUID, content: object, retry: bool, message_id: int | None
+    *,
+    user: User,
+    conversation: Conversation | UUID,
+    content: object,
+    retry: bool,
+    message_id: int | None,
+    origin: services.TurnOrigin | None,
 ) -> Turn:
     if retry:
-        return await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id)
-    return await Turn.begin(user=user, conversation=conversation, content=content)  # type: ignore[arg-type]
+        return await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id, origin=origin)
+    return await Turn.begin(user=user, conversation=conversation, content=content, origin=origin)  # type: ignore[arg-type]
 
 
 def stop(*, conversation: Conversation) -> bool:
@@ -455,11 +468,20 @@ class Fanout:
 # --- the web process's lifecycle (ASGI lifespan) ----------------------------------------------------
 
 
+PRUNE_SECONDS = 60.0
+_pruned_at = 0.0
+
+
 async def recover_once() -> None:
-    """Close the turns whose process died (see chat/leases.py); a failure is logged, not raised."""
+    """Close the turns whose process died (see chat/leases.py), and once a minute delete the turn starts
+    too old to count for a limit; a failure is logged, not raised."""
+    global _pruned_at
     try:
         async with ThreadSensitiveContext():
             await database_sync_to_async(leases.turns_recover)()
+            if time.monotonic() - _pruned_at >= PRUNE_SECONDS:
+                _pruned_at = time.monotonic()
+                await database_sync_to_async(services.turn_starts_prune)()
     except Exception:
         logger.warning("could not sweep for interrupted replies", exc_info=True)
 

@@ -11,11 +11,14 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import Case, F, Q, Value, When
+from django.contrib.sessions.models import Session
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
+from django.utils.translation import gettext as _
 
 from accounts.models import User
 from chat import extensions
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Message, TurnStart
 
 TITLE_MAX = 60
 
@@ -62,9 +65,35 @@ class NothingToRetry(TurnRejected):
 class TooManyTurns(TurnRejected):
     status = 429
 
-    def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__(f"Too many messages: the limit is {limit} a minute. Wait {retry_after} s, then send again.")
+    def __init__(self, limit: int, retry_after: int, *, per_address: bool = False) -> None:
+        if per_address:
+            text = _("Too many messages from this address: the limit is %(limit)s a minute. Wait %(seconds)s s.")
+        else:
+            text = _("Too many messages: the limit is %(limit)s a minute. Wait %(seconds)s s, then send again.")
+        super().__init__(text % {"limit": limit, "seconds": retry_after})
         self.retry_after = retry_after
+
+
+class AccessEnded(TurnRejected):
+    """The user is no longer active (deactivated, deleted) or the session the socket was opened with has
+    ended (logout, password change): no turn starts, and the socket closes."""
+
+    status = 401
+
+    def __init__(self) -> None:
+        super().__init__(_("Your session has ended. Sign in again to continue."))
+
+
+@dataclass(frozen=True)
+class TurnOrigin:
+    """Where a turn comes from. `address` (the client's, REMOTE_ADDR) counts towards
+    CHAT_ADDRESS_TURNS_PER_MINUTE. A socket opened with a signed-in session names it (`session_key`, and
+    the password-derived `session_hash` it was signed in with): the turn's start re-checks, in the same
+    statement that locks the user's row, that the session still exists and the password is unchanged."""
+
+    address: str = ""
+    session_key: str | None = None
+    session_hash: str | None = None
 
 
 def turn_rate_check(*, user: User, now: Any, recent: int | None = None) -> None:
@@ -72,14 +101,35 @@ def turn_rate_check(*, user: User, now: Any, recent: int | None = None) -> None:
     `recent` is that count when the caller already has it (turn_start reads it with the user row)."""
     limit = settings.CHAT_USER_TURNS_PER_MINUTE
     if recent is None:
-        rows = user_row(user_id=user.pk, now=now)
-        recent = rows[0][1] if rows else 0
-    if limit <= 0 or (recent or 0) < limit:
+        row = user_row(user_id=user.pk, now=now)
+        recent = row.user_turns if row else 0
+    if limit <= 0 or recent < limit:
         return
+    raise TooManyTurns(limit, _retry_after(TurnStart.objects.filter(user=user), limit=limit, now=now))
+
+
+def _address_rate_check(*, address: str, now: Any, recent: int) -> None:
+    limit = settings.CHAT_ADDRESS_TURNS_PER_MINUTE
+    if not address or limit <= 0 or recent < limit:
+        return
+    starts = TurnStart.objects.filter(address=address)
+    raise TooManyTurns(limit, _retry_after(starts, limit=limit, now=now), per_address=True)
+
+
+def _retry_after(starts: models.QuerySet[TurnStart], *, limit: int, now: Any) -> int:
+    """Seconds until the oldest of the last `limit` turn starts leaves the 60-second window."""
     window = now - timedelta(seconds=60)
-    times = Message.objects.filter(user=user, role=Message.Role.USER, created_at__gt=window).order_by("-created_at")
-    oldest = list(times.values_list("created_at", flat=True)[:limit])[-1]
-    raise TooManyTurns(limit, max(1, math.ceil((oldest - window).total_seconds())))
+    times = list(starts.filter(started_at__gt=window).order_by("-started_at").values_list("started_at", flat=True)[:limit])
+    return max(1, math.ceil((times[-1] - window).total_seconds())) if times else 1
+
+
+TURN_STARTS_KEPT = timedelta(minutes=2)
+
+
+def turn_starts_prune(*, now: Any = None) -> int:
+    """Delete turn starts too old to count for any limit (the recovery sweep calls it)."""
+    deleted, _by_model = TurnStart.objects.filter(started_at__lt=(now or _now()) - TURN_STARTS_KEPT).delete()
+    return deleted
 
 
 def leases_owner() -> str:
@@ -175,17 +225,24 @@ class StartedTurn:
     token_ratio: float | None = None
 
 
-def _turn_claim(*, user: User, conversation: Conversation, now: Any, title: str | None = None) -> uuid.UUID:
-    """Within the caller's transaction: check the user's turn rate, take the conversation lock and a
-    run slot; the lock token. Raises TurnRejected (rolling back with the caller's transaction).
+def _turn_claim(
+    *, user: User, conversation: Conversation, now: Any, title: str | None = None, origin: TurnOrigin | None = None
+) -> uuid.UUID:
+    """Within the caller's transaction: check that the user may still start turns (active, the socket's
+    session alive) and the turn rates, take the conversation lock and a run slot, and count the turn
+    started; the lock token. Raises TurnRejected (rolling back with the caller's transaction).
     With `title`, the same statement moves the conversation to the top, titled from it unless it has one."""
+    origin = origin or TurnOrigin()
     # Serialise turn starts per user, so two of them cannot both take the last run slot
     # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
-    # memory switch: the `user` object may be stale (a long-lived WebSocket's, say).
-    # The same statement counts the user's turns in the last minute (CHAT_USER_TURNS_PER_MINUTE).
-    locked = user_row(user_id=user.pk, now=now, lock=True)
-    user.memory_enabled = bool(locked and locked[0][0])
-    turn_rate_check(user=user, now=now, recent=(locked[0][1] or 0) if locked else 0)
+    # memory switch: the `user` object may be stale (a long-lived WebSocket's, say). The same statement
+    # counts the turns started in the last minute and checks the user's access.
+    row = user_row(user_id=user.pk, now=now, lock=True, origin=origin)
+    if row is None or not row.has_access(origin):
+        raise AccessEnded()
+    user.memory_enabled = row.memory_enabled
+    turn_rate_check(user=user, now=now, recent=row.user_turns)
+    _address_rate_check(address=origin.address, now=now, recent=row.address_turns)
     token = uuid.uuid4()
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
@@ -200,17 +257,41 @@ def _turn_claim(*, user: User, conversation: Conversation, now: Any, title: str 
     running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
     if running >= settings.CHAT_USER_RUN_SLOTS:
         raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
+    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
     return token
 
 
-def user_row(*, user_id: int, now: Any, lock: bool = False) -> list[tuple[bool, int | None]]:
-    """`[(memory_enabled, turns started in the 60 s before now)]` of the user's row (`[]` when it is gone),
-    with `lock` locked for update. Every turn saves one user message, and they are counted in the
-    database, so the limit (CHAT_USER_TURNS_PER_MINUTE) holds across processes.
+@dataclass
+class UserRow:
+    """What a turn's start reads with the user's row (`user_row`)."""
+
+    memory_enabled: bool
+    is_active: bool
+    password: str
+    user_turns: int  # turns the user started in the last 60 s
+    address_turns: int  # turns started from the origin's address in the last 60 s (0 without one)
+    session_alive: bool  # the origin's session is stored and unexpired (True without one)
+
+    def has_access(self, origin: TurnOrigin) -> bool:
+        if not self.is_active or not self.session_alive:
+            return False
+        if origin.session_hash is None:
+            return True
+        # As django.contrib.auth.get_user: the session's hash must match the current password's.
+        probe = User(password=self.password)
+        hashes = [probe.get_session_auth_hash(), *probe.get_session_auth_fallback_hash()]
+        return any(constant_time_compare(origin.session_hash, h) for h in hashes)
+
+
+def user_row(*, user_id: int, now: Any, lock: bool = False, origin: TurnOrigin | None = None) -> UserRow | None:
+    """The user's row with the counts the turn limits need (None when the user is gone), with `lock`
+    locked for update. Turn starts are counted in the database (chat.TurnStart), so the limits
+    (CHAT_USER_TURNS_PER_MINUTE, CHAT_ADDRESS_TURNS_PER_MINUTE) hold across processes.
 
     In SQL rather than the ORM on purpose: it is on every turn's way to its first token, and Django's
-    resolving of the counting subquery (it deep-copies the inner query) took about a third of the CPU
+    resolving of the counting subqueries (it deep-copies the inner query) took about a third of the CPU
     of a turn's start; a burst of turns is limited by how fast they start."""
+    origin = origin or TurnOrigin()
     quote = connection.ops.quote_name
 
     def column(model: type[models.Model], name: str) -> str:
@@ -218,17 +299,37 @@ def user_row(*, user_id: int, now: Any, lock: bool = False) -> list[tuple[bool, 
         assert isinstance(field, models.Field)
         return quote(str(field.column))
 
+    starts = quote(TurnStart._meta.db_table)
+    started = column(TurnStart, "started_at")
+    since = connection.ops.adapt_datetimefield_value(now - timedelta(seconds=60))
+    params: list[Any] = [since]
+    by_address = "0"
+    if origin.address:
+        by_address = f"(SELECT COUNT(*) FROM {starts} a WHERE a.{column(TurnStart, 'address')} = %s AND a.{started} > %s)"
+        params += [origin.address[:64], since]
+    session = "1"
+    if origin.session_key is not None and settings.SESSION_ENGINE == "django.contrib.sessions.backends.db":
+        session = (
+            f"(SELECT COUNT(*) FROM {quote(Session._meta.db_table)} s WHERE s.{column(Session, 'session_key')} = %s"
+            f" AND s.{column(Session, 'expire_date')} > %s)"
+        )
+        params += [origin.session_key, connection.ops.adapt_datetimefield_value(now)]
     for_update = " FOR UPDATE" if lock and connection.features.has_select_for_update else ""
     sql = (
-        f"SELECT u.{column(User, 'memory_enabled')}, (SELECT COUNT(*) FROM {quote(Message._meta.db_table)} m"
-        f" WHERE m.{column(Message, 'user')} = u.{column(User, 'id')} AND m.{column(Message, 'role')} = %s"
-        f" AND m.{column(Message, 'created_at')} > %s)"
+        f"SELECT u.{column(User, 'memory_enabled')}, u.{column(User, 'is_active')}, u.{column(User, 'password')},"
+        f" (SELECT COUNT(*) FROM {starts} t WHERE t.{column(TurnStart, 'user')} = u.{column(User, 'id')}"
+        f" AND t.{started} > %s), {by_address}, {session}"
         f" FROM {quote(User._meta.db_table)} u WHERE u.{column(User, 'id')} = %s{for_update}"
     )
-    since = connection.ops.adapt_datetimefield_value(now - timedelta(seconds=60))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [Message.Role.USER.value, since, user_id])
-        return cursor.fetchall()
+        cursor.execute(sql, [*params, user_id])
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    memory_enabled, is_active, password, user_turns, address_turns, session_alive = found
+    return UserRow(
+        bool(memory_enabled), bool(is_active), password, int(user_turns or 0), int(address_turns or 0), bool(session_alive)
+    )
 
 
 @dataclass
@@ -265,7 +366,7 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
 
 
 @transaction.atomic
-def turn_start(*, user: User, conversation: Conversation, content: str) -> StartedTurn:
+def turn_start(*, user: User, conversation: Conversation, content: str, origin: TurnOrigin | None = None) -> StartedTurn:
     """Take the conversation lock and a run slot, then save the user's message.
 
     Both happen in one transaction: a refused turn writes nothing, an accepted one has its user
@@ -273,7 +374,7 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     """
     content = message_content_clean(content)
     now = _now()
-    token = _turn_claim(user=user, conversation=conversation, now=now, title=content)
+    token = _turn_claim(user=user, conversation=conversation, now=now, title=content, origin=origin)
     learns = user.memory_enabled and not conversation.temporary
     # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
     user_message, assistant_message = Message.objects.bulk_create(
@@ -318,12 +419,14 @@ def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str
 
 
 @transaction.atomic
-def turn_retry_start(*, user: User, conversation: Conversation, message_id: int | None = None) -> StartedTurn:
+def turn_retry_start(
+    *, user: User, conversation: Conversation, message_id: int | None = None, origin: TurnOrigin | None = None
+) -> StartedTurn:
     """Regenerate the conversation's failed (or stopped) latest reply in place: the same user message,
     the same reply row, emptied and streaming again. Refused like turn_start, writing nothing; also
     with NothingToRetry when the latest message is not such a reply (or is not `message_id`)."""
     now = _now()
-    token = _turn_claim(user=user, conversation=conversation, now=now)
+    token = _turn_claim(user=user, conversation=conversation, now=now, origin=origin)
     reply = retryable_reply(conversation)
     if reply is None or (message_id is not None and reply.pk != message_id):
         raise NothingToRetry()

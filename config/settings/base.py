@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # Runtime files (SQLite database, local secret key, filesystem broker, collected static): var/ unless MEMORA_VAR_DIR.
@@ -185,12 +186,13 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # refuses sign-ins while an account or address is locked out
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username, or from one
-# address, sign-ins from it are refused for the cool-off time. Behind a proxy, run uvicorn with
-# --forwarded-allow-ips so the client's address (not the proxy's) is what counts.
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username from one
+# address, that username is refused from that address (its owner still signs in from another), and
+# after as many from one address for any usernames, that address is refused; for the cool-off time.
+# The address is REMOTE_ADDR: behind a proxy, list it in MEMORA_TRUSTED_PROXIES (below).
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "accounts.views.locked_out"
 AXES_VERBOSE = False
@@ -199,6 +201,18 @@ AXES_DISABLE_ACCESS_LOG = True  # failures are what throttling needs; successful
 # seconds, further attempts answer 429 until the window ends.
 API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20)
 API_AUTH_FAILURE_WINDOW = env_int("API_AUTH_FAILURE_WINDOW", 300)
+# "open": anyone may create an account at /accounts/signup/; "closed": only the admin and
+# `create_api_token --create-user` make accounts. Open sign-up creates at most this many accounts per
+# client address an hour (429 past it).
+ACCOUNTS_SIGNUP = os.environ.get("ACCOUNTS_SIGNUP", "open").strip().lower() or "open"
+if ACCOUNTS_SIGNUP not in ("open", "closed"):
+    raise ImproperlyConfigured(f"ACCOUNTS_SIGNUP must be 'open' or 'closed', not {ACCOUNTS_SIGNUP!r}.")
+ACCOUNTS_SIGNUPS_PER_HOUR = env_int("ACCOUNTS_SIGNUPS_PER_HOUR", 10)
+# The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto the web server believes: addresses or
+# networks, comma-separated ("127.0.0.1", "10.0.0.0/8"; "*" trusts every peer). Empty (the default):
+# no one, and the client's address is the connection's. scripts/serve.py passes it to uvicorn as
+# --forwarded-allow-ips; every throttle counts by the address it yields.
+MEMORA_TRUSTED_PROXIES = os.environ.get("MEMORA_TRUSTED_PROXIES", "").strip()
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:index"
 LOGOUT_REDIRECT_URL = "login"
@@ -283,6 +297,8 @@ LLM_TIMEOUT = float(os.environ.get("LLM_TIMEOUT", "60"))
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
 # Wall-clock limits that keep-alive pings cannot extend: the first token of a reply, and a whole turn.
 LLM_FIRST_TOKEN_TIMEOUT = float(os.environ.get("LLM_FIRST_TOKEN_TIMEOUT", "30"))
+# After the first token, the longest wait for the next one; keep-alive comments do not extend it either.
+LLM_STALL_TIMEOUT = float(os.environ.get("LLM_STALL_TIMEOUT", "60"))
 CHAT_TURN_TIMEOUT = float(os.environ.get("CHAT_TURN_TIMEOUT", "300"))
 # "auto": offer tools (flush_memory) unless the provider rejects or ignores them; "off": never.
 CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
@@ -297,8 +313,11 @@ CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
 # whose process died is closed (saved "interrupted") at most this long plus one sweep after (chat/leases.py).
 CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 20)
 CHAT_RECOVERY_SWEEP_SECONDS = float(os.environ.get("CHAT_RECOVERY_SWEEP_SECONDS", "5"))
-# Turns a user may start in any 60 seconds; one more answers 429 with Retry-After.
+# Model turns (retries included) a user may start in any 60 seconds, and that one client address may start
+# across every account; one more answers 429 with Retry-After. Counted in the database (chat.TurnStart),
+# which deleting a conversation or a message does not touch.
 CHAT_USER_TURNS_PER_MINUTE = env_int("CHAT_USER_TURNS_PER_MINUTE", 20)
+CHAT_ADDRESS_TURNS_PER_MINUTE = env_int("CHAT_ADDRESS_TURNS_PER_MINUTE", 120)
 
 # --- Context budget and compaction (chat.tokens, chat.compaction) ---
 # The chat model's context window, the room kept in it for the reply (at most half the window), and the
