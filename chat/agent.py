@@ -85,7 +85,8 @@ def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[d
         if block:
             parts.append(block)
     system = {"role": "system", "content": "\n\n".join(parts)}
-    return single_system_message([system, *context, {"role": "user", "content": ctx.user_message.content}])
+    replayed = [compaction.framed(context[0]), *context[1:]] if context else []
+    return single_system_message([system, *replayed, {"role": "user", "content": ctx.user_message.content}])
 
 
 def _run_tool(ctx: TurnContext, call: ToolCall) -> str:
