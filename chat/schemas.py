@@ -27,9 +27,13 @@ def _no_nul(value: str) -> str:
     return value
 
 
+#: the largest `offset` a list takes: within every database's integer range (a larger one answers 422, not 500)
+OFFSET_MAX = 2**31 - 1
+
+
 class ConversationPage(Schema):
     limit: int | None = Field(None, ge=1, le=100)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=OFFSET_MAX)
 
 
 class ConversationIn(Schema):

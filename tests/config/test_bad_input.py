@@ -159,3 +159,15 @@ def test_a_signed_in_session_without_the_csrf_token_is_still_refused() -> None:
 )
 def test_accept_is_negotiated_by_media_type_and_quality(accept: str | None, stream: bool) -> None:
     assert wants_event_stream(accept) is stream
+
+
+@pytest.mark.parametrize("offset", [2**31, 2**63, 10**30])
+def test_an_offset_beyond_the_databases_integers_answers_4xx(api_client: Client, offset: int) -> None:
+    response = api_client.get(f"/api/conversations?limit=5&offset={offset}")
+    assert 400 <= response.status_code < 500
+    assert response.json()["detail"]
+
+
+def test_the_largest_offset_allowed_answers_an_empty_page(api_client: Client) -> None:
+    response = api_client.get(f"/api/conversations?limit=5&offset={2**31 - 1}")
+    assert response.status_code == 200 and response.json() == []
