@@ -47,7 +47,9 @@ def _guarded(call: Callable[[], T], fallback: T) -> T:
     except Exception as exc:  # redis-py's ConnectionError, TimeoutError, …: any failure of the store
         if not _store_down:
             _store_down = True
-            logger.warning("the throttle counters' cache is unavailable (%s); throttles fail open until it is back", exc)
+            logger.warning(
+                "the throttle counters' cache is unavailable (%s); throttles fail open until it is back", exc
+            )
         return fallback
     if _store_down:
         _store_down = False

@@ -140,9 +140,7 @@ def _begin(
     if not isinstance(conversation, Conversation):
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
-        started = services.turn_retry_start(
-            user=user, conversation=conversation, message_id=message_id, origin=origin
-        )
+        started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id, origin=origin)
     else:
         started = services.turn_start(user=user, conversation=conversation, content=content, origin=origin)
     try:

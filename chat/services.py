@@ -9,9 +9,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.sessions.models import Session
 from django.db import connection, models, transaction
 from django.db.models import Case, F, Q, Value, When
-from django.contrib.sessions.models import Session
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from django.utils.translation import gettext as _
@@ -119,7 +119,9 @@ def _address_rate_check(*, address: str, now: Any, recent: int) -> None:
 def _retry_after(starts: models.QuerySet[TurnStart], *, limit: int, now: Any) -> int:
     """Seconds until the oldest of the last `limit` turn starts leaves the 60-second window."""
     window = now - timedelta(seconds=60)
-    times = list(starts.filter(started_at__gt=window).order_by("-started_at").values_list("started_at", flat=True)[:limit])
+    times = list(
+        starts.filter(started_at__gt=window).order_by("-started_at").values_list("started_at", flat=True)[:limit]
+    )
     return max(1, math.ceil((times[-1] - window).total_seconds())) if times else 1
 
 
@@ -305,7 +307,9 @@ def user_row(*, user_id: int, now: Any, lock: bool = False, origin: TurnOrigin |
     params: list[Any] = [since]
     by_address = "0"
     if origin.address:
-        by_address = f"(SELECT COUNT(*) FROM {starts} a WHERE a.{column(TurnStart, 'address')} = %s AND a.{started} > %s)"
+        by_address = (
+            f"(SELECT COUNT(*) FROM {starts} a WHERE a.{column(TurnStart, 'address')} = %s AND a.{started} > %s)"
+        )
         params += [origin.address[:64], since]
     session = "1"
     if origin.session_key is not None and settings.SESSION_ENGINE == "django.contrib.sessions.backends.db":
@@ -328,7 +332,12 @@ def user_row(*, user_id: int, now: Any, lock: bool = False, origin: TurnOrigin |
         return None
     memory_enabled, is_active, password, user_turns, address_turns, session_alive = found
     return UserRow(
-        bool(memory_enabled), bool(is_active), password, int(user_turns or 0), int(address_turns or 0), bool(session_alive)
+        bool(memory_enabled),
+        bool(is_active),
+        password,
+        int(user_turns or 0),
+        int(address_turns or 0),
+        bool(session_alive),
     )
 
 
@@ -366,7 +375,9 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
 
 
 @transaction.atomic
-def turn_start(*, user: User, conversation: Conversation, content: str, origin: TurnOrigin | None = None) -> StartedTurn:
+def turn_start(
+    *, user: User, conversation: Conversation, content: str, origin: TurnOrigin | None = None
+) -> StartedTurn:
     """Take the conversation lock and a run slot, then save the user's message.
 
     Both happen in one transaction: a refused turn writes nothing, an accepted one has its user

@@ -6,23 +6,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chat', '0004_turn_lease'),
+        ("chat", "0004_turn_lease"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TurnStart',
+            name="TurnStart",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('address', models.CharField(blank=True, max_length=64)),
-                ('started_at', models.DateTimeField(db_index=True)),
-                ('user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("address", models.CharField(blank=True, max_length=64)),
+                ("started_at", models.DateTimeField(db_index=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['user', 'started_at'], name='turnstart_user'), models.Index(fields=['address', 'started_at'], name='turnstart_address')],
+                "indexes": [
+                    models.Index(fields=["user", "started_at"], name="turnstart_user"),
+                    models.Index(fields=["address", "started_at"], name="turnstart_address"),
+                ],
             },
         ),
     ]

@@ -41,7 +41,9 @@ def test_one_turn_over_the_limit_answers_429_with_retry_after_and_writes_nothing
 
 
 def started(user: User | None, *, seconds_ago: float = 0, address: str = "") -> TurnStart:
-    return TurnStart.objects.create(user=user, address=address, started_at=timezone.now() - timedelta(seconds=seconds_ago))
+    return TurnStart.objects.create(
+        user=user, address=address, started_at=timezone.now() - timedelta(seconds=seconds_ago)
+    )
 
 
 def failed_turn(user: User, conversation: Conversation) -> services.StartedTurn:
@@ -119,11 +121,15 @@ def test_one_address_is_limited_across_accounts(user: User, other_user: User, se
     services.turn_start(user=user, conversation=conversation_create(user=user), content="2", origin=here)
     started(None, address="203.0.113.9")  # an account deleted since still counts
     with pytest.raises(services.TooManyTurns) as caught:
-        services.turn_start(user=other_user, conversation=conversation_create(user=other_user), content="3", origin=here)
+        services.turn_start(
+            user=other_user, conversation=conversation_create(user=other_user), content="3", origin=here
+        )
     assert "from this address" in str(caught.value)
-    assert 1 <= caught.value.retry_after <= 60
+    assert caught.value.retry_after is not None and 1 <= caught.value.retry_after <= 60
     elsewhere = services.TurnOrigin(address="198.51.100.7")
-    services.turn_start(user=other_user, conversation=conversation_create(user=other_user), content="4", origin=elsewhere)
+    services.turn_start(
+        user=other_user, conversation=conversation_create(user=other_user), content="4", origin=elsewhere
+    )
 
 
 def test_the_api_counts_turns_by_the_clients_address(

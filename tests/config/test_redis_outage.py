@@ -66,7 +66,8 @@ def test_a_failed_token_answers_401_not_500_and_the_outage_is_logged_once(
 
 def test_sign_up_works_while_redis_is_down(stopped_redis: PrivateRedis, client: Client) -> None:
     response = client.post(
-        "/accounts/signup/", {"username": "newcomer", "password1": "a-long-passphrase", "password2": "a-long-passphrase"}
+        "/accounts/signup/",
+        {"username": "newcomer", "password1": "a-long-passphrase", "password2": "a-long-passphrase"},
     )
     assert response.status_code == 302
     assert User.objects.filter(username="newcomer").exists()
@@ -74,7 +75,13 @@ def test_sign_up_works_while_redis_is_down(stopped_redis: PrivateRedis, client: 
 
 @pytest.mark.needs_memory
 def test_a_token_clients_turn_completes_while_redis_is_down(
-    stopped_redis: PrivateRedis, user: User, api_token: str, fake_model: Any, settings: Any, monkeypatch: Any, caplog: Any
+    stopped_redis: PrivateRedis,
+    user: User,
+    api_token: str,
+    fake_model: Any,
+    settings: Any,
+    monkeypatch: Any,
+    caplog: Any,
 ) -> None:
     from kombu.exceptions import OperationalError
 
