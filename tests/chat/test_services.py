@@ -247,10 +247,11 @@ def test_turn_start_in_a_conversation_deleted_meanwhile_says_it_is_gone_not_busy
 def test_turn_start_takes_the_lock_and_saves_the_message_in_one_transaction_of_few_queries(
     user: User, conversation: Conversation, django_assert_num_queries: Any
 ) -> None:
-    # Lock the user row, take the conversation lock (touching and titling the conversation in the same
-    # statement), count run slots, insert both messages at once, read the agent state: five statements,
-    # in one transaction (its savepoint pair here, inside the test's own transaction).
-    with django_assert_num_queries(7) as captured:
+    # Lock the user row (counting recent turn starts in the same statement), take the conversation lock
+    # (touching and titling the conversation in the same statement), count run slots, record the turn
+    # start, insert both messages at once, read the agent state: six statements, in one transaction (its
+    # savepoint pair here, inside the test's own transaction).
+    with django_assert_num_queries(8) as captured:
         started = turn_start(user=user, conversation=conversation, content="Hello there")
     statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
     assert (statements[0], statements[-1]) == ("SAVEPOINT", "RELEASE")
