@@ -425,6 +425,7 @@ def main() -> int:
         OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="bench", CHAT_MODEL="bench", PYTHONPATH=str(ROOT),
         # The benchmark sends more turns per user and minute than a person would.
         CHAT_USER_TURNS_PER_MINUTE="100000",
+        CHAT_ADDRESS_TURNS_PER_MINUTE="0",  # every simulated user comes from 127.0.0.1
         DJANGO_DEBUG="1",  # as the Makefile's run target sets it
     )  # fmt: skip
     if args.database_url:
