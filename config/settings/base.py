@@ -254,7 +254,15 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     # Rate-limit counters shared by every process (see accounts/throttle.py), through one connection
     # pool per process rather than one per request (config/cache.py).
-    CACHES = {"default": {"BACKEND": "config.cache.SharedRedisCache", "LOCATION": REDIS_URL}}
+    # Short timeouts: the counters fail open when Redis is away (accounts/throttle.py), and an unreachable
+    # host must cost a request a second, not the operating system's minutes-long connect timeout.
+    CACHES = {
+        "default": {
+            "BACKEND": "config.cache.SharedRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
+        }
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # kombu's filesystem transport: a real broker between processes that needs no server; written
