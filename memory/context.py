@@ -134,6 +134,7 @@ def block_for_turn(ctx: TurnContext) -> Block | None:
         reply=reply,
         query_vector=query_vector,
         vectors=vectors,
+        similarity_floor=settings.EMBEDDING_MIN_SIMILARITY,
     )
     return fit(always_used(memories), relevant, settings.MEMORY_PROMPT_MAX_CHARS)
 

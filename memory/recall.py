@@ -33,7 +33,8 @@ LEXICAL_FLOOR = 1.0
 # A term most of the user's memories share says nothing about which of them matter (from this many on).
 COMMON_SHARE = 0.5
 COMMON_MIN_MEMORIES = 8
-# Cosine similarity at which a memory counts as related in meaning, and how much similarity adds.
+# Cosine similarity at which a memory counts as related in meaning (EMBEDDING_MIN_SIMILARITY: it depends on
+# the model), and how much similarity above half of it adds to the rank.
 EMBEDDING_FLOOR = 0.5
 EMBEDDING_WEIGHT = 4.0
 
@@ -120,6 +121,7 @@ def rank(
     reply: str = "",
     query_vector: Sequence[float] | None = None,
     vectors: dict[int, Sequence[float]] | None = None,
+    similarity_floor: float = EMBEDDING_FLOOR,
 ) -> list[Candidate]:
     """The memories relevant to the turn that are not always used, most relevant first (newer first on a tie).
 
@@ -133,9 +135,9 @@ def rank(
         similarity = 0.0
         if query_vector is not None and vectors and candidate.id in vectors:
             similarity = cosine(query_vector, vectors[candidate.id])
-        if score < LEXICAL_FLOOR and similarity < EMBEDDING_FLOOR:
+        if score < LEXICAL_FLOOR and similarity < similarity_floor:
             continue
-        total = score + EMBEDDING_WEIGHT * max(0.0, similarity - EMBEDDING_FLOOR / 2)
+        total = score + EMBEDDING_WEIGHT * max(0.0, similarity - similarity_floor / 2)
         created = candidate.created_at.timestamp() if candidate.created_at else 0.0
         ranked.append((total, created, candidate.id, candidate))
     ranked.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)

@@ -49,25 +49,38 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-# Words of the same meaning share one dimension of `concept_vector` (a stand-in for a real model).
-CONCEPTS = {
-    "peanut": 0, "peanuts": 0, "snickers": 0, "satay": 0, "nut": 0, "nuts": 0, "allergic": 0, "allergy": 0,
-    "cat": 1, "cats": 1, "kitten": 1, "pet": 1, "vet": 1, "veterinarian": 1,
-    "phone": 2, "phones": 2, "smartphone": 2, "iphone": 2, "handset": 2,
-    "vegetarian": 3, "meat": 3, "steak": 3, "burger": 3, "vegan": 3,
-    "cello": 4, "music": 4, "orchestra": 4, "concert": 4, "violin": 4,
-}  # fmt: skip
-EMBEDDING_DIMENSIONS = 16
+# Words of the same meaning share one dimension of `concept_vector` (a stand-in for a real model); Chinese
+# words are found as substrings.
+CONCEPTS = [
+    "peanut peanuts snickers satay nut nuts allergic allergy",
+    "cat cats kitten pet vet veterinarian",
+    "phone phones smartphone iphone handset 手机",
+    "vegetarian meat steak burger vegan",
+    "cello music orchestra concert violin rehearse pieces",
+    "race marathon running training runner",
+    "kid kids daughter son child children 孩子 儿子",
+    "alcohol drink wine beer bar pub",
+    "母亲 妈妈 血压 少盐",
+    "辣 川菜 胃疼",
+    "失眠 睡不着 睡眠",
+]
+EMBEDDING_DIMENSIONS = 24
+_CONCEPT_OF = {word: i for i, words in enumerate(CONCEPTS) for word in words.split()}
 
 
 def concept_vector(text: str) -> list[float]:
-    """A deterministic embedding: one dimension per concept named in `text`, the rest hashed thinly."""
+    """A deterministic embedding: one dimension per concept named in `text`, other words hashed thinly."""
     vector = [0.0] * EMBEDDING_DIMENSIONS
-    for word in re.findall(r"\w+", text.lower()):
-        if word in CONCEPTS:
-            vector[CONCEPTS[word]] += 1.0
+    lowered = text.lower()
+    for word, i in _CONCEPT_OF.items():
+        if not word.isascii() and word in lowered:
+            vector[i] += 1.0
+    spare = EMBEDDING_DIMENSIONS - len(CONCEPTS)
+    for word in re.findall(r"[a-z0-9]+", lowered):
+        if word in _CONCEPT_OF:
+            vector[_CONCEPT_OF[word]] += 1.0
         else:
-            vector[5 + sum(map(ord, word)) % (EMBEDDING_DIMENSIONS - 5)] += 0.1
+            vector[len(CONCEPTS) + sum(map(ord, word)) % spare] += 0.1
     return vector
 
 

@@ -319,6 +319,9 @@ EMBEDDING_MODEL = os.environ.get("EMBEDDING_MODEL", "").strip()
 EMBEDDING_BASE_URL = os.environ.get("EMBEDDING_BASE_URL", "").strip()
 EMBEDDING_API_KEY = os.environ.get("EMBEDDING_API_KEY", "").strip()
 EMBEDDING_TIMEOUT = float(os.environ.get("EMBEDDING_TIMEOUT", "1.5"))
+# The cosine similarity from which a memory counts as related to the message (model-dependent: measure with
+# `manage.py eval_recall --embeddings`).
+EMBEDDING_MIN_SIMILARITY = float(os.environ.get("EMBEDDING_MIN_SIMILARITY", "0.5"))
 # The judge: `max_tokens` for its JSON answer and its total time limit (seconds).
 MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)
 MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
