@@ -151,36 +151,44 @@ class Score:
         }
 
 
+def _score(
+    recall_set: RecallSet, ids: dict[str, int], policy: Callable[[int, RecallCase], tuple[list[int], str]]
+) -> dict[str, Any]:
+    score = Score()
+    for i, case in enumerate(recall_set.cases):
+        held, text = policy(i, case)
+        score.chars.append(len(text))
+        if not case.relevant:
+            score.greeting_chars.append(len(text))
+            continue
+        wanted = [ids[n] for n in case.relevant]
+        found = sum(1 for pk in wanted if pk in held)
+        score.recall["lexical" if case.lexical else "meaning"].append(found / len(wanted))
+        if found < len(wanted):
+            score.misses.append(case.id)
+    return score.summary()
+
+
 def evaluate(recall_set: RecallSet, *, budget: int, embed: Embed | None = None) -> dict[str, dict[str, Any]]:
-    """Every case for each user size under each policy: {"300/relevance": summary, ...}."""
+    """Every case for each user size under each policy: {"300/relevance (lexical)": summary, ...}."""
     results: dict[str, dict[str, Any]] = {}
     for size in SIZES:
         memories, ids = user_memories(recall_set, size)
-        vectors: dict[int, Sequence[float]] = {}
-        queries: list[list[float]] = []
-        if embed is not None:
-            vectors = {m.id: normalised(v) for m, v in zip(memories, embed([m.content for m in memories]), strict=True)}
-            queries = [normalised(v) for v in embed([c.message for c in recall_set.cases])]
-        policies: dict[str, Callable[[int, RecallCase], tuple[list[int], str]]] = {
-            "previous (newest first)": lambda i, case: previous_policy(memories, budget),
-            "relevance (lexical)": lambda i, case: relevance_policy(memories, case, budget),
-        }
-        if embed is not None:
-            policies["relevance (with embeddings)"] = lambda i, case: relevance_policy(
-                memories, case, budget, query_vector=queries[i], vectors=vectors
-            )
-        for name, policy in policies.items():
-            score = Score()
-            for i, case in enumerate(recall_set.cases):
-                held, text = policy(i, case)
-                score.chars.append(len(text))
-                if not case.relevant:
-                    score.greeting_chars.append(len(text))
-                    continue
-                wanted = [ids[n] for n in case.relevant]
-                found = sum(1 for pk in wanted if pk in held)
-                score.recall["lexical" if case.lexical else "meaning"].append(found / len(wanted))
-                if found < len(wanted):
-                    score.misses.append(case.id)
-            results[f"{size}/{name}"] = score.summary()
+        results[f"{size}/previous (newest first)"] = _score(
+            recall_set, ids, lambda i, case, m=memories: previous_policy(m, budget)
+        )
+        results[f"{size}/relevance (lexical)"] = _score(
+            recall_set, ids, lambda i, case, m=memories: relevance_policy(m, case, budget)
+        )
+        if embed is None:
+            continue
+        vectors = {m.id: normalised(v) for m, v in zip(memories, embed([m.content for m in memories]), strict=True)}
+        queries = [normalised(v) for v in embed([c.message for c in recall_set.cases])]
+        results[f"{size}/relevance (with embeddings)"] = _score(
+            recall_set,
+            ids,
+            lambda i, case, m=memories, q=queries, v=vectors: relevance_policy(
+                m, case, budget, query_vector=q[i], vectors=v
+            ),
+        )
     return results

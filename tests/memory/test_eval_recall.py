@@ -21,7 +21,8 @@ def run(*args: str) -> dict[str, Any]:
 
 def test_the_set_is_bilingual_and_makes_users_of_50_and_300_memories() -> None:
     recall_set = load()
-    assert any(c.id.startswith("zh-") for c in recall_set.cases) and any(c.id.startswith("en-") for c in recall_set.cases)
+    languages = {c.id.split("-")[0] for c in recall_set.cases}
+    assert languages == {"en", "zh"}
     for size in (50, 300):
         memories, names = user_memories(recall_set, size)
         assert len(memories) == size and len({m.content for m in memories}) == size

@@ -34,7 +34,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--embeddings", action="store_true", help="also rank with an embeddings endpoint")
         parser.add_argument("--model", default="", help="embedding model (default: EMBEDDING_MODEL)")
-        parser.add_argument("--base-url", default="", help="its endpoint (default: EMBEDDING_BASE_URL, OPENAI_BASE_URL)")
+        parser.add_argument(
+            "--base-url", default="", help="its endpoint (default: EMBEDDING_BASE_URL, else OPENAI_BASE_URL)"
+        )
         parser.add_argument("--api-key", default="", help="its API key (default: EMBEDDING_API_KEY, OPENAI_API_KEY)")
         parser.add_argument("--cases", default=str(RECALL_PATH), help="a case file (default: the golden set)")
         parser.add_argument("--budget", type=int, default=0, help="characters (default: MEMORY_PROMPT_MAX_CHARS)")
