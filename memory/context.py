@@ -43,7 +43,8 @@ BACKGROUND_HEADER = (
 # How a fact's end date is shown to the model.
 UNTIL = " (until {date})"
 
-_FIELDS = ("id", "content", "pinned", "key", "created_at", "expires_at")
+# What ranking reads (memory.recall.Candidate): rows come oldest first, so their order says how recent.
+_FIELDS = ("id", "content", "pinned", "key", "expires_at")
 
 
 def line(candidate: Candidate) -> str:

@@ -16,6 +16,7 @@ the floor too, and similarity adds to its rank.
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -66,7 +67,6 @@ class Candidate:
     content: str
     pinned: bool = False
     key: str = ""
-    created_at: datetime | None = None
     expires_at: datetime | None = None
 
     @property
@@ -110,7 +110,7 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two vectors stored normalised (so the dot product), 0 when dimensions differ."""
     if len(a) != len(b):
         return 0.0
-    return sum(x * y for x, y in zip(a, b, strict=True))
+    return sum(map(operator.mul, a, b))
 
 
 def rank(
@@ -123,25 +123,26 @@ def rank(
     vectors: dict[int, Sequence[float]] | None = None,
     similarity_floor: float = EMBEDDING_FLOOR,
 ) -> list[Candidate]:
-    """The memories relevant to the turn that are not always used, most relevant first (newer first on a tie).
+    """The memories relevant to the turn that are not always used, most relevant first (newer first on a tie:
+    `candidates` come oldest first).
 
     `previous` and `reply` are the last exchange; `vectors` are the memories' embeddings (by id) and
     `query_vector` the turn's, when there are both.
     """
     others = [c for c in candidates if not c.always]
     scores = lexical_scores(others, query_weights(message, previous, reply))
-    ranked: list[tuple[float, float, int, Candidate]] = []
-    for candidate, score in zip(others, scores, strict=True):
+    # (total, position, candidate): `candidates` come oldest first, so a later position is newer.
+    ranked: list[tuple[float, int, Candidate]] = []
+    for position, (candidate, score) in enumerate(zip(others, scores, strict=True)):
         similarity = 0.0
         if query_vector is not None and vectors and candidate.id in vectors:
             similarity = cosine(query_vector, vectors[candidate.id])
         if score < LEXICAL_FLOOR and similarity < similarity_floor:
             continue
         total = score + EMBEDDING_WEIGHT * max(0.0, similarity - similarity_floor / 2)
-        created = candidate.created_at.timestamp() if candidate.created_at else 0.0
-        ranked.append((total, created, candidate.id, candidate))
-    ranked.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)
-    return [item[3] for item in ranked]
+        ranked.append((total, position, candidate))
+    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [item[2] for item in ranked]
 
 
 def always_used(candidates: Iterable[Candidate]) -> list[Candidate]:

@@ -10,7 +10,6 @@ import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -82,13 +81,12 @@ def load(path: Path = RECALL_PATH) -> RecallSet:
 
 def user_memories(recall_set: RecallSet, size: int) -> tuple[list[Candidate], dict[str, int]]:
     """A user holding `size` memories, oldest first (the core ones, then filler), and the core ids by name."""
-    start = datetime(2025, 1, 1, tzinfo=UTC)
     rows = [(m["content"], bool(m.get("pinned")), m.get("key", ""), m["name"]) for m in recall_set.core]
     rows += [(text, False, "", "") for text in recall_set.filler[: size - len(rows)]]
     if len(rows) < size:
         raise ValueError(f"the set makes {len(rows)} memories, fewer than {size}")
     memories = [
-        Candidate(id=i + 1, content=c, pinned=p, key=k, created_at=start + timedelta(days=i))
+        Candidate(id=i + 1, content=c, pinned=p, key=k)
         for i, (c, p, k, _) in enumerate(rows)
     ]
     return memories, {name: i + 1 for i, (_, _, _, name) in enumerate(rows) if name}
