@@ -45,7 +45,7 @@ def machine() -> str:
 
 def percentiles(samples: list[float]) -> str:
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return f"p50 {statistics.median(ordered) * 1000:6.2f} ms   p95 {p95 * 1000:6.2f} ms"
 
 
@@ -122,15 +122,13 @@ def main() -> int:
     from memory.models import Memory
 
     user = User.objects.create_user(username=f"recall{os.getpid()}", password=None)
-    Memory.objects.bulk_create(
-        [Memory(owner=user, content=m.content, pinned=m.pinned, key=m.key) for m in memories]
-    )
+    Memory.objects.bulk_create([Memory(owner=user, content=m.content, pinned=m.pinned, key=m.key) for m in memories])
     conversation = conversation_create(user=user)
     turns = [Message.objects.create(conversation=conversation, user=user, role="user", content=m) for m in messages]
     samples: list[float] = []
     mark = len(CPU)
-    for message in turns:
-        ctx = TurnContext(user=user, conversation=conversation, user_message=message)
+    for turn in turns:
+        ctx = TurnContext(user=user, conversation=conversation, user_message=turn)
         samples += timed(lambda c=ctx: block_for_turn(c), max(5, args.rounds // 4))  # type: ignore[misc]
     print(f"  block_for_turn    wall {percentiles(samples)}   {cpu_since(mark)}")
 

@@ -85,10 +85,7 @@ def user_memories(recall_set: RecallSet, size: int) -> tuple[list[Candidate], di
     rows += [(text, False, "", "") for text in recall_set.filler[: size - len(rows)]]
     if len(rows) < size:
         raise ValueError(f"the set makes {len(rows)} memories, fewer than {size}")
-    memories = [
-        Candidate(id=i + 1, content=c, pinned=p, key=k)
-        for i, (c, p, k, _) in enumerate(rows)
-    ]
+    memories = [Candidate(id=i + 1, content=c, pinned=p, key=k) for i, (c, p, k, _) in enumerate(rows)]
     return memories, {name: i + 1 for i, (_, _, _, name) in enumerate(rows) if name}
 
 
@@ -172,21 +169,30 @@ def evaluate(recall_set: RecallSet, *, budget: int, embed: Embed | None = None) 
     results: dict[str, dict[str, Any]] = {}
     for size in SIZES:
         memories, ids = user_memories(recall_set, size)
-        results[f"{size}/previous (newest first)"] = _score(
-            recall_set, ids, lambda i, case, m=memories: previous_policy(m, budget)
-        )
-        results[f"{size}/relevance (lexical)"] = _score(
-            recall_set, ids, lambda i, case, m=memories: relevance_policy(m, case, budget)
-        )
+        queries: list[list[float]] = []
+        vectors: dict[int, Sequence[float]] = {}
+
+        def previous(i: int, case: RecallCase, memories: list[Candidate] = memories) -> tuple[list[int], str]:
+            return previous_policy(memories, budget)
+
+        def lexical(i: int, case: RecallCase, memories: list[Candidate] = memories) -> tuple[list[int], str]:
+            return relevance_policy(memories, case, budget)
+
+        def embedded(
+            i: int,
+            case: RecallCase,
+            memories: list[Candidate] = memories,
+            queries: list[list[float]] = queries,
+            vectors: dict[int, Sequence[float]] = vectors,
+        ) -> tuple[list[int], str]:
+            return relevance_policy(memories, case, budget, query_vector=queries[i], vectors=vectors)
+
+        results[f"{size}/previous (newest first)"] = _score(recall_set, ids, previous)
+        results[f"{size}/relevance (lexical)"] = _score(recall_set, ids, lexical)
         if embed is None:
             continue
-        vectors = {m.id: normalised(v) for m, v in zip(memories, embed([m.content for m in memories]), strict=True)}
-        queries = [normalised(v) for v in embed([c.message for c in recall_set.cases])]
-        results[f"{size}/relevance (with embeddings)"] = _score(
-            recall_set,
-            ids,
-            lambda i, case, m=memories, q=queries, v=vectors: relevance_policy(
-                m, case, budget, query_vector=q[i], vectors=v
-            ),
-        )
+        embedded_memories = embed([m.content for m in memories])
+        vectors.update({m.id: normalised(v) for m, v in zip(memories, embedded_memories, strict=True)})
+        queries.extend(normalised(v) for v in embed([c.message for c in recall_set.cases]))
+        results[f"{size}/relevance (with embeddings)"] = _score(recall_set, ids, embedded)
     return results

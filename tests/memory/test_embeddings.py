@@ -100,21 +100,16 @@ async def test_a_memory_related_only_in_meaning_is_recalled_with_one_request_per
 
 @pytest.mark.django_db(transaction=True)
 async def test_one_embeddings_request_even_when_a_tool_rebuilds_the_block(
-    embedding_server: FakeOpenAIServer, fake_model: Any, settings: Any
+    embedding_server: FakeOpenAIServer, fake_model: Any, register_tool: Any
 ) -> None:
-    from chat import extensions
     from tests.chat.fake_tools import EchoTool
 
     user, conversation = await _embedded_user()
     embedding_server.embedding_requests.clear()
-    tool = EchoTool()
-    extensions.register_tool(tool)
-    try:
-        fake_model.call_tool(tool.name, '{"q": "x"}')
-        fake_model.reply("Done.")
-        await (await Turn.begin(user=user, conversation=conversation, content="Any satay ideas?")).run_to_end()
-    finally:
-        extensions._tools.pop(tool.name, None)
+    tool = register_tool(EchoTool())
+    fake_model.call_tool(tool.name, '{"q": "x"}')
+    fake_model.reply("Done.")
+    await (await Turn.begin(user=user, conversation=conversation, content="Any satay ideas?")).run_to_end()
 
     assert len(fake_model.requests) == 2 and "peanuts" in _blocks(fake_model.requests[-1])
     assert len(embedding_server.embedding_requests) == 1

@@ -109,17 +109,17 @@ def test_wrong_deletes_and_outdated_retracts_from_under_a_reply(client: Client, 
     wrong = make_memory(owner=user, content="Has two dogs.")
     outdated = make_memory(owner=user, content="Works at Acme.")
     theirs = make_memory(owner=other_user, content="Lives in Nice.")
-    htmx = {"HTTP_HX_REQUEST": "true"}
+    htmx = {"HX-Request": "true"}
 
-    answer = client.post(reverse("memory:reply_wrong", args=[wrong.pk]), {"message": "7"}, **htmx)
+    answer = client.post(reverse("memory:reply_wrong", args=[wrong.pk]), {"message": "7"}, headers=htmx)
     assert answer.status_code == 200 and "Deleted" in answer.content.decode()
     assert not Memory.objects.filter(pk=wrong.pk).exists()
 
-    answer = client.post(reverse("memory:reply_outdated", args=[outdated.pk]), {"message": "7"}, **htmx)
+    answer = client.post(reverse("memory:reply_outdated", args=[outdated.pk]), {"message": "7"}, headers=htmx)
     assert answer.status_code == 200 and "Moved to History" in answer.content.decode()
     outdated.refresh_from_db()
     assert outdated.invalid_reason == "retracted" and outdated.invalid_at is not None
 
     for name in ("memory:reply_wrong", "memory:reply_outdated"):
-        assert client.post(reverse(name, args=[theirs.pk]), **htmx).status_code == 404
+        assert client.post(reverse(name, args=[theirs.pk]), headers=htmx).status_code == 404
     assert Memory.objects.get(pk=theirs.pk).invalid_at is None
