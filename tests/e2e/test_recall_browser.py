@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.axe import audit
 from tests.e2e.browser import sign_up
 from tests.fake_openai import FakeOpenAIServer
 
@@ -80,5 +81,7 @@ def test_used_memories_show_under_the_reply_and_wrong_and_outdated_work(
     # A reload shows what each reply used as it was (the deleted memory's record went with it).
     page.reload()
     expect(page.locator("details.reply-memories summary")).to_have_text(["Used 1 memory"])
+    page.locator("details.reply-memories summary").click()
+    audit(page, "a reply's used memories, opened")
     page.goto(f"{base}/settings/memory/")
     expect(page.locator("#memory-history .memory-content", has_text="Lives in Lyon")).to_be_visible()
