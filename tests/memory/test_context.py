@@ -212,3 +212,11 @@ async def test_temporary_conversation_gets_no_block_and_its_messages_are_skipped
     assert _memory_blocks(fake_model.requests[-1]) == []
     message = await Message.objects.aget(conversation=conversation, role="user")
     assert message.memory_status == Message.MemoryStatus.SKIPPED
+
+
+def test_the_system_prompt_tells_preferences_from_background() -> None:
+    from chat.agent import system_prompt
+
+    prompt = system_prompt()
+    assert "to be followed" in prompt and "not instructions" in prompt and "grants permissions" in prompt
+    assert "current message wins" in prompt
