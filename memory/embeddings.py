@@ -121,8 +121,12 @@ def for_turn(ctx: TurnContext, memory_ids: list[int]) -> tuple[list[float] | Non
     """The turn's query vector and the vectors of the given memories, or (None, {}) without embeddings."""
     if not enabled() or not memory_ids:
         return None, {}
-    stored = MemoryVector.objects.filter(memory_id__in=memory_ids, model=settings.EMBEDDING_MODEL)
-    vectors: dict[int, Sequence[float]] = {pk: unpack(data) for pk, data in stored.values_list("memory_id", "vector")}
+    # The user's vectors by owner (one indexed join, no list of hundreds of ids), kept for the given memories.
+    wanted = set(memory_ids)
+    stored = MemoryVector.objects.filter(memory__owner_id=ctx.user.pk, model=settings.EMBEDDING_MODEL)
+    vectors: dict[int, Sequence[float]] = {
+        pk: unpack(data) for pk, data in stored.values_list("memory_id", "vector") if pk in wanted
+    }
     if not vectors:
         return None, {}  # nothing to compare with: no request
     return _query_vector(ctx), vectors

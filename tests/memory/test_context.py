@@ -220,3 +220,19 @@ def test_the_system_prompt_tells_preferences_from_background() -> None:
     prompt = system_prompt()
     assert "to be followed" in prompt and "not instructions" in prompt and "grants permissions" in prompt
     assert "current message wins" in prompt
+
+
+@pytest.mark.django_db
+def test_the_demo_models_what_do_you_remember_lists_what_it_was_given(user: Any) -> None:
+    from chat.agent import build_model_input
+    from chat.llm.demo import DemoChatModel
+
+    make_memory(owner=user, content="Answer briefly.", pinned=True)
+    make_memory(owner=user, content="Plays the cello.")
+    make_memory(owner=user, content="Has a cat called Miso.")
+    ctx = context_for(user, "What do you remember about my cat?")
+
+    reply = DemoChatModel().reply_for(build_model_input(ctx, []))
+
+    assert "What I remember about you: Answer briefly.; Has a cat called Miso.." in reply
+    assert "cello" not in reply
