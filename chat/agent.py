@@ -144,7 +144,12 @@ def _begin(
     else:
         started = services.turn_start(user=user, conversation=conversation, content=content, origin=origin)
     try:
-        ctx = TurnContext(user=started.user, conversation=started.conversation, user_message=started.user_message)
+        ctx = TurnContext(
+            user=started.user,
+            conversation=started.conversation,
+            user_message=started.user_message,
+            assistant_message=started.assistant_message,
+        )
         return started, build_model_input(ctx, started.context)
     except Exception:  # the turn is started and must run (and be saved) whatever happens here
         logger.exception("could not build the model input with the turn's start")
@@ -251,7 +256,9 @@ class Turn:
     @property
     def ctx(self) -> TurnContext:
         s = self.started
-        return TurnContext(user=s.user, conversation=s.conversation, user_message=s.user_message)
+        return TurnContext(
+            user=s.user, conversation=s.conversation, user_message=s.user_message, assistant_message=s.assistant_message
+        )
 
     async def events(self) -> AsyncGenerator[TurnEvent, None]:
         s = self.started

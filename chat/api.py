@@ -14,7 +14,7 @@ from ninja.responses import NinjaJSONEncoder, Status
 from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
-from chat import runner, selectors, services
+from chat import extensions, runner, selectors, services
 from chat.agent import TurnEvent
 from chat.models import Message
 from chat.negotiation import wants_event_stream
@@ -84,7 +84,7 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
 @router.get("/{conversation_id}/messages", response=list[MessageOut])
 def message_list(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    return selectors.message_list(conversation=conversation)
+    return extensions.annotate_messages(list(selectors.message_list(conversation=conversation)))
 
 
 def _message(message: Message | None) -> dict[str, Any]:

@@ -195,11 +195,16 @@ def split_at(items: list[dict[str, Any]], keep_tokens: int) -> int:
 
 def drop_oldest(context: list[dict[str, Any]], target: int) -> list[dict[str, Any]]:
     """The last resort: drop the oldest items (at cut points) until the state's estimate fits `target`;
-    then the summary too. Never leaves a tool result without its call."""
+    then the summary too. Never leaves a tool result without its call; cuts before a user message when
+    one fits."""
     head, items = _parts(context)
-    for i in sorted(cut_points(items)):
-        if tokens.estimate_messages([*head, *items[i:]]) <= target:
-            return [*head, *items[i:]]
+    points = cut_points(items)
+    # A cut before a user message first (the kept part then starts as a conversation does), as split_at.
+    user_cuts = points[: points.index(len(items))] if items else []
+    for candidates in (user_cuts, sorted(points)):
+        for i in candidates:
+            if tokens.estimate_messages([*head, *items[i:]]) <= target:
+                return [*head, *items[i:]]
     return [] if tokens.estimate_messages(head) > target else head
 
 

@@ -14,10 +14,13 @@ Chat works, and its pages render, with nothing registered here.
 - demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
   tool trigger (which tool the demo calls for a user's text) and a JSON responder (answers JSON calls).
 - conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
+- message annotators: set attributes on saved messages before the API or a page shows them (the memory
+  app sets `memories_used`, what a reply's memory block held, and fills the "reply" page slot).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.dispatch import Signal
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -38,6 +43,8 @@ class TurnContext:
     user: User
     conversation: Conversation
     user_message: Message
+    # The reply being written (None outside a turn, e.g. a tool run by hand).
+    assistant_message: Message | None = None
 
 
 ContextProvider = Callable[[TurnContext], "str | None"]
@@ -117,6 +124,7 @@ PAGE_SLOTS = {
     "delete-note": "the delete page, after 'This cannot be undone.': what else the deletion keeps or removes",
     "delete-confirm": "appended to the delete confirmation, an attribute value: plain text, led by a space",
     "conversation": "the conversation page, before the messages (e.g. a poller)",
+    "reply": "under an assistant reply (`message` in the context, as annotated by the message annotators)",
 }
 
 # A block is the name of a template rendered with the page's own context (as `{% include %}` would:
@@ -135,6 +143,30 @@ def register_page_block(slot: str, name: str, block: PageBlock) -> None:
 
 def page_blocks(slot: str) -> list[PageBlock]:
     return list(_page_blocks.get(slot, {}).values())
+
+
+# --- message annotators ---------------------------------------------------------------------------
+
+# Sets attributes on saved messages (all of one conversation, or one reply), with a constant number of
+# queries for the whole list: run before the API serialises messages (MessageOut.memories_used, [] when
+# nothing set it) and before the pages render them (the "reply" slot reads what it set).
+MessageAnnotator = Callable[["list[Message]"], None]
+
+_message_annotators: dict[str, MessageAnnotator] = {}
+
+
+def register_message_annotator(name: str, annotator: MessageAnnotator) -> None:
+    _message_annotators[name] = annotator
+
+
+def annotate_messages(messages: list[Message]) -> list[Message]:
+    """`messages`, annotated by every registered annotator (a failing one is logged and skipped)."""
+    for annotator in _message_annotators.values():
+        try:
+            annotator(messages)
+        except Exception:  # another app's extra must not break chat
+            logger.exception("message annotator failed")
+    return messages
 
 
 # --- notices -------------------------------------------------------------------------------------

@@ -68,6 +68,13 @@ class MessageOut(Schema):
     memory_status: str
     created_at: datetime
     updated_at: datetime
+    # The ids of the memories the reply's memory block held (chat.extensions message annotators); [] for a
+    # user message, or without the memory app.
+    memories_used: list[int] = Field(default_factory=list)
+
+    @staticmethod
+    def resolve_memories_used(obj: object) -> list[int]:
+        return list(getattr(obj, "memories_used", None) or [])
 
 
 class MessageIn(Schema):

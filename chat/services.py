@@ -323,4 +323,5 @@ def turn_finish(
     transaction.on_commit(lambda: extensions.turn_finished.send(sender=Message, **payload))
     # A tool may have processed the user's message for memory during the turn (flush_memory).
     turn.user_message.refresh_from_db(fields=["memory_status"])
+    extensions.annotate_messages([message])  # what the reply used, for the "done" event and the final push
     return message

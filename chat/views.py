@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import markers, selectors, services
+from chat import extensions, markers, selectors, services
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
@@ -104,7 +104,7 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
-    chat_messages = with_retry(selectors.message_list(conversation=conversation))
+    chat_messages = with_retry(extensions.annotate_messages(list(selectors.message_list(conversation=conversation))))
     # Opened mid-reply (the turn runs on without any page): Stop is offered, the reply follows live.
     streaming = any(m.status == Message.Status.STREAMING for m in chat_messages[-1:])
     context = {
@@ -163,4 +163,5 @@ def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int)
     messages = selectors.message_list(conversation=conversation)
     message = get_object_or_404(messages, pk=message_id)
     latest = not messages.filter(pk__gt=message.pk).exists()
+    extensions.annotate_messages([message])
     return HttpResponse(message_html(message, retryable=latest))

@@ -1,4 +1,4 @@
-"""Memory routes (SPEC §5): list, add, get, edit, delete, restore, forget everything, export.
+"""Memory routes (SPEC §5): list, add, get, edit, delete, retract, restore, forget everything, export.
 
 Everything reached by id goes through selectors.memory_get_for_user: another user's id is a 404.
 A rejected write (services.MemoryRejected) is answered by config/api.py with its status.
@@ -69,6 +69,17 @@ def memory_delete(request: HttpRequest, memory_id: int) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     services.memory_delete(user=_user(request), memory=memory)
     return Status(204, None)
+
+
+@router.post(
+    "/{memory_id}/retract",
+    response={200: MemoryOut, 404: ErrorOut, 409: ErrorOut},
+    summary="Outdated: move an active memory to history (restorable)",
+)
+def memory_retract(request: HttpRequest, memory_id: int) -> Any:
+    memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
+    retracted = services.memory_retract(user=_user(request), memory=memory)
+    return Status(200, _fresh(request, retracted.pk))
 
 
 @router.post(

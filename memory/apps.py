@@ -11,13 +11,17 @@ class MemoryConfig(AppConfig):
         from memory import demo
         from memory.context import memory_block
         from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
-        from memory.receivers import on_turn_finished
+        from memory.receivers import on_memories_written, on_turn_finished
+        from memory.selectors import memory_uses_annotate
         from memory.signals import memories_changed
         from memory.tools import flush_memory
 
         extensions.register_context_provider("memory", memory_block)
         extensions.register_tool(flush_memory)
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
+        # What a reply used: `memories_used` in the API, "Used N memories" under the reply.
+        extensions.register_message_annotator("memory-uses", memory_uses_annotate)
+        extensions.register_page_block("reply", "memory-uses", "memory/chat/_reply.html")
         # Links to Settings → Memory, and what the chat pages say about memory (memory/chat/).
         slots = ("header", "user-menu", "start-lead", "empty-conversation", "noscript", "delete-note", "delete-confirm")
         for slot in slots:
@@ -25,5 +29,6 @@ class MemoryConfig(AppConfig):
         extensions.turn_finished.connect(on_turn_finished, dispatch_uid="memory.on_turn_finished")
         memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
+        memories_changed.connect(on_memories_written, dispatch_uid="memory.on_memories_written")
         extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)

@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 
 from accounts.models import User
 from memory import selectors
-from memory.context import memory_prompt_usage
+from memory.context import memory_recall_summary
 from memory.models import CONTENT_MAX, Memory
 
 # --- what the partials read ------------------------------------------------------------------------
@@ -30,7 +30,7 @@ def list_context(user: User, query: str) -> dict[str, Any]:
 
 
 def summary_context(user: User) -> dict[str, Any]:
-    return {"usage": memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
+    return {"usage": memory_recall_summary(user=user), "memory_enabled": user.memory_enabled}
 
 
 def history_context(user: User, query: str = "") -> dict[str, Any]:

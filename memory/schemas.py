@@ -41,6 +41,8 @@ class MemoryOut(Schema):
     supersedes: int | None
     superseded_by: int | None
     sources: list[MemorySourceOut]
+    # When a reply's memory block last held it (SPEC §8 "Recall"); null until then.
+    last_used_at: datetime | None
 
     @staticmethod
     def resolve_supersedes(memory: Memory) -> int | None:

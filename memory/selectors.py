@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import Message
-from memory.models import ExtractionRun, Memory
+from memory.models import ExtractionRun, Memory, MemoryUse
 
 MemoryStatusFilter = Literal["active", "invalid", "all"]
 EXCERPT_CHARS = 200
@@ -99,9 +99,10 @@ def _matching(rows: QuerySet[Memory], query: str) -> QuerySet[Memory]:
 
 
 def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
-    """Active memories newest first (the settings page), optionally only those matching `query`."""
+    """Active memories, pinned first (the ones every chat carries), then newest first (the settings page),
+    optionally only those matching `query`."""
     rows = _matching(memories_active(user_id=user.pk), query)
-    return _with_relations(rows.order_by("-created_at", "-id"))
+    return _with_relations(rows.order_by("-pinned", "-created_at", "-id"))
 
 
 def memory_has_history(*, user: User) -> bool:
@@ -135,3 +136,26 @@ def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     return dict(Memory.objects.filter(owner=user, pk__in=ids).values_list("pk", "content"))
+
+
+# --- what a reply used ---------------------------------------------------------------------------
+
+
+def memory_uses_annotate(messages: list[Message]) -> None:
+    """chat.extensions message annotator: on each assistant message, `memories_used` (ids) and
+    `used_memories` (rows, for "Used N memories"), in one query. Only the message owner's memories count."""
+    replies = {m.pk: m for m in messages if m.role == Message.Role.ASSISTANT}
+    for message in replies.values():
+        message.memories_used = []  # type: ignore[attr-defined]
+        message.used_memories = []  # type: ignore[attr-defined]
+    if not replies:
+        return
+    uses = (
+        MemoryUse.objects.filter(message_id__in=list(replies), memory__owner_id=F("message__user_id"))
+        .select_related("memory")
+        .order_by("message_id", "-memory__pinned", "id")
+    )
+    for use in uses:
+        message = replies[use.message_id]
+        message.memories_used.append(use.memory_id)  # type: ignore[attr-defined]
+        message.used_memories.append(use.memory)  # type: ignore[attr-defined]

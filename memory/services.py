@@ -20,12 +20,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.models import Message
 from memory.judge import is_storable
-from memory.models import CONTENT_MAX, Memory, MemorySource
+from memory.models import CONTENT_MAX, Memory, MemorySource, MemoryUse
 from memory.selectors import memories_active, messages_pending
+from memory.tasks import embed_memories_later
 
 
 class MemoryRejected(Exception):
@@ -118,6 +120,7 @@ def memory_add(*, user: User, content: str) -> Memory:
     _lock_user(user)
     _ensure_not_duplicate(user=user, content=text)
     _ensure_room(user=user)
+    embed_memories_later(user_id=user.pk)
     return _create_active(owner=user, content=text, origin=Memory.Origin.USER)
 
 
@@ -141,6 +144,7 @@ def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
     Memory.objects.filter(pk=current.pk).update(
         invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED, superseded_by=new
     )
+    embed_memories_later(user_id=user.pk)
     return new
 
 
@@ -165,6 +169,38 @@ def memory_delete(*, user: User, memory: Memory) -> int:
     ids = _chain_before(user=user, memory=memory)
     deleted, _ = Memory.objects.filter(owner=user, pk__in=ids).delete()
     return len(ids) if deleted else 0
+
+
+@transaction.atomic
+def memory_retract(*, user: User, memory: Memory) -> Memory:
+    """Move an active memory to history as no longer true ("Outdated" under a reply): out of the next
+    turn's block, kept and restorable. Returns the row as it is now."""
+    _check_owner(user, memory)
+    now = _now()
+    pending_messages_skip(user=user, before=now)
+    retracted = (
+        memories_active(user_id=user.pk)
+        .filter(pk=memory.pk)
+        .update(invalid_at=now, invalid_reason=Memory.InvalidReason.RETRACTED)
+    )
+    if not retracted:
+        raise MemoryConflict(gettext("Only an active memory can be marked outdated."))
+    memory.refresh_from_db()
+    return memory
+
+
+def memory_uses_record(*, user_id: int, message_id: int, memory_ids: list[int]) -> None:
+    """Record the memories a reply's block held, replacing what an earlier build of the same turn's block
+    recorded (the last block is the one the reply was written with), and stamp their last use. Only the
+    user's own memories are recorded, whatever the ids say."""
+    with transaction.atomic():
+        MemoryUse.objects.filter(message_id=message_id).exclude(memory_id__in=memory_ids).delete()
+        if not memory_ids:
+            return
+        owned = list(Memory.objects.filter(owner_id=user_id, pk__in=memory_ids).values_list("pk", flat=True))
+        uses = [MemoryUse(memory_id=pk, message_id=message_id) for pk in owned]
+        MemoryUse.objects.bulk_create(uses, ignore_conflicts=True)
+        Memory.objects.filter(pk__in=owned).update(last_used_at=_now())
 
 
 def _chain_head(*, user: User, memory: Memory) -> Memory:
@@ -199,6 +235,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     new = _create_active(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=head.pk).update(superseded_by=new)
+    embed_memories_later(user_id=user.pk)
     return new
 
 

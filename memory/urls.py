@@ -14,4 +14,6 @@ urlpatterns = [
     path("settings/memory/<int:memory_id>/edit/", views.memory_edit, name="edit"),
     path("settings/memory/<int:memory_id>/delete/", views.memory_delete, name="delete"),
     path("settings/memory/<int:memory_id>/restore/", views.memory_restore, name="restore"),
+    path("settings/memory/<int:memory_id>/wrong/", views.reply_wrong, name="reply_wrong"),
+    path("settings/memory/<int:memory_id>/outdated/", views.reply_outdated, name="reply_outdated"),
 ]

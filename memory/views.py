@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
@@ -309,3 +310,42 @@ def memory_notices(request: HttpRequest) -> HttpResponse:
     items, last = notices.notices_after(user=user, after_run_id=after)
     context = {"enabled": True, "after": last, "notices": items, "offline_only": notices.push_is_cross_process()}
     return render(request, "memory/_notice_poller.html", context)
+
+
+# --- under a reply: "Used N memories" (memory/chat/_reply.html) -------------------------------------
+
+
+def _reply_item(request: HttpRequest, memory: Memory, outcome: str) -> HttpResponse:
+    """The memory's line under the reply, saying what was done (the whole list stays as it was)."""
+    message_id = request.POST.get("message", "")
+    context = {"memory": memory, "message": {"pk": message_id if message_id.isdigit() else ""}, "outcome": outcome}
+    return render(request, "memory/chat/_reply_memory.html", context)
+
+
+@login_required
+@require_POST
+def reply_wrong(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """ "Wrong": delete the memory (and its earlier versions) permanently; the next turn goes without it."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    services.memory_delete(user=user, memory=memory)
+    if not _htmx(request):
+        messages.success(request, gettext("Memory deleted permanently."))
+        return redirect(request.META.get("HTTP_REFERER") or _page_url())
+    return _reply_item(request, memory, gettext("Deleted. Memora won’t use it from your next message."))
+
+
+@login_required
+@require_POST
+def reply_outdated(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """ "Outdated": move the memory to history (restorable on Settings → Memory)."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    try:
+        memory = services.memory_retract(user=user, memory=memory)
+    except services.MemoryRejected as exc:
+        return _reply_item(request, memory, str(exc))
+    if not _htmx(request):
+        messages.success(request, gettext("Memory moved to History."))
+        return redirect(request.META.get("HTTP_REFERER") or _page_url())
+    return _reply_item(request, memory, gettext("Moved to History. Memora won’t use it from your next message."))

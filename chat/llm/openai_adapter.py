@@ -35,6 +35,7 @@ from django.utils.translation import gettext as _
 from chat.deadlines import Deadline
 from chat.llm.base import (
     ChatModel,
+    Embedder,
     LLMError,
     Messages,
     StreamChunk,
@@ -422,3 +423,27 @@ class OpenAIChatModel(ChatModel):
         if not isinstance(content, str) or not content.strip():
             raise LLMError("The model provider returned no content.", kind="bad_response")
         return content
+
+
+class OpenAIEmbedder(Embedder):
+    """`/v1/embeddings` of EMBEDDING_BASE_URL (default: the chat provider's), for memory recall."""
+
+    def __init__(self) -> None:
+        self.model = settings.EMBEDDING_MODEL
+        self._client = openai.OpenAI(
+            api_key=settings.EMBEDDING_API_KEY or settings.OPENAI_API_KEY or "not-needed",
+            base_url=settings.EMBEDDING_BASE_URL or settings.OPENAI_BASE_URL or None,
+            max_retries=0,  # a turn waits for at most one short attempt, then ranks without it
+        )
+
+    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+        try:
+            answer = self._client.embeddings.create(
+                model=self.model, input=texts, encoding_format="float", timeout=timeout
+            )
+            vectors = [list(item.embedding) for item in sorted(answer.data, key=lambda item: item.index)]
+        except Exception as exc:
+            raise _as_llm_error(exc) from exc
+        if len(vectors) != len(texts):
+            raise LLMError("The embeddings answer has the wrong number of vectors.", kind="bad_response")
+        return vectors

@@ -42,6 +42,7 @@ def test_list_returns_the_public_shape_with_sources(api_client: Any, sourced: Me
         "sources": [
             {"message_id": message.pk, "conversation_id": str(message.conversation_id), "excerpt": message.content}
         ],
+        "last_used_at": None,
     }
 
 

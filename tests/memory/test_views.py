@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import User
+from chat.extensions import TurnContext
 from chat.models import Message
 from memory import services
 from memory.context import memory_block
@@ -263,22 +263,33 @@ def test_history_shows_why_when_and_what_replaced_it(alice: Client, memory: Memo
     assert f'<a href="#memory-{memory.pk}">“Prefers small phones, easier to use one-handed”</a>' in history
 
 
-def test_budget_usage_matches_the_memory_block(alice: Client, user: User, memory: Memory) -> None:
-    make_memory(owner=user, content="Is vegetarian")
-    ctx = SimpleNamespace(conversation=SimpleNamespace(temporary=False), user=user)
-    used = len(memory_block(ctx))  # type: ignore[arg-type]
+def test_summary_says_which_memories_every_chat_uses(alice: Client, user: User, memory: Memory) -> None:
+    make_memory(owner=user, content="Is vegetarian", pinned=True)
+    conversation = make_conversation(owner=user)
+    ctx = TurnContext(user=user, conversation=conversation, user_message=make_message(conversation=conversation))
+    block = memory_block(ctx)  # a message about nothing in particular: the memories every chat uses
+    assert block is not None
     page = body(alice.get(PAGE))
-    assert f"{used:,} of 4,000 characters" in page
-    assert "2</strong> active memories" in page
+    assert f"{len(block):,} of 4,000 characters" in page
+    assert "2</strong> active memories" in page and "1</strong> is used in every chat" in page
+    assert "used when a message is about them" in page and "left out" not in page
 
 
-def test_budget_says_when_older_memories_are_left_out(alice: Client, user: User, settings: Any) -> None:
+def test_summary_says_when_pinned_memories_do_not_fit(alice: Client, user: User, settings: Any) -> None:
     settings.MEMORY_PROMPT_MAX_CHARS = 300
     for n in range(4):
-        make_memory(owner=user, content=f"Fact {n} " + "x" * 40)
+        make_memory(owner=user, content=f"Fact {n} " + "x" * 40, pinned=True)
     page = body(alice.get(PAGE))
-    assert "doesn’t fit" in page or "don’t fit" in page
+    assert "don’t all fit" in page and "left out of every chat" in page
     assert "of 300 characters" in page
+
+
+def test_pinned_memories_come_first_with_when_each_was_last_used(alice: Client, user: User) -> None:
+    make_memory(owner=user, content="Older and pinned", pinned=True)
+    make_memory(owner=user, content="Newer", last_used_at=timezone.now())
+    page = body(alice.get(PAGE))
+    assert page.index("Older and pinned") < page.index("Newer")
+    assert "last used" in page and "not used yet" in page
 
 
 def make_memories(user: User, n: int, *, first: int = 0) -> None:
