@@ -106,6 +106,7 @@ class ExtractionRunAdmin(admin.ModelAdmin):
         "started_at",
         "finished_at",
         "judge_ms",
+        "text_removed",
         "error",
         "judge_input_pretty",
         "raw_output",
@@ -134,6 +135,13 @@ class ExtractionRunAdmin(admin.ModelAdmin):
             )
             retried += count
         self.message_user(request, f"{retried} message(s) are pending again; extraction scheduled.", messages.SUCCESS)
+
+    @admin.display(description="Text")
+    def text_removed(self, obj: ExtractionRun) -> str:
+        if obj.text_removed_at is None:
+            return "kept"
+        when = timezone.localtime(obj.text_removed_at).strftime("%Y-%m-%d %H:%M")
+        return f"removed by retention on {when} (MEMORY_RUN_RETENTION_DAYS); counts, status and timings kept"
 
     @admin.display(description="Started", ordering="started_at")
     def started(self, obj: ExtractionRun) -> str:

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import Message
+from memory import forgetting
 from memory.judge import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource
 from memory.selectors import memories_active, messages_pending
@@ -159,10 +160,12 @@ def _chain_before(*, user: User, memory: Memory) -> set[int]:
 
 @transaction.atomic
 def memory_delete(*, user: User, memory: Memory) -> int:
-    """Remove the memory and its earlier versions permanently; returns how many rows went."""
+    """Remove the memory and its earlier versions permanently, with every copy of their text
+    (memory.forgetting); returns how many rows went."""
     _check_owner(user, memory)
     pending_messages_skip(user=user, before=_now())
     ids = _chain_before(user=user, memory=memory)
+    forgetting.memories_forget(user_id=user.pk, memory_ids=ids)  # every copy of their text, first
     deleted, _ = Memory.objects.filter(owner=user, pk__in=ids).delete()
     return len(ids) if deleted else 0
 
@@ -209,7 +212,9 @@ def memory_forget_all(*, user: User, purge: bool = False) -> int:
     now = _now()
     pending_messages_skip(user=user, before=now)
     if purge:
-        count = Memory.objects.filter(owner=user).count()
+        ids = list(Memory.objects.filter(owner=user).values_list("pk", flat=True))
+        forgetting.memories_forget(user_id=user.pk, memory_ids=ids)  # every copy of their text, first
+        count = len(ids)
         Memory.objects.filter(owner=user).delete()
     else:
         count = memories_active(user_id=user.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)

@@ -11,7 +11,7 @@ import logging
 from celery import Task, shared_task
 from django.db import transaction
 
-from memory import pipeline, recovery, retries
+from memory import pipeline, recovery, retention, retries
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -36,8 +36,13 @@ def extract_memories_task(
 
 @shared_task(ignore_result=True)
 def sweep_extractions_task() -> int:
-    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py)."""
+    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py), and
+    strip the text of runs past their retention (memory/retention.py)."""
     recovery.claims_recover()
+    try:
+        retention.runs_text_strip()
+    except Exception:  # retention waits for the next sweep; extraction recovery must still run
+        logger.exception("could not strip the text of old extraction runs")
     work = recovery.pending_work()
     for user_id, message_id in work:
         _send(user_id, message_id, None, ExtractionRun.Trigger.BACKGROUND)

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
-from memory import batching, judge
+from memory import batching, forgetting, judge
 from memory.models import ExtractionRun, MemoryClaim
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
@@ -77,10 +77,21 @@ def start_run(
 
 
 def finish_run(run: ExtractionRun, status: str, *, error: str = "") -> None:
+    """Close the run's record. It re-checks at commit (SPEC §8): a memory it was shown or a message it
+    covered that was deleted while it ran leaves no copy in it (memory.forgetting.run_scrub; the row is
+    locked first, so a deletion either redacted it already or waits and redacts it after), and the run
+    of an account deleted meanwhile writes nothing."""
     run.status = status
     run.error = error
     run.finished_at = clock.now()
-    run.save(update_fields=["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops"])
+    fields = ["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops", "judge_input"]
+    with transaction.atomic():
+        stored = ExtractionRun.objects.select_for_update().filter(pk=run.pk).values_list("judge_input", flat=True)
+        if not stored:
+            return  # its account (or the run) was deleted meanwhile
+        run.judge_input = stored[0]
+        forgetting.run_scrub(run)
+        ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields})
 
 
 def too_large(batch: Batch, exc: LLMError) -> Result:
