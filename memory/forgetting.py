@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, Value
 
 from chat.extensions import TurnContext
 from chat.models import AgentState, ConversationMarker, Message
@@ -91,7 +91,8 @@ class Forgotten:
         another is replaced whole)."""
         forms: set[str] = set()
         for content in self.contents.values():
-            for text in {content, " ".join(content.split())}:
+            # The flush tool's result ends each sentence with one full stop ("Remembered: …."): without its own.
+            for text in {content, " ".join(content.split()), content.rstrip(".")}:
                 forms.update(json_forms(text))
         return sorted((f for f in forms if f.strip()), key=len, reverse=True)
 
@@ -303,25 +304,30 @@ def run_messages_redact(run: ExtractionRun, *, gone: set[int], texts: Iterable[s
     return changed
 
 
-def run_scrub(run: ExtractionRun) -> None:
-    """Before a run's record is written at its end: the memories it was shown, or the messages it
-    covered, that were deleted while it ran leave no copy in it (their text is known from the run's own
-    judge input)."""
+def run_scrub(run: ExtractionRun) -> bool:
+    """At a run's end: the memories it was shown, or the messages it covered, that were deleted while
+    it ran leave no copy in its record (their text is known from the run's own judge input). One query
+    when nothing was deleted. True when the record was changed (in place)."""
     from memory.demo import parse_judge_input
 
     judge_text = "\n".join(
         item.get("content", "") for item in run.judge_input if isinstance(item, dict) and item.get("role") == "user"
     )
     shown, numbered = parse_judge_input(judge_text)
-    gone_memories = set(shown) - set(Memory.objects.filter(pk__in=list(shown)).values_list("pk", flat=True))
+    ids = [int(pk) for pk in run.message_ids or []]
+    memories = Memory.objects.filter(pk__in=list(shown)).order_by().annotate(kind=Value("memory")).values_list("kind", "pk")
+    messages = Message.objects.filter(pk__in=ids).order_by().annotate(kind=Value("message")).values_list("kind", "pk")
+    alive = set(memories.union(messages, all=True))
+    gone_memories = {pk for pk in shown if ("memory", pk) not in alive}
+    gone_messages = {pk for pk in ids if ("message", pk) not in alive}
+    changed: list[str] = []
     if gone_memories:
         gone = Forgotten(user_id=run.owner_id, contents={pk: shown[pk] for pk in gone_memories})
-        run_redact(run, ids=gone.ids, forms=gone.forms())
-    ids = [int(pk) for pk in run.message_ids or []]
-    gone_messages = set(ids) - set(Message.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        changed += run_redact(run, ids=gone.ids, forms=gone.forms())
     if gone_messages:
         texts = [text for (_, text), pk in zip(numbered, ids, strict=False) if pk in gone_messages]
-        run_messages_redact(run, gone=gone_messages, texts=texts)
+        changed += run_messages_redact(run, gone=gone_messages, texts=texts)
+    return bool(changed)
 
 
 # Memories a turn in this process may quote, by user message id: (memory id, sentence) pairs, kept in

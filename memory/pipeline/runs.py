@@ -79,19 +79,18 @@ def start_run(
 def finish_run(run: ExtractionRun, status: str, *, error: str = "") -> None:
     """Close the run's record. It re-checks at commit (SPEC §8): a memory it was shown or a message it
     covered that was deleted while it ran leaves no copy in it (memory.forgetting.run_scrub; the row is
-    locked first, so a deletion either redacted it already or waits and redacts it after), and the run
-    of an account deleted meanwhile writes nothing."""
+    locked first by the write, so a deletion either finished before the re-check or waits and redacts
+    the record after), and the run of an account deleted meanwhile writes nothing."""
     run.status = status
     run.error = error
     run.finished_at = clock.now()
     fields = ["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops", "judge_input"]
-    with transaction.atomic():
-        stored = ExtractionRun.objects.select_for_update().filter(pk=run.pk).values_list("judge_input", flat=True)
-        if not stored:
+    with transaction.atomic(savepoint=False):
+        # The UPDATE locks the row first; then the re-check, and a second write only when it redacted.
+        if not ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields}):
             return  # its account (or the run) was deleted meanwhile
-        run.judge_input = stored[0]
-        forgetting.run_scrub(run)
-        ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields})
+        if forgetting.run_scrub(run):
+            ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields})
 
 
 def too_large(batch: Batch, exc: LLMError) -> Result:
