@@ -38,9 +38,14 @@ def _scalar(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+_FLAT = (str, int, float, bool, datetime, date, UUID)
+
+
 def _encode(value: Any) -> Iterator[str]:
     """JSON text for `value`, where lists, tuples and any other iterator are streamed item by item."""
-    if isinstance(value, dict):
+    if isinstance(value, dict) and all(isinstance(item, _FLAT) or item is None for item in value.values()):
+        yield json.dumps(value, default=_scalar, ensure_ascii=False)  # a message row: one call
+    elif isinstance(value, dict):
         yield "{"
         for index, (key, item) in enumerate(value.items()):
             yield ("," if index else "") + json.dumps(str(key), ensure_ascii=False) + ":"
