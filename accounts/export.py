@@ -109,12 +109,12 @@ async def achunks(user: User) -> AsyncIterator[str]:
     """`chunks` for an ASGI response: each piece is read on Django's one sync thread (where the
     database connection lives), so the event loop never blocks and nothing is read ahead."""
     iterator = chunks(user)
-    done = object()
-    while True:
-        piece = await sync_to_async(next, thread_sensitive=True)(iterator, done)
-        if piece is done:
-            return
-        yield piece  # type: ignore[misc]
+
+    def next_piece() -> str | None:
+        return next(iterator, None)
+
+    while (piece := await sync_to_async(next_piece, thread_sensitive=True)()) is not None:
+        yield piece
 
 
 def response(request: HttpRequest, user: User) -> StreamingHttpResponse:

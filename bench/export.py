@@ -50,7 +50,9 @@ def build(*, messages: int, conversations: int, memories: int) -> object:
     from memory.models import Memory, MemorySource
 
     user = User.objects.create_user("bench", password="bench-password")
-    convs = Conversation.objects.bulk_create([Conversation(owner=user, title=f"Trip {n}") for n in range(conversations)])
+    convs = Conversation.objects.bulk_create(
+        [Conversation(owner=user, title=f"Trip {n}") for n in range(conversations)]
+    )
     AgentState.objects.bulk_create([AgentState(conversation=c) for c in convs])
     per = messages // conversations
     first_ids: list[int] = []
@@ -61,7 +63,9 @@ def build(*, messages: int, conversations: int, memories: int) -> object:
         ]
         created = Message.objects.bulk_create(rows, batch_size=2000)
         first_ids.append(created[0].pk)
-    mems = Memory.objects.bulk_create([Memory(owner=user, content=f"Fact number {n} about the trip.") for n in range(memories)])
+    mems = Memory.objects.bulk_create(
+        [Memory(owner=user, content=f"Fact number {n} about the trip.") for n in range(memories)]
+    )
     MemorySource.objects.bulk_create(
         [MemorySource(memory=m, message_id=first_ids[n % len(first_ids)]) for n, m in enumerate(mems)]
     )

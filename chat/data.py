@@ -26,7 +26,7 @@ def _messages(conversation_id: Any) -> Iterator[dict[str, Any]]:
         .values("id", "role", "content", "status", "error", "memory_status", "created_at")
     )
     for row in rows.iterator(chunk_size=EXPORT_CHUNK):
-        yield row
+        yield dict(row)
 
 
 def conversations_export(user: User) -> Iterator[dict[str, Any]]:
@@ -89,4 +89,3 @@ def account_page_context(request: HttpRequest) -> dict[str, Any]:
     from chat.views import sidebar_context
 
     return {**sidebar_context(request.user), "current": None, "layout": "chat/settings_layout.html"}  # type: ignore[arg-type]
-

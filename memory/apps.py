@@ -9,8 +9,8 @@ class MemoryConfig(AppConfig):
         """Plug memory into chat's extension points (chat works on its own without them)."""
         from accounts import data
         from chat import extensions
-        from memory import demo, forgetting
         from memory import data as memory_data
+        from memory import demo, forgetting
         from memory.context import memory_block
         from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
         from memory.receivers import on_turn_finished

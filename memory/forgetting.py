@@ -315,7 +315,9 @@ def run_scrub(run: ExtractionRun) -> bool:
     )
     shown, numbered = parse_judge_input(judge_text)
     ids = [int(pk) for pk in run.message_ids or []]
-    memories = Memory.objects.filter(pk__in=list(shown)).order_by().annotate(kind=Value("memory")).values_list("kind", "pk")
+    memories = (
+        Memory.objects.filter(pk__in=list(shown)).order_by().annotate(kind=Value("memory")).values_list("kind", "pk")
+    )
     messages = Message.objects.filter(pk__in=ids).order_by().annotate(kind=Value("message")).values_list("kind", "pk")
     alive = set(memories.union(messages, all=True))
     gone_memories = {pk for pk in shown if ("memory", pk) not in alive}

@@ -128,7 +128,9 @@ def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
     ids = {change.memory_id for change in changes if change.memory_id is not None}
     kept = set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
     return [
-        change if change.memory_id is None or change.memory_id in kept else MemoryChange(change.kind, content="(deleted)")
+        change
+        if change.memory_id is None or change.memory_id in kept
+        else MemoryChange(change.kind, content="(deleted)")
         for change in changes
     ]
 

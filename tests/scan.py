@@ -38,7 +38,7 @@ def scan_for(text: str) -> list[Hit]:
             pk = connection.introspection.get_primary_key_column(cursor, table)
             key = f"CAST({quote(pk)} AS TEXT)" if pk else "''"
             for column in columns:
-                cursor.execute(f"SELECT {key}, CAST({quote(column)} AS TEXT) FROM {quote(table)}")  # noqa: S608
+                cursor.execute(f"SELECT {key}, CAST({quote(column)} AS TEXT) FROM {quote(table)}")
                 for row, value in cursor.fetchall():
                     if isinstance(value, memoryview | bytes):
                         value = bytes(value).decode("utf-8", "replace")
@@ -53,9 +53,7 @@ def display_log_hits(hits: list[Hit]) -> list[Hit]:
     from chat.models import Message
 
     table = Message._meta.db_table
-    replies = {
-        str(pk) for pk in Message.objects.filter(role=Message.Role.ASSISTANT).values_list("pk", flat=True)
-    }
+    replies = {str(pk) for pk in Message.objects.filter(role=Message.Role.ASSISTANT).values_list("pk", flat=True)}
     return [hit for hit in hits if hit.table == table and hit.column == "content" and hit.row in replies]
 
 

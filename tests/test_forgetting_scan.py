@@ -221,7 +221,11 @@ def test_deleting_a_conversation_leaves_no_copy_of_its_messages(fake_model: Any)
     memory = Memory.objects.get(owner=user)
     assert memory.content == "Bakes from family recipes." and not memory.sources.exists()
     tool_result = AgentState.objects.get(conversation=kept).context[-1]
-    assert tool_result == {"role": "tool", "tool_call_id": "c1", "content": 'Found: "(a message that was since deleted)"'}
+    assert tool_result == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": 'Found: "(a message that was since deleted)"',
+    }
 
 
 # --- deleting an account ---------------------------------------------------------------------------
@@ -230,7 +234,7 @@ def test_deleting_a_conversation_leaves_no_copy_of_its_messages(fake_model: Any)
 def _row_counts() -> dict[str, int]:
     from django.apps import apps
 
-    return {model._meta.label: model.objects.count() for model in apps.get_models()}
+    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
 
 
 def _owned_counts(user: Any) -> dict[str, int]:

@@ -65,7 +65,9 @@ def test_the_export_holds_every_conversation_message_and_memory_of_the_user_and_
     conversations = document["conversations"]
     assert len(conversations) == 3 and [c["temporary"] for c in conversations].count(True) == 1
     contents = [m["content"] for c in conversations for m in c["messages"]]
-    assert sorted(contents) == sorted([f"apricot message {n}" for n in range(3)] + [f"apricot reply {n}" for n in range(3)])
+    assert sorted(contents) == sorted(
+        [f"apricot message {n}" for n in range(3)] + [f"apricot reply {n}" for n in range(3)]
+    )
     assert {"role", "content", "status", "created_at"} <= set(conversations[0]["messages"][0])
     assert "BOBSECRET" not in json.dumps(document)
 
@@ -82,7 +84,9 @@ def test_the_export_holds_memories_with_history_sources_and_this_releases_fields
     first = services.memory_add(user=alice, content="Lives in Lyon.")
     MemorySource.objects.create(memory=first, message=source)
     services.memory_edit(user=alice, memory=first, content="Lives in Lyon, France.")
-    Memory.objects.create(owner=alice, content="Is vegetarian.", suggested=True, sensitive=True, pinned=True, key="diet")
+    Memory.objects.create(
+        owner=alice, content="Is vegetarian.", suggested=True, sensitive=True, pinned=True, key="diet"
+    )
     Memory.objects.create(owner=make_user(), content="Someone else's memory.")
 
     document = _document(api_client_for(alice).get("/api/me/export"))
@@ -221,3 +225,20 @@ async def test_deleting_the_account_closes_its_open_sockets(alice_socket: tuple[
     assert response.status_code == 204
     closed = await socket.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": consumers.CLOSE_UNAUTHENTICATED}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_export_streams_under_asgi() -> None:
+    from django.test import AsyncClient
+
+    alice = await database_sync_to_async(make_user)()
+    conversation = await database_sync_to_async(conversation_create)(user=alice)
+    await database_sync_to_async(say)(conversation, "Streamed under ASGI.")
+    client = AsyncClient()
+    await client.aforce_login(alice)
+
+    response = await client.get(reverse("account_export"))
+
+    assert response.status_code == 200 and response.is_async
+    body = b"".join([piece async for piece in response.streaming_content])
+    assert json.loads(body)["conversations"][0]["messages"][0]["content"] == "Streamed under ASGI."

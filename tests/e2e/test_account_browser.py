@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ def test_the_account_page_downloads_everything_and_deletes_the_account(page: Any
 
     with page.expect_download() as download_info:
         page.locator("#account-export").click()
-    document = json.loads(open(download_info.value.path(), encoding="utf-8").read())
+    document = json.loads(Path(download_info.value.path()).read_text(encoding="utf-8"))
     assert document["account"]["username"] == "leaving-user"
     messages = [m["content"] for c in document["conversations"] for m in c["messages"]]
     assert "Hello there, I love small phones." in messages

@@ -34,11 +34,11 @@ def test_every_copy_is_registered_in_one_place() -> None:
 
 
 def test_a_sentence_is_found_plain_escaped_and_shortened() -> None:
-    forgotten = forgetting.Forgotten(user_id=1, contents={1: "我养蜂 \"quoted\""})
+    forgotten = forgetting.Forgotten(user_id=1, contents={1: '我养蜂 "quoted"'})
     forms = forgotten.forms()
-    assert "我养蜂 \"quoted\"" in forms and "Ends in dots" in forgetting.Forgotten(1, {1: "Ends in dots..."}).forms()
-    assert "我养蜂 \"quoted\"" in forms and '\\u6211\\u517b\\u8702 \\"quoted\\"' in forms
-    assert forgetting.redact_value({"a": ["x 我养蜂 \"quoted\" y"]}, forms, "_") == {"a": ["x _ y"]}
+    assert '我养蜂 "quoted"' in forms and "Ends in dots" in forgetting.Forgotten(1, {1: "Ends in dots..."}).forms()
+    assert '我养蜂 "quoted"' in forms and '\\u6211\\u517b\\u8702 \\"quoted\\"' in forms
+    assert forgetting.redact_value({"a": ['x 我养蜂 "quoted" y']}, forms, "_") == {"a": ["x _ y"]}
 
 
 @pytest.mark.django_db
