@@ -237,7 +237,7 @@ async def test_the_export_streams_under_asgi() -> None:
     client = AsyncClient()
     await client.aforce_login(alice)
 
-    response = await client.get(reverse("account_export"))
+    response: Any = await client.get(reverse("account_export"))
 
     assert response.status_code == 200 and response.is_async
     body = b"".join([piece async for piece in response.streaming_content])
