@@ -27,7 +27,15 @@ Invalidation into history (update, retract, forget without purge) keeps the text
 
 Work in flight re-checks at commit: an extraction run's record is scrubbed when it finishes
 (`run_scrub`, memory.pipeline.runs.finish_run), and a turn's agent state when it is saved
-(`state_filter`, chat.extensions.register_state_filter), against the memories deleted meanwhile.
+(`state_filter`, chat.extensions.register_state_filter), against the memories deleted meanwhile; a
+compaction summary made from a state that was redacted meanwhile is not saved
+(chat.compaction.state_compacted_save's `read`).
+
+Adding a copy (used-memory records, suggestions, stored vectors, a search index): prefer a row with a
+ForeignKey to the Memory (CASCADE); otherwise write a redactor here and register it in memory/apps.py,
+then add the copy to tests/test_forgetting_scan.py's `learn_everything` so the scans prove it.
+A copy of a *user's message* outside its conversation registers a conversation eraser instead
+(chat.extensions.register_conversation_eraser), and one tied to the account an eraser in accounts.data.
 """
 
 from __future__ import annotations

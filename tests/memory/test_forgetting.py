@@ -194,3 +194,20 @@ def test_sqlite_overwrites_deleted_rows() -> None:
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA secure_delete")
         assert cursor.fetchone()[0] == 1
+
+
+@pytest.mark.django_db
+def test_a_summary_made_before_a_delete_is_not_saved_after_it(user: Any, conversation: Any) -> None:
+    from chat.compaction import Compacted, state_compacted_save, summary_item
+
+    memory = make_memory(owner=user, content=SENTENCE)
+    read = [{"role": "user", "content": "What do you know?"}, {"role": "assistant", "content": f"That: {SENTENCE}"}]
+    AgentState.objects.filter(conversation=conversation).update(context=read)
+    version = AgentState.objects.get(conversation=conversation).version
+    summary = Compacted([summary_item(f"The user keeps bees: {SENTENCE}")], summarized_turns=1, summarized=True)
+
+    services.memory_delete(user=user, memory=memory)  # while the summary was being written
+    saved = state_compacted_save(conversation_id=conversation.pk, version=version, result=summary, read=read)
+
+    assert saved is None
+    assert scan_beyond_display_log(SENTENCE) == []
