@@ -103,10 +103,18 @@ def account_delete(*, user: User, password: str) -> None:
     ForeignKey to it (tokens, conversations, messages, memories, runs, claims). A wrong password raises
     AccountDeleteRefused and deletes nothing. Open sockets are closed after commit by chat's eraser.
     """
-    from accounts import data
 
     if not password or not user.check_password(password):
         raise AccountDeleteRefused(gettext("The password is not correct; nothing was deleted."))
+    account_erase(user=user)
+
+
+@transaction.atomic
+def account_erase(*, user: User) -> None:
+    """Delete the account and everything in it (account_delete after its password check; the admin's
+    delete of a user)."""
+    from accounts import data
+
     locked = User.objects.select_for_update().filter(pk=user.pk).first()
     if locked is None:
         return

@@ -164,6 +164,19 @@ def conversation_delete(*, conversation: Conversation) -> None:
     conversation.delete()
 
 
+@transaction.atomic
+def messages_delete(*, message_ids: list[int]) -> None:
+    """Delete single messages (the admin's delete), with every copy of them kept elsewhere."""
+    by_user: dict[int, dict[int, str]] = {}
+    for pk, user_id, content in Message.objects.filter(pk__in=message_ids).values_list("pk", "user_id", "content"):
+        by_user.setdefault(user_id, {})[pk] = content
+    for user_id, messages in by_user.items():
+        erased = extensions.ConversationsErased(user_id=user_id, conversation_ids=[], messages=messages)
+        for eraser in extensions.conversation_erasers():
+            eraser(erased)
+    Message.objects.filter(pk__in=message_ids).delete()
+
+
 def conversations_erase(*, user_id: int, conversation_ids: list[Any]) -> None:
     """Run the conversation erasers for these conversations of the user (inside the caller's
     transaction, before the rows are deleted)."""

@@ -10,8 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from chat.admin import log_deletions_by_id
 from chat.models import Message
-from memory import pipeline, selectors
+from memory import pipeline, selectors, services
 from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
 from memory.tasks import enqueue_extraction
 
@@ -68,6 +69,16 @@ class MemoryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    # A permanent delete, as the owner's: every copy of the sentence goes too (memory.forgetting).
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        services.memory_rows_delete(memory_ids=[obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        services.memory_rows_delete(memory_ids=list(queryset.values_list("pk", flat=True)))
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Memory]) -> Any:
+        return log_deletions_by_id(request, queryset, "memory")
 
     @admin.display(boolean=True, description="Active")
     def is_active(self, obj: Memory) -> bool:

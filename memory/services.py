@@ -206,6 +206,18 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
 
 
 @transaction.atomic
+def memory_rows_delete(*, memory_ids: list[int]) -> int:
+    """Delete these rows (of any users; the admin's delete) with every copy of their text."""
+    owners: dict[int, list[int]] = {}
+    for pk, owner_id in Memory.objects.filter(pk__in=memory_ids).values_list("pk", "owner_id"):
+        owners.setdefault(owner_id, []).append(pk)
+    for owner_id, ids in owners.items():
+        forgetting.memories_forget(user_id=owner_id, memory_ids=ids)
+    deleted, _ = Memory.objects.filter(pk__in=memory_ids).delete()
+    return deleted
+
+
+@transaction.atomic
 def memory_forget_all(*, user: User, purge: bool = False) -> int:
     """Forget everything: invalidate every active memory (kept in history), or with `purge`
     delete every memory of the user permanently. Returns how many memories were affected."""

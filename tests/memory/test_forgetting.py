@@ -211,3 +211,28 @@ def test_a_summary_made_before_a_delete_is_not_saved_after_it(user: Any, convers
 
     assert saved is None
     assert scan_beyond_display_log(SENTENCE) == []
+
+
+@pytest.mark.django_db
+def test_the_admins_delete_of_a_memory_is_a_permanent_delete_too(user: Any, admin_client: Client) -> None:
+    memory = make_memory(owner=user, content=SENTENCE)
+    ExtractionRun.objects.create(owner=user, trigger="flush", status="applied", raw_output=SENTENCE)
+
+    response = admin_client.post(f"/admin/memory/memory/{memory.pk}/delete/", {"post": "yes"})
+
+    assert response.status_code == 302
+    assert scan_for(SENTENCE) == []  # the admin's own log of it included
+    from django.contrib.admin.models import LogEntry
+
+    assert LogEntry.objects.get(object_id=str(memory.pk)).object_repr in (f"memory {memory.pk}", "(deleted)")
+
+
+@pytest.mark.django_db
+def test_the_admins_delete_of_a_user_deletes_the_account_like_the_user_would(admin_client: Client) -> None:
+    leaving = make_user(username="leaving")
+    say(conversation_create(user=leaving), "My words, to be deleted with me.")
+
+    response = admin_client.post(f"/admin/accounts/user/{leaving.pk}/delete/", {"post": "yes"})
+
+    assert response.status_code == 302
+    assert scan_for("My words, to be deleted with me.") == []
