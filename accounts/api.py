@@ -11,11 +11,13 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import ConfigDict
 
-from accounts import selectors
+from accounts import export, selectors
 from accounts.auth import is_token_request
 from accounts.models import User
 from accounts.services import (
     TOKEN_NAME_MAX,
+    AccountDeleteRefused,
+    account_delete,
     api_token_create,
     api_token_revoke,
     user_set_memory_enabled,
@@ -48,6 +50,63 @@ def me_patch(request: HttpRequest, payload: MePatch) -> User:
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
     return user
+
+
+# --- Delete my account, download all my data (the same as Settings → Account; SPEC §8) ---
+
+
+class AccountDeleteIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    password: str = Field(description="The account's password, to confirm.")
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+@router.delete(
+    "/me",
+    response={204: None, 403: ErrorOut},
+    summary="Delete my account and everything in it",
+    description=(
+        "Deletes, in one transaction: every conversation with its messages and agent state, every memory "
+        "with its history and sources, the extraction records, API tokens and sessions. The account's "
+        "tokens answer 401 from then on and its open chat sockets are closed. A wrong password answers "
+        "403 and deletes nothing. Database backups made before keep what they hold until they are replaced."
+    ),
+)
+def me_delete(request: HttpRequest, payload: AccountDeleteIn) -> Any:
+    try:
+        account_delete(user=request.user, password=payload.password)  # type: ignore[arg-type]
+    except AccountDeleteRefused as exc:
+        return Status(403, {"detail": str(exc)})
+    return Status(204, None)
+
+
+class ExportOut(Schema):
+    format: str = Field(description='"memora-export/1"')
+    exported_at: datetime
+    account: dict[str, Any] = Field(description="id, username, email, date_joined, last_login")
+    settings: dict[str, Any] = Field(description="memory_enabled, memory_review, language")
+    conversations: list[dict[str, Any]] = Field(
+        description="Every conversation (temporary ones that still exist included): id, title, temporary, "
+        "created_at, updated_at, messages [{id, role, content, status, error, memory_status, created_at}]"
+    )
+    memories: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every memory, active, suggested and in history, with this release's fields and sources "
+        "(present when the memory app is installed)",
+    )
+
+
+@router.get(
+    "/me/export",
+    response={200: ExportOut},
+    summary="Download all my data (one JSON document, streamed)",
+)
+def me_export(request: HttpRequest) -> Any:
+    return export.response(request, request.user)  # type: ignore[arg-type]
 
 
 # --- API tokens (the same as Settings → API tokens) ---

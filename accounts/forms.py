@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import User
 
@@ -24,3 +25,12 @@ class ApiTokenForm(forms.Form):
     def expires_at(self) -> datetime | None:
         days = self.cleaned_data.get("expires_in")
         return timezone.now() + timedelta(days=int(days)) if days else None
+
+
+class AccountDeleteForm(forms.Form):
+    password = forms.CharField(
+        label=_("Your password"),
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+        help_text=_("To confirm that it is you."),
+    )

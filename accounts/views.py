@@ -5,16 +5,22 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import selectors, throttle
-from accounts.forms import ApiTokenForm, SignupForm
+from accounts import data, export, selectors, throttle
+from accounts.forms import AccountDeleteForm, ApiTokenForm, SignupForm
 from accounts.models import User
-from accounts.services import TokenRejected, api_token_create, api_token_revoke
+from accounts.services import (
+    AccountDeleteRefused,
+    TokenRejected,
+    account_delete,
+    api_token_create,
+    api_token_revoke,
+)
 from accounts.throttle import client_address
 
 
@@ -80,3 +86,41 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     api_token_revoke(token=token)
     messages.success(request, f"Revoked the token {token.prefix}… ({token.name or 'unnamed'}).")
     return redirect("tokens")
+
+
+# --- Settings → Account: download all my data, delete my account (SPEC §8) ---
+
+
+@login_required
+@require_http_methods(["GET"])
+def account_export(request: HttpRequest) -> StreamingHttpResponse:
+    return export.response(request, request.user)  # type: ignore[arg-type]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account_page(request: HttpRequest) -> HttpResponse:
+    """Settings → Account. POST deletes the account (password confirmed), then signs out."""
+    user: User = request.user  # type: ignore[assignment]
+    form = AccountDeleteForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                account_delete(user=user, password=form.cleaned_data["password"])
+            except AccountDeleteRefused as exc:
+                form.add_error("password", str(exc))
+            else:
+                logout(request)
+                return redirect("account_deleted")
+        status = 403 if form.has_error("password") and form.data.get("password") else 422
+    context = {
+        "layout": "accounts/_layout_plain.html",
+        **data.page_context(request),
+        "delete_form": form,
+    }
+    return render(request, "accounts/account.html", context, status=status)
+
+
+def account_deleted(request: HttpRequest) -> HttpResponse:
+    return render(request, "accounts/deleted.html")

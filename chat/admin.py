@@ -1,8 +1,28 @@
+from typing import Any
+
 from django.contrib import admin
+from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from chat import compaction
+from chat import compaction, services
 from chat.models import AgentState, Conversation, Message
+
+
+def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: str) -> list[LogEntry]:
+    """The admin's log names a deleted object by its `str()`: a message's words, a conversation's title,
+    a memory's sentence. These are logged by id only, so the log keeps no copy of them (SPEC §8)."""
+    return [
+        LogEntry.objects.create(
+            user_id=int(request.user.pk or 0),
+            content_type_id=ContentType.objects.get_for_model(obj).pk,
+            object_id=str(obj.pk),
+            object_repr=f"{label} {obj.pk}",
+            action_flag=DELETION,
+        )
+        for obj in queryset
+    ]
 
 
 class StateSizeMixin:
@@ -46,6 +66,17 @@ class ConversationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:  # conversations belong to a user's chat
         return False
 
+    # Deleted the way the user's own delete does it: with every copy of its messages kept elsewhere.
+    def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
+        services.conversation_delete(conversation=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
+        for conversation in queryset:
+            services.conversation_delete(conversation=conversation)
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
+        return log_deletions_by_id(request, queryset, "conversation")
+
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
@@ -67,6 +98,15 @@ class MessageAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: object) -> bool:  # messages are written by chat turns only
         return False
+
+    def delete_model(self, request: HttpRequest, obj: Message) -> None:
+        services.messages_delete(message_ids=[obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        services.messages_delete(message_ids=list(queryset.values_list("pk", flat=True)))
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Message]) -> Any:
+        return log_deletions_by_id(request, queryset, "message")
 
 
 @admin.register(AgentState)

@@ -74,7 +74,13 @@ def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: Con
     return services.conversation_rename(conversation=conversation, title=payload.title)
 
 
-@router.delete("/{conversation_id}", response={204: None})
+@router.delete(
+    "/{conversation_id}",
+    response={204: None},
+    description="Deletes the conversation with its messages, markers and agent state, and every copy of its "
+    "messages kept elsewhere: their lines in extraction-run records, the memories' links to them (the memories "
+    "stay), other conversations' tool results that quoted them, the search index.",
+)
 def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)

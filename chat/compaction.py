@@ -319,10 +319,13 @@ def _summarized_through(conversation_id: Any, previous_id: int | None, turns: in
 
 @transaction.atomic
 def state_compacted_save(
-    *, conversation_id: Any, version: int, result: Compacted, lock_token: Any = None
+    *, conversation_id: Any, version: int, result: Compacted, lock_token: Any = None, read: Any = None
 ) -> int | None:
     """Save a compacted state if it is still at `version`. Without `lock_token` (background) only while no
-    turn holds the conversation's lock; with it, only while that lock is still ours. The new version, or None."""
+    turn holds the conversation's lock; with it, only while that lock is still ours. With `read` (the
+    context the summary was made from), only while the stored context is still that: a deletion redacts
+    agent states in place (memory.forgetting, chat.data), and a summary made from the text before must
+    not bring it back. The new version, or None."""
     now = timezone.now()
     conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
     if conversation is None:
@@ -331,7 +334,7 @@ def state_compacted_save(
     if (lock_token is None and locked) or (lock_token is not None and conversation.lock_token != lock_token):
         return None
     state = AgentState.objects.filter(conversation_id=conversation_id, version=version).first()
-    if state is None:
+    if state is None or (read is not None and state.context != read):
         return None
     fields: dict[str, Any] = {"context": result.context, "version": version + 1, "updated_at": now}
     if result.summarized:
@@ -402,7 +405,9 @@ def fit_turn(
             logger.warning("conversation %s: dropped the oldest part of the agent state to fit", conversation_id)
         turns = result.summarized_turns if result else 0
         result = Compacted(dropped, summarized_turns=turns, summarized=result is not None)
-    saved = state_compacted_save(conversation_id=conversation_id, version=version, result=result, lock_token=lock_token)
+    saved = state_compacted_save(
+        conversation_id=conversation_id, version=version, result=result, lock_token=lock_token, read=context
+    )
     return Fit(result.context, version if saved is None else saved, budget)
 
 
@@ -485,7 +490,9 @@ def compact_in_background(*, conversation_id: Any) -> str:
             return "failed"  # the old state stays; the next turn's end tries again
         if result is None:
             return "not_needed"
-        saved = state_compacted_save(conversation_id=conversation_id, version=state.version, result=result)
+        saved = state_compacted_save(
+            conversation_id=conversation_id, version=state.version, result=result, read=state.context
+        )
         return "compacted" if saved is not None else "changed"
     finally:
         AgentState.objects.filter(pk=state.pk).update(compacting_since=None)

@@ -16,6 +16,11 @@ Chat works, and its pages render, with nothing registered here.
 - conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
 - message annotators: set attributes on saved messages before the API or a page shows them (the memory
   app sets `memories_used`, what a reply's memory block held, and fills the "reply" page slot).
+- state filters: rewrite the agent state a turn is about to save, in the save's transaction (the state
+  row locked): how a deletion that happened while the turn ran reaches what the turn writes.
+- conversation erasers: called in the transaction that deletes conversations, before the rows go,
+  for every copy of their messages kept outside them (run records, other conversations' tool results,
+  a search index).
 """
 
 from __future__ import annotations
@@ -108,6 +113,43 @@ def tool_schemas(ctx: TurnContext | None = None) -> list[dict[str, Any]]:
         for t in _tools.values()
         if tool_available(t, ctx)
     ]
+
+
+# --- state filters and conversation erasers (forgetting, SPEC §8) ----------------------------------
+
+# (user_id, user_message_id, context) -> the context to save.
+StateFilter = Callable[[int, int, list[dict[str, Any]]], list[dict[str, Any]]]
+_state_filters: dict[str, StateFilter] = {}
+
+
+def register_state_filter(name: str, state_filter: StateFilter) -> None:
+    _state_filters[name] = state_filter
+
+
+def state_filters() -> list[StateFilter]:
+    return list(_state_filters.values())
+
+
+@dataclass(frozen=True)
+class ConversationsErased:
+    """Conversations about to be deleted: their owner, ids, and their messages' ids and text."""
+
+    user_id: int
+    conversation_ids: list[Any]
+    messages: dict[int, str]
+
+
+ConversationEraser = Callable[[ConversationsErased], None]
+_conversation_erasers: dict[str, ConversationEraser] = {}
+
+
+def register_conversation_eraser(name: str, eraser: ConversationEraser) -> None:
+    """Register a copy of conversation text kept outside the conversation's own rows (which cascade)."""
+    _conversation_erasers[name] = eraser
+
+
+def conversation_erasers() -> list[ConversationEraser]:
+    return list(_conversation_erasers.values())
 
 
 # --- page blocks ---------------------------------------------------------------------------------

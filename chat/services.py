@@ -111,7 +111,38 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
 
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
+    """Delete the conversation with its messages, markers and agent state, and every copy of its
+    messages kept elsewhere (the conversation erasers, chat.extensions: run records, other
+    conversations' tool results, a search index)."""
+    conversations_erase(user_id=conversation.owner_id, conversation_ids=[conversation.pk])
     conversation.delete()
+
+
+@transaction.atomic
+def messages_delete(*, message_ids: list[int]) -> None:
+    """Delete single messages (the admin's delete), with every copy of them kept elsewhere."""
+    by_user: dict[int, dict[int, str]] = {}
+    for pk, user_id, content in Message.objects.filter(pk__in=message_ids).values_list("pk", "user_id", "content"):
+        by_user.setdefault(user_id, {})[pk] = content
+    for user_id, messages in by_user.items():
+        erased = extensions.ConversationsErased(user_id=user_id, conversation_ids=[], messages=messages)
+        for eraser in extensions.conversation_erasers():
+            eraser(erased)
+    Message.objects.filter(pk__in=message_ids).delete()
+
+
+def conversations_erase(*, user_id: int, conversation_ids: list[Any]) -> None:
+    """Run the conversation erasers for these conversations of the user (inside the caller's
+    transaction, before the rows are deleted)."""
+    erasers = extensions.conversation_erasers()
+    if not erasers or not conversation_ids:
+        return
+    rows = Message.objects.filter(user_id=user_id, conversation_id__in=conversation_ids).values_list("pk", "content")
+    erased = extensions.ConversationsErased(
+        user_id=user_id, conversation_ids=list(conversation_ids), messages=dict(rows.iterator(chunk_size=2000))
+    )
+    for eraser in erasers:
+        eraser(erased)
 
 
 @dataclass
@@ -300,6 +331,11 @@ def turn_finish(
         return Message.objects.filter(pk=message.pk).first() or message
 
     context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
+    # The state row is locked before the filters re-check what was deleted while the turn ran (SPEC §8):
+    # a deletion that redacts agent states either finished before (and the filters see it) or waits.
+    list(AgentState.objects.select_for_update().filter(conversation=turn.conversation).values_list("pk"))
+    for state_filter in extensions.state_filters():
+        context = state_filter(turn.user.pk, turn.user_message.pk, context)
     saved = AgentState.objects.filter(conversation=turn.conversation, version=turn.state_version).update(
         context=context, version=turn.state_version + 1, updated_at=_now()
     )

@@ -10,8 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from chat.admin import log_deletions_by_id
 from chat.models import Message
-from memory import pipeline, selectors
+from memory import pipeline, selectors, services
 from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
 from memory.tasks import enqueue_extraction
 
@@ -69,6 +70,16 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    # A permanent delete, as the owner's: every copy of the sentence goes too (memory.forgetting).
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        services.memory_rows_delete(memory_ids=[obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        services.memory_rows_delete(memory_ids=list(queryset.values_list("pk", flat=True)))
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Memory]) -> Any:
+        return log_deletions_by_id(request, queryset, "memory")
+
     @admin.display(boolean=True, description="Active")
     def is_active(self, obj: Memory) -> bool:
         return obj.invalid_at is None
@@ -106,6 +117,7 @@ class ExtractionRunAdmin(admin.ModelAdmin):
         "started_at",
         "finished_at",
         "judge_ms",
+        "text_removed",
         "error",
         "judge_input_pretty",
         "raw_output",
@@ -134,6 +146,13 @@ class ExtractionRunAdmin(admin.ModelAdmin):
             )
             retried += count
         self.message_user(request, f"{retried} message(s) are pending again; extraction scheduled.", messages.SUCCESS)
+
+    @admin.display(description="Text")
+    def text_removed(self, obj: ExtractionRun) -> str:
+        if obj.text_removed_at is None:
+            return "kept"
+        when = timezone.localtime(obj.text_removed_at).strftime("%Y-%m-%d %H:%M")
+        return f"removed by retention on {when} (MEMORY_RUN_RETENTION_DAYS); counts, status and timings kept"
 
     @admin.display(description="Started", ordering="started_at")
     def started(self, obj: ExtractionRun) -> str:

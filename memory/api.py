@@ -39,7 +39,21 @@ def memory_add(request: HttpRequest, payload: MemoryIn) -> Any:
     return Status(201, _fresh(request, memory.pk))
 
 
-@router.delete("", response=ForgetAllOut, summary="Forget everything (purge=true also deletes the history)")
+COPIES = (
+    "every copy of its text goes too: conversation markers, extraction-run records (judge input, raw output, "
+    "operations, errors) and what is replayed to the model in every conversation (tool results, assistant items and "
+    'summaries that quoted it now say "(a memory that was since deleted)"). The replies shown in conversations '
+    "(the display log) keep what the user saw until the conversation is deleted."
+)
+
+
+@router.delete(
+    "",
+    response=ForgetAllOut,
+    summary="Forget everything (purge=true also deletes the history)",
+    description="Without purge, every active memory moves to history (restorable; the text is kept). With "
+    "purge=true every memory is deleted permanently, and " + COPIES,
+)
 def memory_forget_all(request: HttpRequest, purge: bool = False) -> Any:
     count = services.memory_forget_all(user=_user(request), purge=purge)
     return {"forgotten": count, "purged": purge}
@@ -64,7 +78,12 @@ def memory_edit(request: HttpRequest, memory_id: int, payload: MemoryIn) -> Any:
     return Status(200, _fresh(request, new.pk))
 
 
-@router.delete("/{memory_id}", response={204: None}, summary="Delete the memory and its earlier versions permanently")
+@router.delete(
+    "/{memory_id}",
+    response={204: None},
+    summary="Delete the memory and its earlier versions permanently",
+    description="Permanent, and " + COPIES,
+)
 def memory_delete(request: HttpRequest, memory_id: int) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     services.memory_delete(user=_user(request), memory=memory)

@@ -7,8 +7,10 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         """Plug memory into chat's extension points (chat works on its own without them)."""
+        from accounts import data
         from chat import extensions
-        from memory import demo
+        from memory import data as memory_data
+        from memory import demo, forgetting
         from memory.context import memory_block
         from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
         from memory.receivers import on_memories_written, on_turn_finished
@@ -32,3 +34,13 @@ class MemoryConfig(AppConfig):
         memories_changed.connect(on_memories_written, dispatch_uid="memory.on_memories_written")
         extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
+        # Forgetting that forgets (memory/forgetting.py, SPEC §8): every copy of a memory's text is
+        # registered there; work in flight re-checks what it saves; an account's memories for its
+        # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
+        forgetting.register_defaults()
+        extensions.register_context_provider("memory-forgetting", forgetting.turn_memories_capture)
+        extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
+        extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
+        data.register_exporter("memories", memory_data.memories_export)
+        data.register_eraser("memory", memory_data.account_erase)
+        data.register_page_context("memory", memory_data.account_page_context)

@@ -176,6 +176,9 @@ class ExtractionRun(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     judge_ms = models.PositiveIntegerField(null=True, blank=True)
+    # When the retention sweep removed the run's text (MEMORY_RUN_RETENTION_DAYS): judge input, raw
+    # output, the operations' content and error details; counts, status and timings stay.
+    text_removed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]

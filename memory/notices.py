@@ -108,11 +108,31 @@ def _marker_item(change: MemoryChange) -> str:
     return text if len(text) <= CONTENT_CHARS else text[: CONTENT_CHARS - 1].rstrip() + "…"
 
 
+def marker_excerpts(content: str) -> list[str]:
+    """Every way a marker may show `content` (memory.forgetting redacts them all when it is deleted):
+    quoted for a retract, bare for an add or update, whole or shortened."""
+    add = _marker_item(MemoryChange("add", content=content))
+    return list(dict.fromkeys([_quote(content), add, " ".join(content.split())]))
+
+
 def marker_text(changes: list[MemoryChange]) -> str:
     """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)" """
     shown, rest = changes[:SHOWN_ITEMS], len(changes) - SHOWN_ITEMS
     text = " · ".join(["Memory updated", *(_marker_item(change) for change in shown)])
     return text + (f" (and {rest} more)" if rest > 0 else "")
+
+
+def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
+    """`changes` without the text of a memory deleted since the run committed (the marker is written
+    after commit: it re-checks, SPEC §8)."""
+    ids = {change.memory_id for change in changes if change.memory_id is not None}
+    kept = set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    return [
+        change
+        if change.memory_id is None or change.memory_id in kept
+        else MemoryChange(change.kind, content="(deleted)")
+        for change in changes
+    ]
 
 
 def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any) -> None:
@@ -129,7 +149,7 @@ def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: lis
         markers.marker_add(
             conversation=message.conversation,
             kind=MARKER_KIND,
-            text=marker_text(changes),
+            text=marker_text(_still_kept(changes)),
             link=link,
             link_text="Review",
         )

@@ -24,6 +24,7 @@ from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.models import Message
+from memory import forgetting
 from memory.judge import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource, MemoryUse
 from memory.selectors import memories_active, messages_pending
@@ -163,10 +164,12 @@ def _chain_before(*, user: User, memory: Memory) -> set[int]:
 
 @transaction.atomic
 def memory_delete(*, user: User, memory: Memory) -> int:
-    """Remove the memory and its earlier versions permanently; returns how many rows went."""
+    """Remove the memory and its earlier versions permanently, with every copy of their text
+    (memory.forgetting); returns how many rows went."""
     _check_owner(user, memory)
     pending_messages_skip(user=user, before=_now())
     ids = _chain_before(user=user, memory=memory)
+    forgetting.memories_forget(user_id=user.pk, memory_ids=ids)  # every copy of their text, first
     deleted, _ = Memory.objects.filter(owner=user, pk__in=ids).delete()
     return len(ids) if deleted else 0
 
@@ -240,13 +243,27 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
 
 
 @transaction.atomic
+def memory_rows_delete(*, memory_ids: list[int]) -> int:
+    """Delete these rows (of any users; the admin's delete) with every copy of their text."""
+    owners: dict[int, list[int]] = {}
+    for pk, owner_id in Memory.objects.filter(pk__in=memory_ids).values_list("pk", "owner_id"):
+        owners.setdefault(owner_id, []).append(pk)
+    for owner_id, ids in owners.items():
+        forgetting.memories_forget(user_id=owner_id, memory_ids=ids)
+    deleted, _ = Memory.objects.filter(pk__in=memory_ids).delete()
+    return deleted
+
+
+@transaction.atomic
 def memory_forget_all(*, user: User, purge: bool = False) -> int:
     """Forget everything: invalidate every active memory (kept in history), or with `purge`
     delete every memory of the user permanently. Returns how many memories were affected."""
     now = _now()
     pending_messages_skip(user=user, before=now)
     if purge:
-        count = Memory.objects.filter(owner=user).count()
+        ids = list(Memory.objects.filter(owner=user).values_list("pk", flat=True))
+        forgetting.memories_forget(user_id=user.pk, memory_ids=ids)  # every copy of their text, first
+        count = len(ids)
         Memory.objects.filter(owner=user).delete()
     else:
         count = memories_active(user_id=user.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)

@@ -12,7 +12,7 @@ from celery import Task, shared_task
 from django.db import transaction
 
 from chat.llm import LLMError
-from memory import embeddings, pipeline, recovery, retries
+from memory import embeddings, pipeline, recovery, retention, retries
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -63,10 +63,15 @@ def embed_memories_later(*, user_id: int) -> None:
 @shared_task(ignore_result=True)
 def sweep_extractions_task() -> int:
     """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py), and
-    embed memories whose vector is missing (a lost message, or EMBEDDING_MODEL newly set)."""
+    embed memories whose vector is missing (a lost message, or EMBEDDING_MODEL newly set), and strip the
+    text of runs past their retention (memory/retention.py)."""
     recovery.claims_recover()
     for user_id in embeddings.users_missing_vectors():
         embed_memories_later(user_id=user_id)
+    try:
+        retention.runs_text_strip()
+    except Exception:  # retention waits for the next sweep; extraction recovery must still run
+        logger.exception("could not strip the text of old extraction runs")
     work = recovery.pending_work()
     for user_id, message_id in work:
         _send(user_id, message_id, None, ExtractionRun.Trigger.BACKGROUND)

@@ -160,7 +160,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # secure_delete: a deleted row's text is overwritten, not left in the file's free pages (SPEC §8).
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = None
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_POOL", False):
@@ -368,6 +369,9 @@ MEMORY_MAX_OPS_PER_ANSWER = env_int("MEMORY_MAX_OPS_PER_ANSWER", 50)
 # this often; work is overdue when its newest message is older than the grace (memory/recovery.py).
 MEMORY_SWEEP_SECONDS = float(os.environ.get("MEMORY_SWEEP_SECONDS", "30"))
 MEMORY_SWEEP_GRACE_SECONDS = float(os.environ.get("MEMORY_SWEEP_GRACE_SECONDS", "30"))
+# Extraction runs older than this many days keep their counts, status and timings but lose their text
+# (judge input, raw output, the operations' content, error details); the worker's sweep strips it.
+MEMORY_RUN_RETENTION_DAYS = env_int("MEMORY_RUN_RETENTION_DAYS", 30)
 # A run's claim on a user expires after this many seconds, longer than a judge call (memory/pipeline.py).
 MEMORY_CLAIM_TTL_SECONDS = 300
 # After a failed judge call the batch rests this many seconds × 2^(attempt-1) before the next try.

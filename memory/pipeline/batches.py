@@ -121,7 +121,10 @@ def _judge_in_pieces(
         try:
             result = _judge_and_commit(batch)
         except Exception as exc:  # a bug or a database error: count it as a failed attempt
-            logger.exception("memory extraction run %s crashed", batch.run.pk)
+            # The class only at ERROR: a database error's message can quote a memory (PostgreSQL's
+            # "Key (owner_id, content)=…"); the traceback is at DEBUG, the message on the run's record.
+            logger.error("memory extraction run %s crashed (%s)", batch.run.pk, exc.__class__.__name__)
+            logger.debug("memory extraction run %s crashed", batch.run.pk, exc_info=True)
             result = fail(batch, f"Unexpected error: {exc.__class__.__name__}: {exc}")
         if result.status != Outcome.SPLIT:
             return result, batch

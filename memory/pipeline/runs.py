@@ -12,7 +12,7 @@ from django.db import transaction
 
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
-from memory import batching, judge
+from memory import batching, forgetting, judge
 from memory.models import ExtractionRun, MemoryClaim
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
@@ -77,10 +77,20 @@ def start_run(
 
 
 def finish_run(run: ExtractionRun, status: str, *, error: str = "") -> None:
+    """Close the run's record. It re-checks at commit (SPEC §8): a memory it was shown or a message it
+    covered that was deleted while it ran leaves no copy in it (memory.forgetting.run_scrub; the row is
+    locked first by the write, so a deletion either finished before the re-check or waits and redacts
+    the record after), and the run of an account deleted meanwhile writes nothing."""
     run.status = status
     run.error = error
     run.finished_at = clock.now()
-    run.save(update_fields=["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops"])
+    fields = ["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops", "judge_input"]
+    with transaction.atomic(savepoint=False):
+        # The UPDATE locks the row first; then the re-check, and a second write only when it redacted.
+        if not ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields}):
+            return  # its account (or the run) was deleted meanwhile
+        if forgetting.run_scrub(run):
+            ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields})
 
 
 def too_large(batch: Batch, exc: LLMError) -> Result:
