@@ -6,7 +6,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Path, Router, Schema
 from ninja.responses import Status
-from pydantic import AwareDatetime, ConfigDict
+from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from accounts import selectors
 from accounts.models import User
@@ -31,7 +31,7 @@ class MeOut(Schema):
 class MePatch(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
-    memory_enabled: bool | None = None
+    memory_enabled: StrictBool | None = None  # JSON true or false, not 0 or "yes", as the document says
 
 
 @router.get("/me", response={200: MeOut, **AUTH_ERRORS})

@@ -18,6 +18,7 @@ from chat.agent import TurnEvent
 from chat.models import Message
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
+    TURN_EVENT_STREAM,
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
@@ -25,7 +26,6 @@ from chat.schemas import (
     ConversationPatch,
     MessageIn,
     MessageOut,
-    TURN_EVENT_STREAM,
     TurnErrorOut,
     TurnOut,
 )
@@ -72,7 +72,7 @@ def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
     return Status(201, conversation)
 
 
-@router.get("/{conversation_id}", response={200: ConversationDetailOut, **AUTH_ERRORS, **NOT_FOUND})
+@router.get("/{conversation_id}", response={200: ConversationDetailOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
 def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     size = selectors.conversation_context_size(conversation=conversation)
@@ -86,14 +86,17 @@ def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: Con
     return services.conversation_rename(conversation=conversation, title=payload.title)
 
 
-@router.delete("/{conversation_id}", response={204: None, **WRITE_ERRORS, **NOT_FOUND})
+@router.delete("/{conversation_id}", response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
 def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)
     return Status(204, None)
 
 
-@router.get("/{conversation_id}/messages", response={200: list[MessageOut], **AUTH_ERRORS, **NOT_FOUND})
+@router.get(
+    "/{conversation_id}/messages",
+    response={200: list[MessageOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+)
 def message_list(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     return selectors.message_list(conversation=conversation)
@@ -139,7 +142,7 @@ def _sse_for(event: TurnEvent) -> bytes:
 # server-sent events. 409: another reply is being written (or, for a retry, nothing to retry); 429: too many
 # turns a minute (with Retry-After) or too many replies at once; 502: the provider failed.
 _TURN_STATUSES: dict[int, Any] = {
-    200: TurnOut, **WRITE_ERRORS, **NOT_FOUND, 409: ErrorOut, 502: TurnErrorOut,
+    200: TurnOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut, 502: TurnErrorOut,
 }  # fmt: skip
 _TURN_RESPONSES: dict[str, Any] = {
     "responses": {
@@ -209,7 +212,7 @@ async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str
 
 @router.post(
     "/{conversation_id}/stop",
-    response={204: None, **WRITE_ERRORS, **NOT_FOUND},
+    response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="Stop the reply being written in this conversation",
     description=(
         "Stops the running turn wherever it runs (any tab, any server process); the reply is saved as "

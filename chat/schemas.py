@@ -5,9 +5,9 @@ from uuid import UUID
 
 from django.conf import settings
 from ninja import Field, Schema
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict, StrictBool, field_validator
 
-from config.api_errors import NOT_BLANK, NO_NUL, OFFSET_MAX, ErrorOut
+from config.api_errors import NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
 
 TITLE_MAX = 200
 
@@ -35,7 +35,8 @@ class ConversationIn(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
     title: str = Field("", max_length=TITLE_MAX, pattern=NO_NUL, description="Leading and trailing spaces are removed.")
-    temporary: bool = Field(False, description="Nothing is learned from a temporary conversation.")
+    # Strict: JSON true or false, not 0 or "yes", as the document says.
+    temporary: StrictBool = Field(False, description="Nothing is learned from a temporary conversation.")
 
 
 class ConversationPatch(Schema):

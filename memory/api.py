@@ -13,9 +13,9 @@ from ninja import Path, Query, Router
 from ninja.responses import Status
 
 from accounts.models import User
+from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from memory import selectors, services
 from memory.models import Memory
-from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from memory.schemas import ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut
 
 router = Router(tags=["memories"])
