@@ -94,8 +94,8 @@ class TurnErrorOut(ErrorOut):
 # The wire format chat/api.py writes (`event: <name>` and `data: <JSON>` per event), as the OpenAPI document
 # describes it: one schema per event, each event's `data` a JSON text with a schema of its own.
 
-_MESSAGE = {"$ref": "#/components/schemas/MessageOut"}
-_BOTH_MESSAGES = {"$ref": "#/components/schemas/TurnOut"}
+_MESSAGE: dict[str, object] = {"$ref": "#/components/schemas/MessageOut"}
+_BOTH_MESSAGES: dict[str, object] = {"$ref": "#/components/schemas/TurnOut"}
 
 
 def _event(name: str, data: dict[str, object], description: str) -> dict[str, object]:

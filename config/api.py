@@ -165,5 +165,5 @@ def _field_error(error: dict[str, Any]) -> dict[str, Any]:
         del loc[1]
     message = str(error.get("msg", ""))
     if error.get("type") == "string_pattern_mismatch":
-        message = str(PATTERN_MESSAGES.get((error.get("ctx") or {}).get("pattern"), message))
+        message = str(PATTERN_MESSAGES.get(str((error.get("ctx") or {}).get("pattern")), message))
     return {"loc": loc, "msg": message, "type": str(error.get("type", ""))}
