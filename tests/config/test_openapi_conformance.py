@@ -5,7 +5,8 @@ and invalid ones that break a documented limit), sends them through Django's rea
 bearer token, and fails the test on any 5xx, any status the operation does not document, any response
 whose body, content type or headers do not match the document, any valid request refused for an
 undocumented reason, and any invalid request accepted. Seeded and bounded (EXAMPLES per operation); one
-pytest test per operation, so it runs on both database passes like any other.
+pytest test per operation, so it runs on both database passes like any other. The server-sent events of a
+turn, which a generated request does not ask for, are checked event by event by a test of their own.
 
 Half of the valid ids generated (the even ones) are aimed at the user's own objects, so routes answer their
 2xx (and their 409s) and not only 404.
@@ -28,7 +29,8 @@ from chat.services import conversation_create
 from config.asgi import django_asgi_app
 from tests.helpers import make_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# A guard well above the time an operation takes (a few seconds), so a hang fails instead of stalling CI.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 # Examples per operation; about a minute for the whole document on a quiet machine.
 EXAMPLES = int(os.environ.get("MEMORA_CONFORMANCE_EXAMPLES", "20"))
@@ -38,6 +40,7 @@ ACCEPTED = ["2xx", "404", "409", "429"]
 CONFIG = schemathesis.Config.from_dict(
     {
         "seed": 24,
+        "max-stream-events": 1000,  # a turn's whole event stream, to its `done`
         "checks": {
             "positive_data_acceptance": {"expected-statuses": ACCEPTED},
         },
@@ -141,3 +144,17 @@ def test_the_check_fails_on_a_status_the_document_does_not_list(account: Account
     teapot.request = response.request  # type: ignore[assignment]
     with pytest.raises(FailureGroup, match="Undocumented status code"):
         case.validate_response(teapot, checks=CHECKS)
+
+
+def test_the_server_sent_events_of_a_turn_match_the_document(account: Account) -> None:
+    operation = schema["/api/conversations/{conversation_id}/messages"]["POST"]
+    case = operation.Case(
+        path_parameters={"conversation_id": str(account.conversation.pk)},
+        body={"content": "I like small phones."},
+        media_type="application/json",
+    )
+    headers = {"Authorization": f"Bearer {account.plain_token}", "Accept": "text/event-stream"}
+    response = case.call(headers=headers)
+    assert response.status_code == 200 and response.headers["content-type"][0].startswith("text/event-stream")
+    case.validate_response(response, checks=CHECKS, headers=headers)
+    assert b"event: done" in response.content
