@@ -73,19 +73,26 @@ def test_the_limits_are_in_the_document(document: dict[str, Any]) -> None:
     message = schemas["MessageIn"]
     assert message["additionalProperties"] is False
     assert (message["properties"]["content"]["minLength"], message["properties"]["content"]["maxLength"]) == (1, 8000)
-    assert schemas["MemoryIn"]["properties"]["content"]["maxLength"] == 500
     assert schemas["ConversationPatch"]["properties"]["title"]["maxLength"] == 200
     assert schemas["TokenIn"]["properties"]["name"]["maxLength"] == 100
-    for name in ("MessageIn", "MemoryIn", "ConversationIn", "ConversationPatch", "TokenIn", "MePatch"):
+    for name in ("MessageIn", "ConversationIn", "ConversationPatch", "TokenIn", "MePatch"):
         assert schemas[name]["additionalProperties"] is False, name
+    token = document["paths"]["/api/tokens/{token_id}"]["delete"]["parameters"][0]["schema"]
+    assert (token["minimum"], token["maximum"]) == (1, ID_MAX)
 
     listing = document["paths"]["/api/conversations"]["get"]
     query = {parameter["name"]: parameter["schema"] for parameter in listing["parameters"]}
     assert query["limit"]["anyOf"][0] | {} == {"type": "integer", "minimum": 1, "maximum": 100}
     assert (query["offset"]["minimum"], query["offset"]["maximum"]) == (0, OFFSET_MAX)
     assert "X-Total-Count" in listing["responses"]["200"]["headers"]
-    memory = document["paths"]["/api/memories/{memory_id}"]["get"]["parameters"][0]["schema"]
-    assert (memory["minimum"], memory["maximum"]) == (1, ID_MAX)
+
+
+@pytest.mark.needs_memory
+def test_the_memory_limits_are_in_the_document(document: dict[str, Any]) -> None:
+    memory = document["components"]["schemas"]["MemoryIn"]
+    assert (memory["properties"]["content"]["maxLength"], memory["additionalProperties"]) == (500, False)
+    memory_id = document["paths"]["/api/memories/{memory_id}"]["get"]["parameters"][0]["schema"]
+    assert (memory_id["minimum"], memory_id["maximum"]) == (1, ID_MAX)
 
 
 def test_the_turn_documents_its_server_sent_events(document: dict[str, Any]) -> None:
@@ -110,11 +117,11 @@ def assert_error_shape(response: Any, status: int) -> dict[str, Any]:
 
 
 def test_a_validation_error_has_a_detail_and_each_field(api_client: Client) -> None:
-    response = api_client.post("/api/memories", {"content": "x" * 501, "extra": 1}, content_type="application/json")
+    response = api_client.post("/api/conversations", {"title": "x" * 201, "extra": 1}, content_type="application/json")
     body = assert_error_shape(response, 422)
     fields = {tuple(error["loc"]): error["type"] for error in body["errors"]}
-    assert fields == {("body", "content"): "string_too_long", ("body", "extra"): "extra_forbidden"}
-    assert "content" in body["detail"] and "500" in body["detail"]
+    assert fields == {("body", "title"): "string_too_long", ("body", "extra"): "extra_forbidden"}
+    assert "title" in body["detail"] and "200" in body["detail"]
 
 
 @pytest.mark.django_db
@@ -134,13 +141,13 @@ def test_a_huge_offset_answers_422_not_500(api_client: Client) -> None:
 
 
 def test_an_id_past_the_database_integer_answers_422_not_500(api_client: Client) -> None:
-    assert_error_shape(api_client.get(f"/api/memories/{ID_MAX + 1}"), 422)
-    assert_error_shape(api_client.get(f"/api/memories/{ID_MAX}"), 404)
+    assert_error_shape(api_client.delete(f"/api/tokens/{ID_MAX + 1}"), 422)
+    assert_error_shape(api_client.delete(f"/api/tokens/{ID_MAX}"), 404)
 
 
 def test_a_body_over_the_limit_answers_json_413(api_client: Client, settings: Any) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
-    response = api_client.post("/api/memories", {"content": "x" * 200}, content_type="application/json")
+    response = api_client.post("/api/conversations", {"title": "x" * 200}, content_type="application/json")
     assert_error_shape(response, 413)
 
 
