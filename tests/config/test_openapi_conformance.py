@@ -4,9 +4,10 @@ Schemathesis reads /api/openapi.json from the app and, for every operation, gene
 and invalid ones that break a documented limit), sends them through Django's real ASGI handler with a user's
 bearer token, and fails the test on any 5xx, any status the operation does not document, any response
 whose body, content type or headers do not match the document, any valid request refused for an
-undocumented reason, and any invalid request accepted. Seeded and bounded (EXAMPLES per operation); one
-pytest test per operation, so it runs on both database passes like any other. The server-sent events of a
-turn, which a generated request does not ask for, are checked event by event by a test of their own.
+undocumented reason, any invalid request accepted, and a method the route lacks not answered 405 with
+Allow. Seeded and bounded (EXAMPLES per operation); one pytest test per operation, so it runs on both
+database passes like any other. The server-sent events of a turn, which a generated request does not ask
+for, are checked event by event by a test of their own.
 
 Half of the valid ids generated (the even ones) are aimed at the user's own objects, so routes answer their
 2xx (and their 409s) and not only 404.
@@ -63,6 +64,8 @@ CHECKS = [
     checks.response_headers_conformance,
     checks.positive_data_acceptance,
     checks.negative_data_rejection,
+    checks.unsupported_method,
+    checks.allow_header_conformance,
 ]
 
 
