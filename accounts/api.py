@@ -6,10 +6,10 @@ from typing import Any
 from django.contrib.auth import authenticate
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
-from ninja import Field, Router, Schema
+from ninja import Field, Path, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
-from pydantic import ConfigDict
+from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from accounts import export, selectors
 from accounts.auth import is_token_request
@@ -22,6 +22,7 @@ from accounts.services import (
     api_token_revoke,
     user_set_memory_enabled,
 )
+from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
 
 router = Router(tags=["me"])
 
@@ -36,15 +37,15 @@ class MeOut(Schema):
 class MePatch(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
-    memory_enabled: bool | None = None
+    memory_enabled: StrictBool | None = None  # JSON true or false, not 0 or "yes", as the document says
 
 
-@router.get("/me", response=MeOut)
+@router.get("/me", response={200: MeOut, **AUTH_ERRORS})
 def me_get(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
 
 
-@router.patch("/me", response=MeOut)
+@router.patch("/me", response={200: MeOut, **WRITE_ERRORS, **BODY_ERRORS})
 def me_patch(request: HttpRequest, payload: MePatch) -> User:
     user: User = request.user  # type: ignore[assignment]
     if payload.memory_enabled is not None:
@@ -128,20 +129,23 @@ class TokenCreatedOut(TokenOut):
 class TokenIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("", max_length=TOKEN_NAME_MAX)
-    expires_at: datetime | None = Field(
-        None, description="When it stops working (ISO 8601; without a timezone it is read as UTC); omit for never."
+    name: str = Field(
+        "", max_length=TOKEN_NAME_MAX, pattern=NO_NUL, description="A label for you; spaces are collapsed."
+    )
+    expires_at: AwareDatetime | None = Field(
+        None, description="When it stops working, with its time zone: must be in the future (else 400). Omit for never."
     )
     password: str | None = Field(
         None, description="The account's password: required when the request is authenticated by a token."
     )
 
 
-class TokenErrorOut(Schema):
-    detail: str
-
-
-@router.get("/tokens", response=list[TokenOut], tags=["tokens"], summary="Your API tokens, with their last use")
+@router.get(
+    "/tokens",
+    response={200: list[TokenOut], **AUTH_ERRORS},
+    tags=["tokens"],
+    summary="Your API tokens, with their last use",
+)
 def token_list(request: HttpRequest) -> Any:
     return selectors.api_token_list(user=request.user)  # type: ignore[arg-type]
 
@@ -165,7 +169,7 @@ def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
 
 @router.post(
     "/tokens",
-    response={201: TokenCreatedOut, 400: TokenErrorOut, 403: TokenErrorOut},
+    response={201: TokenCreatedOut, **WRITE_ERRORS, **BODY_ERRORS},
     tags=["tokens"],
     description="From the signed-in session; a token-authenticated request must also send `password` (else 403).",
 )
@@ -177,12 +181,12 @@ def token_create(request: HttpRequest, payload: TokenIn) -> Any:
 
 @router.delete(
     "/tokens/{token_id}",
-    response={204: None, 403: TokenErrorOut, 404: TokenErrorOut},
+    response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     tags=["tokens"],
     summary="Revoke a token",
     description="From the signed-in session only: a token-authenticated request answers 403.",
 )
-def token_revoke(request: HttpRequest, token_id: int) -> Any:
+def token_revoke(request: HttpRequest, token_id: int = Path(..., ge=1, le=ID_MAX)) -> Any:
     _signed_in_or_password(request, None)
     api_token_revoke(token=selectors.api_token_get_for_user(user=request.user, token_id=token_id))  # type: ignore[arg-type]
     return Status(204, None)

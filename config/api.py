@@ -4,20 +4,25 @@ Bad input answers 4xx with a JSON `detail` and writes nothing (SPEC §5): text t
 store (lone UTF-16 surrogates) is refused while parsing, a body over DATA_UPLOAD_MAX_MEMORY_SIZE
 answers 413, unknown fields 422 (the input schemas forbid extras), a failed token 401, and a throttled
 address or user 429 with Retry-After. A service's domain error (a rejected turn, memory write or token)
-is translated here, once, into its status and `detail`.
+is translated here, once, into its status and `detail`. Every one of them is an ErrorOut
+(config/api_errors.py); what ninja itself answers (validation errors, 404) is reshaped here to match,
+and config.middleware.ApiErrorMiddleware does the same for Django's own failures under /api/.
 """
 
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.translation import gettext
 from ninja import NinjaAPI
-from ninja.errors import HttpError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
 from accounts.api import router as accounts_router
@@ -25,6 +30,7 @@ from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import TokenRejected
 from chat.api import router as chat_router
 from chat.services import TurnRejected
+from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER
 
 if TYPE_CHECKING:
     from memory.services import MemoryRejected
@@ -39,9 +45,10 @@ def _check_text(value: Any, where: str = "body") -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise UnstorableText(
-                f"The request {where} contains a lone UTF-16 surrogate (like \\ud800), which is not valid text."
-            ) from None
+            message = gettext(
+                "The request {where} contains a lone UTF-16 surrogate (like \\ud800), which is not valid text."
+            )
+            raise UnstorableText(message.format(where=where)) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(key, where)
@@ -58,7 +65,36 @@ class StrictJSONParser(Parser):
         return data
 
 
-api = NinjaAPI(title="Memora API", version="1.0", auth=api_auth, urls_namespace="api", parser=StrictJSONParser())
+class MemoraAPI(NinjaAPI):
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None
+    ) -> OpenAPISchema:
+        """The document ninja builds from the routes, with what every error response shares: what each status
+        means (unless the route says it itself) and the Retry-After header of a 429."""
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                for status, response in operation["responses"].items():
+                    code = int(status)
+                    if code in DESCRIPTIONS and response.get("description") == HTTPStatus(code).phrase:
+                        response["description"] = DESCRIPTIONS[code]
+                    if code == 429:
+                        response.setdefault("headers", {}).update(RETRY_AFTER)
+        return schema
+
+
+api = MemoraAPI(
+    title="Memora API",
+    version="1.0",
+    description=(
+        'Every error (4xx and 5xx) answers one JSON shape, `ErrorOut`: `{"detail": "…"}`, with `errors` '
+        "(each refused field: `loc`, `msg`, `type`) beside it when a request failed validation (422). "
+        "Each operation lists every status it answers and every limit it enforces."
+    ),
+    auth=api_auth,
+    urls_namespace="api",
+    parser=StrictJSONParser(),
+)
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
 
@@ -71,7 +107,10 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return body_too_big(request, cause)
     if isinstance(cause, UnstorableText):
         return api.create_response(request, {"detail": str(cause)}, status=400)
-    response = api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    detail = str(exc)
+    if isinstance(exc, AuthenticationError) and detail == "Unauthorized":  # ninja's own, when no auth applies
+        detail = gettext("Unauthorized")
+    response = api.create_response(request, {"detail": detail}, status=exc.status_code)
     if isinstance(exc, TooManyAuthFailures):
         response["Retry-After"] = str(exc.retry_after)
     return response
@@ -98,5 +137,33 @@ if apps.is_installed("memory"):  # chat works without it (config/settings/test_w
 
 @api.exception_handler(RequestDataTooBig)
 def body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    detail = f"The request body is over the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes."
-    return api.create_response(request, {"detail": detail}, status=413)
+    detail = gettext("The request body is over the limit of {limit:,} bytes.")
+    return api.create_response(
+        request, {"detail": detail.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)}, status=413
+    )
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return api.create_response(request, {"detail": gettext("Not Found")}, status=404)
+
+
+@api.exception_handler(ValidationError)
+def invalid_input(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    """422 in the one error shape: a sentence naming each refused field, and the fields in `errors`."""
+    errors = [_field_error(error) for error in exc.errors]
+    where = "; ".join(f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in errors)
+    detail = gettext("Invalid input: {errors}").format(errors=where)
+    return api.create_response(request, {"detail": detail, "errors": errors}, status=422)
+
+
+def _field_error(error: dict[str, Any]) -> dict[str, Any]:
+    # ninja's loc starts with where the value came from ("body", "query", "path"); the payload's parameter
+    # name after "body" says nothing to a client and is left out.
+    loc = list(error.get("loc", ()))
+    if len(loc) > 1 and loc[0] == "body" and loc[1] == "payload":
+        del loc[1]
+    message = str(error.get("msg", ""))
+    if error.get("type") == "string_pattern_mismatch":
+        message = str(PATTERN_MESSAGES.get(str((error.get("ctx") or {}).get("pattern")), message))
+    return {"loc": loc, "msg": message, "type": str(error.get("type", ""))}

@@ -4,11 +4,12 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from ninja import Schema
+from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from chat.models import Message
-from memory.models import Memory
+from config.api_errors import NOT_BLANK
+from memory.models import CONTENT_MAX, Memory
 from memory.selectors import source_excerpt
 
 
@@ -56,8 +57,15 @@ class MemoryOut(Schema):
 class MemoryIn(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
-    # Blankness and length are checked by memory.services.memory_content_clean for one clear message.
-    content: str
+    # memory.services.memory_content_clean checks the same again (after collapsing white space), for callers
+    # other than the API.
+    content: str = Field(
+        ...,
+        min_length=1,
+        max_length=CONTENT_MAX,
+        pattern=NOT_BLANK,
+        description="One sentence about you: not blank, no NUL character; runs of white space become one space.",
+    )
 
 
 class MemoryListQuery(Schema):
@@ -75,7 +83,3 @@ class MemoryExportOut(Schema):
     memory_enabled: bool
     active: int
     memories: list[MemoryOut]
-
-
-class ErrorOut(Schema):
-    detail: str

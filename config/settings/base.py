@@ -111,6 +111,7 @@ INSTALLED_APPS = [
 # Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
     "config.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
     "django.contrib.sessions.middleware.SessionMiddleware",
     "config.middleware.CommonMiddleware",

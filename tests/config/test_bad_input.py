@@ -48,17 +48,17 @@ def test_a_lone_surrogate_answers_400_with_a_detail(
 
 
 @pytest.mark.parametrize("content", ["a\x00b", "\x00"])
-def test_a_nul_in_memory_content_answers_400(api_client: Client, content: str) -> None:
+def test_a_nul_in_memory_content_answers_422(api_client: Client, content: str) -> None:
     response = raw(api_client, "post", "/api/memories", json.dumps({"content": content}))
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "NUL" in response.json()["detail"]
     assert Memory.objects.count() == 0
 
 
-def test_a_nul_in_a_memory_edit_answers_400(api_client: Client, user: User) -> None:
+def test_a_nul_in_a_memory_edit_answers_422(api_client: Client, user: User) -> None:
     memory = Memory.objects.create(owner=user, content="Likes tea.", origin=Memory.Origin.USER)
     response = raw(api_client, "patch", f"/api/memories/{memory.pk}", json.dumps({"content": "Likes\x00 coffee."}))
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert list(Memory.objects.values_list("content", flat=True)) == ["Likes tea."]
 
 
