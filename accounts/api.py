@@ -68,7 +68,7 @@ class ErrorOut(Schema):
 
 @router.delete(
     "/me",
-    response={204: None, 403: ErrorOut},
+    response={204: None, **WRITE_ERRORS, **BODY_ERRORS},
     summary="Delete my account and everything in it",
     description=(
         "Deletes, in one transaction: every conversation with its messages and agent state, every memory "
@@ -81,7 +81,7 @@ def me_delete(request: HttpRequest, payload: AccountDeleteIn) -> Any:
     try:
         account_delete(user=request.user, password=payload.password)  # type: ignore[arg-type]
     except AccountDeleteRefused as exc:
-        return Status(403, {"detail": str(exc)})
+        raise HttpError(403, str(exc)) from exc
     return Status(204, None)
 
 
@@ -103,7 +103,7 @@ class ExportOut(Schema):
 
 @router.get(
     "/me/export",
-    response={200: ExportOut},
+    response={200: ExportOut, **AUTH_ERRORS},
     summary="Download all my data (one JSON document, streamed)",
 )
 def me_export(request: HttpRequest) -> Any:

@@ -4,7 +4,7 @@ revoke. Expired and revoked tokens authenticate nothing; a password change revok
 from __future__ import annotations
 
 import json
-from datetime import UTC, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -60,16 +60,13 @@ def test_an_expiry_in_the_past_is_refused(signed_in: Client) -> None:
     assert "future" in response.json()["detail"]
 
 
-def test_an_expiry_without_a_timezone_is_read_as_utc(signed_in: Client) -> None:
+def test_an_expiry_without_a_timezone_is_refused_with_a_clear_422(signed_in: Client) -> None:
     naive = (timezone.now() + timedelta(days=2)).replace(tzinfo=None, microsecond=0)
     response = signed_in.post(
         "/api/tokens", json.dumps({"expires_at": naive.isoformat()}), content_type="application/json"
     )
-    assert response.status_code == 201
-    assert ApiToken.objects.get().expires_at == naive.replace(tzinfo=UTC)
-    past = (timezone.now() - timedelta(days=2)).replace(tzinfo=None).isoformat()
-    response = signed_in.post("/api/tokens", json.dumps({"expires_at": past}), content_type="application/json")
-    assert response.status_code == 400
+    assert response.status_code == 422
+    assert "expires_at" in str(response.json()) and not ApiToken.objects.exists()
 
 
 def test_a_token_cannot_create_a_token(api_client: Client, user: User) -> None:
