@@ -30,8 +30,8 @@ JUDGE_MARKER = "# Memory judge"
 
 # --- reading the judge input ---------------------------------------------------------------------
 
-_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*)$")
-_MESSAGE_LINE = re.compile(r"^(\d+)\. (.*)$")
+_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:key|until): [^()]*\))?$")
+_MESSAGE_LINE = re.compile(r"^(\d+)\. (?:\[\d{4}-\d{2}-\d{2}\] )?(.*)$")
 
 
 def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]:
