@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
@@ -15,6 +15,7 @@ from accounts.services import (
     api_token_create,
     api_token_revoke,
     user_set_memory_enabled,
+    user_set_memory_review,
 )
 
 router = Router(tags=["me"])
@@ -25,12 +26,16 @@ class MeOut(Schema):
     username: str
     email: str
     memory_enabled: bool
+    memory_review: Literal["auto", "sensitive", "all"] = Field(
+        description="Which learned memories wait for Keep or Discard: none, sensitive ones, or all"
+    )
 
 
 class MePatch(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
     memory_enabled: bool | None = None
+    memory_review: Literal["auto", "sensitive", "all"] | None = None
 
 
 @router.get("/me", response=MeOut)
@@ -43,6 +48,8 @@ def me_patch(request: HttpRequest, payload: MePatch) -> User:
     user: User = request.user  # type: ignore[assignment]
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
+    if payload.memory_review is not None:
+        user = user_set_memory_review(user=user, review=payload.memory_review)
     return user
 
 
