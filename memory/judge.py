@@ -264,6 +264,19 @@ def is_storable(text: str) -> bool:
     return "\x00" not in text and is_valid_text(text)
 
 
+def recorded_output(raw: str) -> str:
+    """The judge's answer as the run keeps it: storable, and with every secret masked (memory.lexicon).
+    A JSON answer is searched as decoded text, so an escaped secret ("\\u5bc6\\u7801") is found too."""
+    text = storable(raw)
+    try:
+        decoded = json.dumps(json.loads(text), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return lexicon.mask_credentials(text)
+    if lexicon.has_credential(decoded):
+        return lexicon.mask_credentials(decoded)
+    return lexicon.mask_credentials(text)
+
+
 def storable(text: str) -> str:
     """`text` with NUL removed and lone surrogates replaced, for recording what the judge said."""
     return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")

@@ -14,7 +14,7 @@ from django.utils import timezone
 from accounts.models import User
 from chat import selectors as chat_selectors
 from chat.llm import LLMError
-from memory import batching, judge, lexicon
+from memory import batching, judge
 from memory.judge_call import call_judge
 from memory.judge_slots import judge_slot
 from memory.models import ExtractionRun
@@ -142,7 +142,7 @@ def _judge_and_commit(batch: Batch) -> Result:
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
     # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).
-    run.raw_output = lexicon.mask_credentials(judge.storable(raw if isinstance(raw, str) else repr(raw)))
+    run.raw_output = judge.recorded_output(raw if isinstance(raw, str) else repr(raw))
     try:
         operations = judge.parse_output(raw)
     except judge.MalformedOutput as exc:
