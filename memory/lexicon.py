@@ -76,6 +76,9 @@ _PERMISSION = _compile(
     r"\b(?:always|automatically)\b.{0,15}\b(?:submit|buy|purchase|pay|approve|accept|confirm|send|transfer|execute|"
     r"place|sign|delete|share|order|reorder|book)\b",
     r"\byou have my permission\b|\bon my behalf\b",
+    r"\byou (?:can|may) (?:just |simply )?(?:submit|order|buy|pay|book|send|delete|transfer|approve|sign|share|spend|"
+    r"charge|reorder|cancel|use my)\b",
+    r"\b(?:don'?t|do not|no need to|never|don'?t bother(?: to)?)\s+(?:ask|check|confirm)(?:ing)?\b",
     r"\b(?:developer|god|admin|jailbreak|unrestricted) mode\b",
     # Chinese
     r"(?:不用|无需|不需要|不必|用不着|免)(?:再|每次)?(?:跟我|向我|和我)?(?:确认|核实|审批|批准|同意|问我|征求)",
