@@ -85,6 +85,14 @@ def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySe
     return _with_relations(query)
 
 
+def memory_suggestions_of_runs(*, run_ids: list[int]) -> list[Memory]:
+    """The suggestions the given runs made that still wait, with the sentence each would replace."""
+    if not run_ids:
+        return []
+    query = Memory.objects.filter(run_id__in=run_ids, suggested=True, invalid_at__isnull=True).order_by("id")
+    return list(query.annotate(supersedes_content=F("supersedes__content")))
+
+
 def memory_get_for_user(*, user: User, memory_id: int) -> Memory:
     return get_object_or_404(_with_relations(Memory.objects.filter(owner=user)), pk=memory_id)
 
