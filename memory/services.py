@@ -137,7 +137,7 @@ def memory_add(*, user: User, content: str) -> Memory:
 
 
 @transaction.atomic
-def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
+def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
     """Replace an active memory with a corrected version; returns the new version."""
     _check_owner(user, memory)
     text = memory_content_clean(content)

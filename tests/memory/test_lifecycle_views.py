@@ -17,7 +17,7 @@ from memory.selectors import memories_active
 from tests.helpers import make_conversation, make_memory, run, say
 
 pytestmark = pytest.mark.django_db
-HX = {"HTTP_HX_REQUEST": "true"}
+HX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
