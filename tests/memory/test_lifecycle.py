@@ -465,3 +465,25 @@ def test_a_run_and_a_keep_at_once_leave_one_active_value(fake_model: Any, user: 
         thread.join()
     assert memories_active(user_id=user.pk).filter(key=MemoryKey.UNITS).count() == 1
     assert Memory.objects.filter(owner=user, key=MemoryKey.UNITS, invalid_at__isnull=False).count() == 1
+
+
+def test_the_workers_sweep_expires_memories_and_deletes_stale_suggestions(user: User) -> None:
+    from memory.tasks import sweep_extractions_task
+
+    ended = make_memory(owner=user, content="Is in Tokyo.", expires_at=timezone.now() - timedelta(seconds=1))
+    stale = make_memory(owner=user, content="Is diabetic.", suggested=True)
+    Memory.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(days=30))
+
+    sweep_extractions_task()
+
+    ended.refresh_from_db()
+    assert ended.invalid_reason == "expired" and not Memory.objects.filter(pk=stale.pk).exists()
+
+
+def test_the_flush_tool_never_says_a_suggestion_was_remembered(fake_model: Any, user: User, conversation: Any) -> None:
+    from memory.tools import result_sentence
+
+    message = say(conversation, "I'm diabetic, what can I eat?")
+    fake_model.judge(answer(add("Is diabetic.")))
+    sentence = result_sentence(run(user, up_to=message))
+    assert "not remembered yet" in sentence and "Remembered:" not in sentence
