@@ -100,8 +100,10 @@ def _create_active(**fields: object) -> Memory:
 
 
 def _lock_user(user: User) -> None:
-    """Serialise one user's memory writes (a no-op on SQLite, whose writers queue anyway)."""
+    """Serialise one user's memory writes (a no-op on SQLite, whose writers queue anyway); memories
+    whose end date passed leave the active set first, so their sentence and key are free again."""
     list(User.objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+    lifecycle.memories_expire(user_id=user.pk, now=_now())
 
 
 def _ensure_room(*, user: User) -> None:
@@ -145,6 +147,7 @@ def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
         return memory  # nothing to change, so nothing to skip either
     now = _now()
     pending_messages_skip(user=user, before=now)
+    _lock_user(user)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is not None:
         raise MemoryConflict(gettext("Only active memories can be edited; restore this one first."))
@@ -223,6 +226,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     Pending messages are left alone: restoring contradicts nothing the user said since.
     """
     _check_owner(user, memory)
+    _lock_user(user)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is None:
         raise MemoryConflict("This memory is already active.")
@@ -279,7 +283,6 @@ def memory_confirm(*, user: User, memory: Memory) -> Memory:
     if not current.suggested or current.invalid_at is not None:
         raise MemoryConflict(gettext("This memory is not a suggestion waiting to be kept."))
     now = _now()
-    lifecycle.memories_expire(user_id=user.pk, now=now)
     previous = memories_active(user_id=user.pk).filter(superseded_by=current).first()
     replaced = memories_active(user_id=user.pk).filter(pk=previous.pk) if previous else Memory.objects.none()
     if current.key:

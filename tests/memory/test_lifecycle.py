@@ -487,3 +487,16 @@ def test_the_flush_tool_never_says_a_suggestion_was_remembered(fake_model: Any, 
     fake_model.judge(answer(add("Is diabetic.")))
     sentence = result_sentence(run(user, up_to=message))
     assert "not remembered yet" in sentence and "Remembered:" not in sentence
+
+
+def test_an_ended_memory_not_yet_swept_frees_its_sentence_and_key_and_can_be_restored(user: User) -> None:
+    ended = make_memory(
+        owner=user, content="Prefers metric units.", key=MemoryKey.UNITS, expires_at=timezone.now() - timedelta(1)
+    )
+    again = services.memory_add(user=user, content="Prefers metric units.")  # no 409 from the ended row
+    assert active(user) == ["Prefers metric units."] and again.pk != ended.pk
+    ended.refresh_from_db()
+    assert ended.invalid_reason == "expired"
+    services.memory_delete(user=user, memory=again)
+    restored = services.memory_restore(user=user, memory=ended)
+    assert restored.key == MemoryKey.UNITS and active(user) == ["Prefers metric units."]
