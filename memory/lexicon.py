@@ -36,9 +36,12 @@ def _compile(*patterns: str) -> re.Pattern[str]:
 # --- explicit requests ---------------------------------------------------------------------------
 
 _EXPLICIT = _compile(
-    r"\bremember\b",
+    # A request, not a recollection ("I remember when …", "我记得你说过" are not explicit).
+    r"^\W*remember\b",
+    r"\b(?:please|pls|can you|could you|you should|do|always|you must) remember\b",
+    r"\bremember (?:that|this|it|my|me|i|i'm|i am|for me)\b|\bremember[:,]",
     r"\bdon'?t forget\b",
-    r"\bforget\b",
+    r"\bforget (?:that|this|it|my|about|everything|what|all|i|i'm)\b|^\W*forget\b",
     r"\bstop remembering\b",
     r"\bfrom now on\b",
     r"\bgoing forward\b",
@@ -49,8 +52,10 @@ _EXPLICIT = _compile(
     r"\bthat'?s (?:wrong|not right|not true|outdated)\b",
     r"\bcorrection\b",
     r"\bactually,",
-    r"记住|记下|记得|请记|别忘",
-    r"以后|今后|从现在起|从现在开始|从今以后|往后",
+    r"记住|记下|请记得|别忘了?|不要忘",
+    # "以后" as "from now on" (leading a clause, or after 我/你/请), not "下班以后" (after work).
+    r"(?:^|[，,。；;！!？?\s：:]|我|你|请)(?:以后|今后|往后)",
+    r"从现在起|从现在开始|从今以后|从今往后",
     r"忘记|忘掉|别记|不要记|删掉.{0,6}记忆",
     r"不再|更正|纠正|说错了|记错了",
 )

@@ -363,8 +363,14 @@ def test_ordinary_preferences_are_neither_refused_nor_sensitive(text: str) -> No
         ("请记住我对花生过敏", True),
         ("以后用中文回答", True),
         ("忘记我住在哪里", True),
+        ("Please forget my address.", True),
+        ("Don't forget I'm allergic to nuts.", True),
         ("I'm vegan, what should I cook?", False),
         ("我对花生过敏，推荐个零食？", False),
+        ("I remember when phones were small.", False),
+        ("我记得你说过这个", False),
+        ("下班以后我去健身，吃什么好？", False),
+        ("我以后都想用公制单位", True),
     ],
 )
 def test_explicit_requests_in_both_languages(text: str, explicit: bool) -> None:
