@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.contrib.auth import authenticate
 from django.http import HttpRequest
@@ -21,6 +21,7 @@ from accounts.services import (
     api_token_create,
     api_token_revoke,
     user_set_memory_enabled,
+    user_set_memory_review,
 )
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
 
@@ -32,12 +33,16 @@ class MeOut(Schema):
     username: str
     email: str
     memory_enabled: bool
+    memory_review: Literal["auto", "sensitive", "all"] = Field(
+        description="Which learned memories wait for Keep or Discard: none, sensitive ones, or all"
+    )
 
 
 class MePatch(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
     memory_enabled: StrictBool | None = None  # JSON true or false, not 0 or "yes", as the document says
+    memory_review: Literal["auto", "sensitive", "all"] | None = None
 
 
 @router.get("/me", response={200: MeOut, **AUTH_ERRORS})
@@ -50,6 +55,8 @@ def me_patch(request: HttpRequest, payload: MePatch) -> User:
     user: User = request.user  # type: ignore[assignment]
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
+    if payload.memory_review is not None:
+        user = user_set_memory_review(user=user, review=payload.memory_review)
     return user
 
 

@@ -78,6 +78,13 @@ def user_set_memory_enabled(*, user: User, enabled: bool) -> User:
     return user
 
 
+def user_set_memory_review(*, user: User, review: str) -> User:
+    """Which learned memories wait as suggestions: auto (none), sensitive (default), all."""
+    user.memory_review = User.MemoryReview(review)
+    user.save(update_fields=["memory_review"])
+    return user
+
+
 class AccountDeleteRefused(ValueError):
     """The password did not match: nothing was deleted."""
 

@@ -57,10 +57,34 @@ def _memory_link(memory: Memory) -> str:
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = ("id", "owner", "content", "origin", "is_active", "invalid_reason", "created_at", "invalid_at")
-    list_filter = (ActiveFilter, "origin", "invalid_reason", ("owner", admin.RelatedOnlyFieldListFilter))
+    list_filter = (
+        ActiveFilter,
+        "suggested",
+        "sensitive",
+        "pinned",
+        "key",
+        "origin",
+        "invalid_reason",
+        ("owner", admin.RelatedOnlyFieldListFilter),
+    )
     search_fields = ("content", "owner__username")
     list_select_related = ("owner",)
-    fields = ("owner", "content", "origin", "created_at", "invalid_at", "invalid_reason", "run", "version_chain")
+    fields = (
+        "owner",
+        "content",
+        "origin",
+        "suggested",
+        "sensitive",
+        "pinned",
+        "key",
+        "expires_at",
+        "last_used_at",
+        "created_at",
+        "invalid_at",
+        "invalid_reason",
+        "run",
+        "version_chain",
+    )
     readonly_fields = fields
     inlines = [MemorySourceInline]
 

@@ -16,7 +16,7 @@ from accounts.models import User
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from memory import selectors, services
 from memory.models import Memory
-from memory.schemas import ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut
+from memory.schemas import ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut, MemoryPatch
 
 router = Router(tags=["memories"])
 
@@ -84,18 +84,37 @@ def memory_get(request: HttpRequest, memory_id: int = MemoryId) -> Any:
 @router.patch(
     "/{memory_id}",
     response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS, 409: ErrorOut},
-    summary="Edit: returns the new version",
+    summary="Edit any subset of content, pinned, expires_at; a new content returns the new version",
 )
-def memory_edit(request: HttpRequest, payload: MemoryIn, memory_id: int = MemoryId) -> Any:
+def memory_edit(request: HttpRequest, payload: MemoryPatch, memory_id: int = MemoryId) -> Any:
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    given = payload.model_fields_set
+    if "content" in given:
+        memory = services.memory_edit(user=user, memory=memory, content=payload.content)
+    changes = {name: getattr(payload, name) for name in ("pinned", "expires_at") if name in given}
+    if changes.get("pinned", False) is None:
+        changes.pop("pinned")
+    if changes:
+        memory = services.memory_settings(user=user, memory=memory, **changes)
+    return Status(200, _fresh(request, memory.pk))
+
+
+@router.post(
+    "/{memory_id}/confirm",
+    response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    summary="Keep a suggestion: it becomes active (replacing the value it updates)",
+)
+def memory_confirm(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    new = services.memory_edit(user=_user(request), memory=memory, content=payload.content)
-    return Status(200, _fresh(request, new.pk))
+    kept = services.memory_confirm(user=_user(request), memory=memory)
+    return Status(200, _fresh(request, kept.pk))
 
 
 @router.delete(
     "/{memory_id}",
     response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
-    summary="Delete the memory and its earlier versions permanently",
+    summary="Delete the memory and its earlier versions permanently (for a suggestion: discard it)",
     description="Permanent, and " + COPIES,
 )
 def memory_delete(request: HttpRequest, memory_id: int = MemoryId) -> Any:

@@ -5,12 +5,12 @@ from typing import Literal
 from uuid import UUID
 
 from ninja import Field, Schema
-from pydantic import ConfigDict
+from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from chat.models import Message
 from config.api_errors import NOT_BLANK
 from memory.models import CONTENT_MAX, Memory
-from memory.selectors import source_excerpt
+from memory.selectors import memory_status, source_excerpt
 
 
 class MemorySourceOut(Schema):
@@ -42,8 +42,20 @@ class MemoryOut(Schema):
     supersedes: int | None
     superseded_by: int | None
     sources: list[MemorySourceOut]
+    # SPEC §8 extensions.
+    status: Literal["active", "suggested", "invalid"] = Field(
+        description="suggested: learned, waiting for Keep (confirm) or Discard (DELETE)"
+    )
+    pinned: bool
+    key: str = Field(description="The single-valued preference it holds (reply_language, units, …), or empty")
+    sensitive: bool
+    expires_at: datetime | None = Field(description="End of a time-bound fact; out of the block from then on")
     # When a reply's memory block last held it (SPEC §8 "Recall"); null until then.
     last_used_at: datetime | None
+
+    @staticmethod
+    def resolve_status(memory: Memory) -> str:
+        return memory_status(memory)
 
     @staticmethod
     def resolve_supersedes(memory: Memory) -> int | None:
@@ -68,8 +80,28 @@ class MemoryIn(Schema):
     )
 
 
+class MemoryPatch(Schema):
+    """Any subset: only a change of `content` makes a new version; `expires_at` null clears the end date."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = Field(
+        None,
+        min_length=1,
+        max_length=CONTENT_MAX,
+        pattern=NOT_BLANK,
+        description="A new wording (makes a new version): not blank, no NUL character.",
+    )
+    pinned: StrictBool | None = None
+    expires_at: AwareDatetime | None = Field(
+        None, description="Any future moment with its time zone, or null for no end date"
+    )
+
+
 class MemoryListQuery(Schema):
-    status: Literal["active", "invalid", "all"] = "active"
+    status: Literal["active", "invalid", "suggested", "all"] = Field(
+        "active", description="all = active + invalid + suggested"
+    )
 
 
 class ForgetAllOut(Schema):

@@ -10,9 +10,10 @@ import logging
 
 from celery import Task, shared_task
 from django.db import transaction
+from django.utils import timezone
 
 from chat.llm import LLMError
-from memory import embeddings, pipeline, recovery, retention, retries
+from memory import embeddings, lifecycle, pipeline, recovery, retention, retries
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -62,9 +63,13 @@ def embed_memories_later(*, user_id: int) -> None:
 
 @shared_task(ignore_result=True)
 def sweep_extractions_task() -> int:
-    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py), and
-    embed memories whose vector is missing (a lost message, or EMBEDDING_MODEL newly set), and strip the
-    text of runs past their retention (memory/retention.py)."""
+    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py); move
+    memories whose end date passed to history and delete unanswered suggestions (memory/lifecycle.py);
+    embed memories whose vector is missing (a lost message, or EMBEDDING_MODEL newly set); strip the text
+    of runs past their retention (memory/retention.py)."""
+    now = timezone.now()
+    lifecycle.memories_expire(now=now)
+    lifecycle.suggestions_expire(now=now)
     recovery.claims_recover()
     for user_id in embeddings.users_missing_vectors():
         embed_memories_later(user_id=user_id)
