@@ -496,7 +496,7 @@ def test_queries_per_run_do_not_grow_with_memories_or_messages(
         return len(captured)
 
     queries_for(0, 1)  # the first run ever also creates the user's claim row
-    assert queries_for(10, 3) == queries_for(200, 39) <= 20
+    assert queries_for(10, 3) == queries_for(200, 39) <= 24
 
 
 @pytest.mark.django_db(transaction=True)
