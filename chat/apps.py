@@ -8,12 +8,16 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_out
 
+        from accounts.layout import register_layout_context
         from accounts.signals import password_changed
         from chat import extensions
         from chat.sessions import on_logged_out, on_password_changed
         from chat.tasks import on_turn_finished
+        from chat.views import layout_sidebar
 
         # Long conversations: summarize the agent state in the background after a turn (chat.compaction).
         extensions.turn_finished.connect(on_turn_finished, dispatch_uid="chat.compaction.on_turn_finished")
         user_logged_out.connect(on_logged_out, dispatch_uid="chat.close_sockets_on_logout")
         password_changed.connect(on_password_changed, dispatch_uid="chat.close_sockets_on_password_change")
+        # Settings pages of accounts (API tokens) are drawn in the chat's layout, with its sidebar.
+        register_layout_context(layout_sidebar)

@@ -58,6 +58,11 @@ def sidebar_context(
     return {"conversations": conversations, "conversations_more": more}
 
 
+def layout_sidebar(user: User) -> dict[str, Any]:
+    """The sidebar for a page drawn in the chat's layout that is not a conversation (accounts.layout)."""
+    return {**sidebar_context(user), "current": None}
+
+
 def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
     return {
         **sidebar_context(_user(request), current=conversation),

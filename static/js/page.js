@@ -134,5 +134,10 @@
     if (suggestion && input) input.value = suggestion.value;
   });
 
-  document.addEventListener("DOMContentLoaded", function () { enhance(); });
+  // A control that needs JavaScript and the user's attention first (the new API token's Copy button).
+  document.addEventListener("DOMContentLoaded", function () {
+    enhance();
+    var first = $("[data-focus-on-load]");
+    if (first) first.focus();
+  });
 })();

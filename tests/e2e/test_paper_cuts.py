@@ -1,0 +1,65 @@
+"""The third walkthrough's paper cuts, each in Chromium: the tokens page, chat details, the compaction
+divider, temporary chats. (The README demo, History and memory search: test_demo_walk.py; the admin:
+test_admin_accessibility.py.)"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.axe import audit
+from tests.e2e.browser import sign_up
+
+pytestmark = pytest.mark.browser
+
+LONG_NAME = "a-token-for-the-nightly-backup-script-that-runs-on-the-server-in-the-basement-" + "x" * 20
+
+
+def fits(page: Any, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    box = page.locator(".token-list tbody tr").first.get_by_role("link", name=re.compile("Revoke")).bounding_box()
+    assert box is not None and box["x"] + box["width"] <= width, box
+
+
+def test_tokens_page_in_the_app_layout_copy_confirmed_revoke_and_long_names(page: Any, live_server_url: str) -> None:
+    base = live_server_url
+    sign_up(page, base, "tokens-user")
+    page.click(".user-menu summary")
+    page.get_by_role("link", name="Settings → API tokens").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("API tokens")
+    expect(page.locator("#sidebar")).to_be_attached()  # the app's layout: the conversation list
+    expect(page.locator("header.chat-header")).to_be_visible()
+    audit(page, "tokens page, empty")
+
+    page.fill("#id_name", LONG_NAME)
+    page.select_option("#id_expires_in", "30")
+    page.get_by_role("button", name="Create token").click()
+    copy = page.locator("button[data-copy='#new-token']")
+    expect(copy).to_have_accessible_name("Copy")
+    expect(copy).to_be_focused()
+    token = page.locator("#new-token").inner_text()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.keyboard.press("Enter")
+    expect(copy).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == token
+    audit(page, "tokens page with a new token")
+    fits(page, 1280)
+    fits(page, 390)
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    row = page.locator(".token-list tbody tr").first
+    row.get_by_role("link", name=re.compile("Revoke")).click()
+    expect(page.locator(".token-confirm")).to_contain_text(f"Revoke “{LONG_NAME}”? Scripts using it stop working at once.")
+    expect(page.get_by_role("button", name="Revoke")).to_be_focused()
+    audit(page, "tokens page, confirming a revoke")
+    page.get_by_role("link", name="Cancel").click()
+    expect(page.locator(".token-confirm")).to_have_count(0)
+    assert page.request.get(f"{base}/api/me", headers={"Authorization": f"Bearer {token}"}).status == 200
+    row.get_by_role("link", name=re.compile("Revoke")).click()
+    page.get_by_role("button", name="Revoke").click()
+    expect(page.locator(".notices")).to_contain_text("Revoked the token")
+    assert page.request.get(f"{base}/api/me", headers={"Authorization": f"Bearer {token}"}).status == 401
