@@ -63,3 +63,62 @@ def test_tokens_page_in_the_app_layout_copy_confirmed_revoke_and_long_names(page
     page.get_by_role("button", name="Revoke").click()
     expect(page.locator(".notices")).to_contain_text("Revoked the token")
     assert page.request.get(f"{base}/api/me", headers={"Authorization": f"Bearer {token}"}).status == 401
+
+
+def open_conversation(page: Any, base: str, user: str, first: str) -> str:
+    sign_up(page, base, user)
+    page.fill("#start-input", first)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-assistant").last).to_have_attribute("data-status", re.compile("complete|error"))
+    return str(page.url)
+
+
+def test_code_copy_button_sits_above_the_code_and_the_composer_ring_is_2px(page: Any, live_server_url: str) -> None:
+    open_conversation(page, live_server_url, "code-reader", "Show me a wide code sample")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        button = page.locator(".code-block > .copy-btn").bounding_box()
+        code = page.locator(".code-block > pre").bounding_box()
+        assert button and code and button["y"] + button["height"] <= code["y"] + 0.5, (width, button, code)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.focus("#composer-input")
+    ring = page.evaluate("(() => { const s = getComputedStyle(document.querySelector('#composer')); "
+                         "return [s.outlineStyle, s.outlineWidth]; })()")  # fmt: skip
+    assert ring == ["solid", "2px"]
+
+
+def test_a_second_tab_says_why_it_cannot_send_while_another_writes(page: Any, live_server_url: str) -> None:
+    url = open_conversation(page, live_server_url, "two-tabs", "Hello")
+    other = page.context.new_page()
+    other.goto(url)
+    expect(other.locator(".chat.is-connected")).to_have_count(1)
+    busy = other.locator(".composer-busy")
+    expect(busy).to_be_hidden()
+    page.fill("#composer-input", "Give me a long answer")
+    page.keyboard.press("Enter")
+    expect(busy).to_be_visible()
+    expect(busy).to_have_text("Memora is writing a reply. You can send your next message when it is done, or stop it.")
+    expect(other.locator("#composer .send-btn")).to_be_disabled()
+    audit(other, "a second tab while another tab's reply is written")
+    expect(other.locator(".message-assistant").last).to_have_attribute("data-status", "complete", timeout=20_000)
+    expect(busy).to_be_hidden()
+    other.close()
+
+
+def test_a_provider_error_is_a_plain_sentence_with_the_providers_words_behind_details(
+    page: Any, live_server_url: str
+) -> None:
+    open_conversation(page, live_server_url, "provider-trouble", "Provider trouble, please")
+    error = page.locator(".message-error")
+    expect(error.locator("p").first).to_have_text("The model provider had a problem on its side. Try again in a moment.")
+    words = error.locator(".error-details > p")
+    expect(words).to_be_hidden()
+    error.get_by_text("Details").click()
+    expect(words).to_have_text("HTTP 503: upstream overloaded: shard 7 queue depth 981")
+    announced = page.locator("#reply-announcer")
+    expect(announced).to_have_text(
+        "The reply failed. The model provider had a problem on its side. Try again in a moment."
+    )
+    assert "  " not in announced.text_content()
+    audit(page, "a failed reply, its details open")
