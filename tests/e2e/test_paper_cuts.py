@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import sign_up
+from tests.e2e.browser import PASSWORD, manage, sign_up
 
 pytestmark = pytest.mark.browser
 
@@ -122,3 +122,34 @@ def test_a_provider_error_is_a_plain_sentence_with_the_providers_words_behind_de
     )
     assert "  " not in announced.text_content()
     audit(page, "a failed reply, its details open")
+
+
+EVERYTHING_SUMMARIZED = f"""
+from accounts.models import User
+from chat.compaction import summary_item
+from chat.models import AgentState, Conversation, Message
+owner = User.objects.create_user("summarized", password={PASSWORD!r})
+conversation = Conversation.objects.create(owner=owner, title="All summarized")
+for i in range(2):
+    said = Message.objects.create(conversation=conversation, user=owner, role="user", content=f"Question {{i}}")
+    Message.objects.create(conversation=conversation, user=owner, role="assistant", content=f"Answer {{i}}")
+AgentState.objects.create(conversation=conversation, context=[summary_item("The user asked two questions.")],
+                          compactions=1, summarized_through=said)
+print(conversation.pk)
+"""
+
+
+def test_the_divider_shows_when_every_earlier_message_is_summarized(
+    page: Any, live_server_url: str, live_server_env: dict[str, str]
+) -> None:
+    manage(live_server_env, "shell", "-c", EVERYTHING_SUMMARIZED)
+    page.goto(f"{live_server_url}/accounts/login/")
+    page.fill("#id_username", "summarized")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.get_by_role("link", name="All summarized").click()
+    divider = page.locator(".summary-divider")
+    expect(divider).to_have_count(1)
+    expect(divider).to_contain_text("Earlier messages were summarized for the assistant")
+    # After the last summarized message: everything above it is summarized.
+    assert page.evaluate("document.querySelector('#messages').lastElementChild.id") == "summary-divider"
