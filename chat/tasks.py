@@ -9,7 +9,7 @@ from asgiref.sync import async_to_sync
 from celery import shared_task
 from channels.layers import get_channel_layer
 
-from chat import compaction, selectors
+from chat import compaction, selectors, services
 from chat.extensions import user_group
 from chat.fragments import summary_divider_html
 from chat.models import Conversation
@@ -39,6 +39,13 @@ def _push_summary_divider(conversation_id: Any) -> None:
         async_to_sync(layer.group_send)(user_group(conversation.owner_id), event)
     except Exception:  # the divider shows on the next load; a missed push must not fail the task
         logger.exception("could not push the summary divider of conversation %s", conversation_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_temporary_conversations_task() -> int:
+    """Delete temporary chats CHAT_TEMPORARY_HOURS after their last message (sent by the worker's sweep,
+    config/celery.py). Idempotent."""
+    return services.temporary_conversations_sweep()
 
 
 def enqueue_compaction(conversation_id: Any) -> None:

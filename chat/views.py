@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -68,6 +69,7 @@ def _chat_context(request: HttpRequest, conversation: Conversation | None) -> di
         **sidebar_context(_user(request), current=conversation),
         "current": conversation,
         "suggestions": SUGGESTIONS,
+        "temporary_hours": settings.CHAT_TEMPORARY_HOURS,
     }
 
 

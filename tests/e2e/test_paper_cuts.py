@@ -153,3 +153,37 @@ def test_the_divider_shows_when_every_earlier_message_is_summarized(
     expect(divider).to_contain_text("Earlier messages were summarized for the assistant")
     # After the last summarized message: everything above it is summarized.
     assert page.evaluate("document.querySelector('#messages').lastElementChild.id") == "summary-divider"
+
+
+NOTE = (
+    "Once you leave it, it is no longer in your conversation list or search; its transcript stays at its address, "
+    "for you only, until you delete it or 24 hours after its last message, when it is deleted."
+)
+
+
+def test_a_temporary_chat_says_what_leaving_means_and_the_sweep_deletes_it_a_day_later(
+    page: Any, live_server_url: str, live_server_env: dict[str, str]
+) -> None:
+    base = live_server_url
+    sign_up(page, base, "temporary-user")
+    expect(page.locator("#start-temporary-note")).to_contain_text(NOTE)
+    page.check("#start-temporary")
+    page.fill("#start-input", "A temporary question")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete")
+    url = page.url
+    expect(page.locator("#composer-hint")).to_contain_text("deleted 24 hours after its last message")
+    expect(page.locator("#conversation-list")).to_contain_text("A temporary question")  # listed while open
+    page.goto(f"{base}/")
+    expect(page.locator("#conversation-list")).not_to_contain_text("A temporary question")  # left: not listed
+    page.goto(url)
+    expect(page.locator(".message-user")).to_contain_text("A temporary question")  # the transcript is kept
+    conversation_id = url.rstrip("/").rsplit("/", 1)[1]
+    manage(live_server_env, "shell", "-c", (
+        "from datetime import timedelta; from django.utils import timezone; from chat.models import Message; "
+        "from chat.tasks import sweep_temporary_conversations_task as sweep; "
+        f"Message.objects.filter(conversation_id='{conversation_id}')"
+        ".update(created_at=timezone.now() - timedelta(hours=25)); assert sweep() >= 1"
+    ))  # fmt: skip
+    assert page.goto(url).status == 404
