@@ -53,7 +53,9 @@ def test_tokens_page_in_the_app_layout_copy_confirmed_revoke_and_long_names(page
 
     row = page.locator(".token-list tbody tr").first
     row.get_by_role("link", name=re.compile("Revoke")).click()
-    expect(page.locator(".token-confirm")).to_contain_text(f"Revoke “{LONG_NAME}”? Scripts using it stop working at once.")
+    expect(page.locator(".token-confirm")).to_contain_text(
+        f"Revoke “{LONG_NAME}”? Scripts using it stop working at once."
+    )
     expect(page.get_by_role("button", name="Revoke")).to_be_focused()
     audit(page, "tokens page, confirming a revoke")
     page.get_by_role("link", name="Cancel").click()
@@ -111,7 +113,9 @@ def test_a_provider_error_is_a_plain_sentence_with_the_providers_words_behind_de
 ) -> None:
     open_conversation(page, live_server_url, "provider-trouble", "Provider trouble, please")
     error = page.locator(".message-error")
-    expect(error.locator("p").first).to_have_text("The model provider had a problem on its side. Try again in a moment.")
+    expect(error.locator("p").first).to_have_text(
+        "The model provider had a problem on its side. Try again in a moment."
+    )
     words = error.locator(".error-details > p")
     expect(words).to_be_hidden()
     error.get_by_text("Details").click()
