@@ -9,10 +9,12 @@ from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods
 
 from accounts import data, export, selectors, throttle
 from accounts.forms import AccountDeleteForm, ApiTokenForm, SignupForm
+from accounts.layout import layout_context
 from accounts.models import User
 from accounts.services import (
     AccountDeleteRefused,
@@ -60,7 +62,7 @@ def locked_out(request: HttpRequest, original_response: Any = None, credentials:
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_page(request: HttpRequest) -> HttpResponse:
-    """Settings → API tokens: list (with last use), create (shown once), revoke."""
+    """Settings → API tokens: list (with last use), create (shown once, with a Copy button), revoke."""
     user: User = request.user  # type: ignore[assignment]
     form = ApiTokenForm(request.POST or None)
     created = None
@@ -68,23 +70,40 @@ def token_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid():
             try:
-                _, created = api_token_create(user=user, name=form.cleaned_data["name"], expires_at=form.expires_at())
+                _token, created = api_token_create(
+                    user=user, name=form.cleaned_data["name"], expires_at=form.expires_at()
+                )
             except TokenRejected as exc:
                 form.add_error(None, str(exc))
         if created is None:
             status = 422
         else:
             form = ApiTokenForm()
-    context = {"form": form, "tokens": selectors.api_token_list(user=user), "created": created}
+    return _tokens(request, user, status=status, form=form, created=created)
+
+
+def _tokens(request: HttpRequest, user: User, *, status: int = 200, **extra: Any) -> HttpResponse:
+    context = {
+        **layout_context(user),
+        "form": ApiTokenForm(),
+        "tokens": selectors.api_token_list(user=user),
+        "created": None,
+        **extra,
+    }
     return render(request, "accounts/tokens.html", context, status=status)
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
-    token = selectors.api_token_get_for_user(user=request.user, token_id=token_id)  # type: ignore[arg-type]
+    """GET: the token's row asks first. POST: revoke it."""
+    user: User = request.user  # type: ignore[assignment]
+    token = selectors.api_token_get_for_user(user=user, token_id=token_id)
+    if request.method == "GET":
+        return _tokens(request, user, confirm_id=token.pk)
     api_token_revoke(token=token)
-    messages.success(request, f"Revoked the token {token.prefix}… ({token.name or 'unnamed'}).")
+    name = token.name or _("unnamed")
+    messages.success(request, _("Revoked the token %(prefix)s… (%(name)s).") % {"prefix": token.prefix, "name": name})
     return redirect("tokens")
 
 

@@ -211,6 +211,8 @@ class Turn:
     _too_long: bool = False
     _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
     _saving: bool = False
+    # Set when this turn applied a summary: where the page's "earlier messages were summarized" goes now.
+    summary_divider: selectors.SummaryDivider | None = None
 
     @classmethod
     async def begin(
@@ -389,6 +391,8 @@ class Turn:
             self._too_long = True
             raise
         s.context, s.state_version = fit.context, fit.version
+        # Where the page's divider goes now (the runner sends it before the reply's next piece).
+        self.summary_divider = await database_sync_to_async(selectors.summary_divider)(conversation=s.conversation)
         messages = await database_sync_to_async(build_model_input)(self.ctx, s.context)
         request = [*messages, *self._items]
         return request, budget.measure(request, tools)

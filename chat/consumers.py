@@ -340,6 +340,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if event.get("conversation_id") == str(self.conversation.pk):
             await self.push(messages_append_html(event["html"]))
 
+    async def chat_fragment(self, event: dict[str, Any]) -> None:
+        """Rendered out-of-band pieces for one conversation's pages (chat.tasks: the summary divider)."""
+        if event.get("conversation_id") == str(self.conversation.pk):
+            await self.push(event["html"])
+
     async def session_close(self, event: dict[str, Any]) -> None:
         """The user logged out or changed their password (accounts.sessions): close this socket."""
         await self.close(code=CLOSE_UNAUTHENTICATED)

@@ -58,8 +58,16 @@ from django.conf import settings
 from accounts.models import User
 from chat import leases, pages, services
 from chat.agent import Turn, TurnEvent
-from chat.fragments import activity_html, final_html, notice_html, start_html, turn_state_html
+from chat.fragments import (
+    activity_html,
+    final_html,
+    notice_html,
+    start_html,
+    summary_divider_html,
+    turn_state_html,
+)
 from chat.models import Conversation, Message
+from chat.selectors import SummaryDivider
 
 logger = logging.getLogger(__name__)
 
@@ -342,6 +350,7 @@ class Fanout:
         self.last_flush = float("-inf")  # the first piece goes at once
         self.remote: list[str] | None = []  # other processes' pages (None: the whole group)
         self.remote_checked = float("-inf")
+        self.divider_sent: SummaryDivider | None = None
         self.task = asyncio.create_task(self._run())
 
     def event(self, event: TurnEvent, turn: Turn) -> None:
@@ -349,6 +358,10 @@ class Fanout:
         gets it: the turn goes on to the provider at once (an API client needs no HTML at all), from copies
         of the messages as they are now."""
         started = turn.started
+        divider = turn.summary_divider
+        if divider is not None and divider is not self.divider_sent:  # a summary was applied: show where
+            self.divider_sent = divider
+            self._send_html("turn.html", lambda: summary_divider_html(divider))
         if event.type == "delta":
             self.pending.append(event.text)
             self.wake.set()

@@ -8,8 +8,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import User
@@ -143,6 +144,31 @@ def conversations_erase(*, user_id: int, conversation_ids: list[Any]) -> None:
     )
     for eraser in erasers:
         eraser(erased)
+
+
+def temporary_conversations_expired(*, now: Any = None) -> models.QuerySet[Conversation]:
+    """Temporary chats whose last message (or, with none, whose start) is older than CHAT_TEMPORARY_HOURS,
+    and in which no reply is being written."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(hours=settings.CHAT_TEMPORARY_HOURS)
+    last = Coalesce(models.Max("messages__created_at"), F("created_at"))
+    return (
+        Conversation.objects.filter(temporary=True)
+        .annotate(last_message_at=last)
+        .filter(last_message_at__lt=cutoff)
+        .exclude(lock_expires_at__gt=now)
+    )
+
+
+def temporary_conversations_sweep(*, now: Any = None) -> int:
+    """Delete the temporary chats that expired (the worker's sweep); how many went. Each goes as the
+    owner's delete would, with everything that hangs on it."""
+    deleted = 0
+    for conversation in temporary_conversations_expired(now=now).only("pk", "owner_id"):
+        with transaction.atomic():
+            conversation_delete(conversation=conversation)
+        deleted += 1
+    return deleted
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -58,11 +59,17 @@ def sidebar_context(
     return {"conversations": conversations, "conversations_more": more}
 
 
+def layout_sidebar(user: User) -> dict[str, Any]:
+    """The sidebar for a page drawn in the chat's layout that is not a conversation (accounts.layout)."""
+    return {**sidebar_context(user), "current": None}
+
+
 def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
     return {
         **sidebar_context(_user(request), current=conversation),
         "current": conversation,
         "suggestions": SUGGESTIONS,
+        "temporary_hours": settings.CHAT_TEMPORARY_HOURS,
     }
 
 

@@ -44,7 +44,8 @@ def suggested_context(user: User) -> dict[str, Any]:
 
 
 def history_context(user: User, query: str = "") -> dict[str, Any]:
-    return {"history": list(selectors.memory_history(user=user, query=query)), "query": query}
+    history = list(selectors.memory_history(user=user, query=query))
+    return {"history": selectors.memory_history_restorations(user=user, rows=history), "query": query}
 
 
 # --- the pieces of an answer -----------------------------------------------------------------------

@@ -123,11 +123,12 @@ def memory_export(*, user: User) -> dict[str, Any]:
 
 
 def _matching(rows: QuerySet[Memory], query: str) -> QuerySet[Memory]:
-    """Rows whose sentence, or a message it was learned from, contains `query`."""
-    if not query:
-        return rows
-    ids = rows.filter(Q(content__icontains=query) | Q(sources__content__icontains=query)).values("pk")
-    return rows.filter(pk__in=ids)
+    """Rows where every word of `query` is in the sentence or in a message it was learned from (the
+    excerpt the row shows), so words found apart, or across a line break, still match."""
+    for word in query.split():
+        ids = rows.filter(Q(content__icontains=word) | Q(sources__content__icontains=word)).values("pk")
+        rows = rows.filter(pk__in=ids)
+    return rows
 
 
 def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
@@ -146,6 +147,29 @@ def memory_history(*, user: User, query: str = "") -> QuerySet[Memory]:
     """Invalidated memories, newest change first, with the version that replaced each one;
     optionally only those matching `query`."""
     return _matching(memory_list(user=user, status="invalid"), query).select_related("superseded_by")
+
+
+def memory_history_restorations(*, user: User, rows: list[Memory]) -> list[Memory]:
+    """Set `restored_as` on each history row: the later version that restored its very wording (active
+    or since invalidated too), or None. History says so instead of naming the version that once
+    replaced it. One query for the user's version chains."""
+    if not rows:
+        return rows
+    versions = {
+        m.pk: m
+        for m in Memory.objects.filter(owner=user).only("id", "content", "origin", "superseded_by_id", "invalid_at")
+    }
+    for row in rows:
+        restored, seen, later = None, set(), row.superseded_by_id
+        while later is not None and later not in seen and later in versions:
+            seen.add(later)
+            version = versions[later]
+            if version.origin == Memory.Origin.RESTORED and version.content == row.content:
+                restored = version
+                break
+            later = version.superseded_by_id
+        row.restored_as = restored  # type: ignore[attr-defined]
+    return rows
 
 
 def _changed_runs(*, user: User) -> QuerySet[ExtractionRun]:

@@ -128,6 +128,7 @@ def memory_row(request: HttpRequest, memory_id: int) -> HttpResponse:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     if not _htmx(request):
         return redirect(_page_url(f"memory-{memory.pk}"))
+    selectors.memory_history_restorations(user=_user(request), rows=[memory])
     return render(request, fragments.row_template(memory), {"memory": memory, "limit": CONTENT_MAX})
 
 
@@ -143,8 +144,9 @@ def memory_add(request: HttpRequest) -> HttpResponse:
         except services.MemoryRejected as exc:
             form.add_error("content", str(exc))
     if memory is None:
-        if _htmx(request):
-            return render(request, "memory/_add_form.html", {"add_form": form, "limit": CONTENT_MAX}, status=422)
+        if _htmx(request):  # the form says what is wrong; the live region drops an earlier "Memory added."
+            form_html = fragments.part(request, "memory/_add_form.html", add_form=form)
+            return fragments.response(form_html, fragments.status_html(""), status=422)
         return _page(request, status=422, add_form=form)
     if not _htmx(request):
         messages.success(request, "Memory added.")
@@ -202,6 +204,7 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
     memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     if request.method == "GET":
         if _htmx(request):
+            selectors.memory_history_restorations(user=user, rows=[memory])
             context = {"memory": memory, "mode": "confirm", "limit": CONTENT_MAX}
             return render(request, fragments.row_template(memory), context)
         return _page(request, delete_id=memory.pk)

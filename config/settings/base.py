@@ -328,6 +328,8 @@ CHAT_RECOVERY_SWEEP_SECONDS = float(os.environ.get("CHAT_RECOVERY_SWEEP_SECONDS"
 # which deleting a conversation or a message does not touch.
 CHAT_USER_TURNS_PER_MINUTE = env_int("CHAT_USER_TURNS_PER_MINUTE", 20)
 CHAT_ADDRESS_TURNS_PER_MINUTE = env_int("CHAT_ADDRESS_TURNS_PER_MINUTE", 120)
+# A temporary chat is deleted this long after its last message (the worker's sweep, chat.tasks).
+CHAT_TEMPORARY_HOURS = env_int("CHAT_TEMPORARY_HOURS", 24)
 
 # --- Context budget and compaction (chat.tokens, chat.compaction) ---
 # The chat model's context window, the room kept in it for the reply (at most half the window), and the

@@ -121,11 +121,20 @@ def test_the_page_revokes_a_token(client: Client, user: User) -> None:
     assert api_token_authenticate(token=plain) is None
 
 
+def test_revoke_asks_first_and_revokes_nothing_until_confirmed(client: Client, user: User) -> None:
+    row, plain = api_token_create(user=user, name="laptop")
+    client.force_login(user)
+    page = client.get(f"/settings/tokens/{row.pk}/revoke/").content.decode()
+    assert "Revoke “laptop”? Scripts using it stop working at once." in page
+    assert 'id="sidebar"' in page  # the app's layout
+    assert api_token_authenticate(token=plain) == user
+
+
 def test_the_page_cannot_revoke_another_users_token(client: Client, user: User, other_user: User) -> None:
     theirs, plain = api_token_create(user=other_user)
     client.force_login(user)
     assert client.post(f"/settings/tokens/{theirs.pk}/revoke/").status_code == 404
-    assert client.get(f"/settings/tokens/{theirs.pk}/revoke/").status_code == 405
+    assert client.get(f"/settings/tokens/{theirs.pk}/revoke/").status_code == 404
     assert api_token_authenticate(token=plain) == other_user
 
 

@@ -157,10 +157,11 @@ def _routes(patterns: list[Any], prefix: str = "") -> Iterator[str]:
 
 
 def _page_paths() -> list[str]:
-    """Every page route outside the auth pages, admin and API, with sample values for its parameters."""
+    """Every page route outside the auth pages, admin, API and the JavaScript catalogue, with sample values
+    for its parameters."""
     paths = []
     for route in _routes(get_resolver().url_patterns):
-        if route.startswith(("admin/", "api/", "accounts/", "static/", "^")):
+        if route.startswith(("admin/", "api/", "accounts/", "static/", "jsi18n/", "^")):  # jsi18n: public catalogue
             continue
         route = re.sub(r"<uuid:\w+>", str(uuid.uuid4()), route)
         route = re.sub(r"<int:\w+>", "1", route)

@@ -316,3 +316,23 @@ def test_context_before_drops_only_the_failed_turns_tail() -> None:
     # A turn that failed for length left nothing behind: the tail is an earlier turn's, kept as is.
     assert services.context_before(earlier, "Q2") == earlier
     assert services.context_before([], "Q2") == []
+
+
+def test_the_sweep_deletes_temporary_chats_a_day_after_their_last_message(user: User) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = services.conversation_create(user=user, temporary=True)
+    MessageFactory(conversation=old, user=user, content="secret")
+    recent = services.conversation_create(user=user, temporary=True)
+    MessageFactory(conversation=recent, user=user, content="hello")
+    kept = services.conversation_create(user=user)
+    MessageFactory(conversation=kept, user=user, content="keep me")
+    day_ago = timezone.now() - timedelta(hours=24, minutes=1)
+    Message.objects.filter(conversation__in=[old, kept]).update(created_at=day_ago)
+    Message.objects.filter(conversation=recent).update(created_at=day_ago + timedelta(minutes=2))
+    assert services.temporary_conversations_sweep() == 1
+    assert set(Conversation.objects.values_list("pk", flat=True)) == {recent.pk, kept.pk}
+    assert not Message.objects.filter(content="secret").exists()
+    assert services.temporary_conversations_sweep() == 0  # idempotent

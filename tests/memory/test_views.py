@@ -522,3 +522,35 @@ def test_user_writes_here_skip_older_pending_messages(alice: Client, user: User,
     pending.refresh_from_db()
     assert pending.memory_status == Message.MemoryStatus.SKIPPED
     assert services.memory_content_clean("  a  b ") == "a b"
+
+
+def test_search_matches_words_apart_and_across_a_line_break_in_the_source(
+    alice: Client, user: User, memory: Memory
+) -> None:
+    said = make_message(conversation=make_conversation(owner=user), content="My thumb\nhurts on big screens")
+    MemorySource.objects.create(memory=memory, message=said)
+    for query in ("thumb hurts", "screens thumb", "small thumb"):
+        assert "1 active memory and 0 in History" in body(alice.get(PAGE, {"q": query}, headers=HTMX)), query
+    assert "0 active memories" in body(alice.get(PAGE, {"q": "thumb kayaks"}, headers=HTMX))
+
+
+def test_history_says_a_restored_wording_is_in_use_again_and_what_replaced_a_forgotten_one(
+    alice: Client, user: User
+) -> None:
+    first = services.memory_add(user=user, content="Likes small phones")
+    second = services.memory_edit(user=user, memory=first, content="Likes big phones")
+    Memory.objects.filter(pk=second.pk).update(invalid_at=timezone.now(), invalid_reason="retracted")
+    services.memory_restore(user=user, memory=Memory.objects.get(pk=first.pk))
+    page = body(alice.get(PAGE))
+    history = page[page.index('id="memory-history"') :]
+    first_row = history[history.index(f'id="memory-{first.pk}"') :].split("</li>")[0]
+    second_row = history[history.index(f'id="memory-{second.pk}"') :].split("</li>")[0]
+    assert "In use again" in first_row and "Replaced by the newer version" not in first_row
+    assert "Later you restored an earlier version" in second_row and "“Likes small phones”" in second_row
+    assert "Restored later as" not in history
+
+
+def test_a_refused_add_empties_the_status_line(alice: Client) -> None:
+    response = alice.post(reverse("memory:add"), {"content": "x" * 501}, headers=HTMX)
+    assert response.status_code == 422
+    assert '<div hx-swap-oob="innerHTML:#memory-status"><span></span></div>' in body(response)
