@@ -16,6 +16,7 @@ from django.utils import timezone
 from accounts.models import User
 from chat import extensions
 from chat.models import AgentState, Conversation, Message
+from chat.search.index import search_index_messages, search_index_title
 
 TITLE_MAX = 60
 
@@ -145,6 +146,8 @@ def title_from(content: str) -> str:
 def conversation_create(*, user: User, title: str = "", temporary: bool = False) -> Conversation:
     conversation = Conversation.objects.create(owner=user, title=title.strip()[:200], temporary=temporary)
     AgentState.objects.create(conversation=conversation)
+    if conversation.title:
+        search_index_title(conversation=conversation)
     return conversation
 
 
@@ -152,6 +155,7 @@ def conversation_create(*, user: User, title: str = "", temporary: bool = False)
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     conversation.title = title.strip()[:200]
     conversation.save(update_fields=["title", "updated_at"])
+    search_index_title(conversation=conversation)
     return conversation
 
 
@@ -273,6 +277,7 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     """
     content = message_content_clean(content)
     now = _now()
+    title_before = conversation.title
     token = _turn_claim(user=user, conversation=conversation, now=now, title=content)
     learns = user.memory_enabled and not conversation.temporary
     # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
@@ -289,6 +294,9 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
         ]
     )
     state = _turn_state(conversation, title=None, now=now)  # touched with the lock
+    # Searchable from now on, like the title the first message gave the conversation.
+    retitled = conversation if conversation.title != title_before else None
+    search_index_messages(messages=[user_message], replace=False, retitled=retitled)
     return StartedTurn(
         user, conversation, user_message, assistant_message, token, state.context, state.version,
         context_window=state.context_window, token_ratio=state.token_ratio,
@@ -336,7 +344,11 @@ def turn_retry_start(*, user: User, conversation: Conversation, message_id: int 
         raise NothingToRetry()
     reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
     reply.save(update_fields=["content", "error", "status", "updated_at"])
+    search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
+    title_before = conversation.title
     state = _turn_state(conversation, title=user_message.content, now=now)
+    if conversation.title != title_before:
+        search_index_title(conversation=conversation)
     context = context_before(state.context, user_message.content)
     return StartedTurn(
         user, conversation, user_message, reply, token, context, state.version, retry=True,
@@ -360,6 +372,7 @@ def turn_finish(
         # Deleted with its conversation, or already closed by crash recovery (chat/leases.py) after this
         # turn's lease ran out: nothing left to save or announce.
         return Message.objects.filter(pk=message.pk).first() or message
+    search_index_messages(messages=[message])  # the reply as saved, whatever its status
 
     context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
     saved = AgentState.objects.filter(conversation=turn.conversation, version=turn.state_version).update(
