@@ -24,6 +24,7 @@ from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import TokenRejected
 from chat.api import router as chat_router
+from chat.search.api import router as search_router
 from chat.services import TurnRejected
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class StrictJSONParser(Parser):
 api = NinjaAPI(title="Memora API", version="1.0", auth=api_auth, urls_namespace="api", parser=StrictJSONParser())
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
+api.add_router("/search", search_router)
 
 
 @api.exception_handler(HttpError)
