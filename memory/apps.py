@@ -10,6 +10,8 @@ class MemoryConfig(AppConfig):
         from chat import extensions
         from memory import demo
         from memory.context import memory_block
+        from memory.history import demo_tool_trigger as demo_search_trigger
+        from memory.history import search_history
         from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
         from memory.receivers import on_turn_finished
         from memory.signals import memories_changed
@@ -17,6 +19,7 @@ class MemoryConfig(AppConfig):
 
         extensions.register_context_provider("memory", memory_block)
         extensions.register_tool(flush_memory)
+        extensions.register_tool(search_history)
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
         # Links to Settings → Memory, and what the chat pages say about memory (memory/chat/).
         slots = ("header", "user-menu", "start-lead", "empty-conversation", "noscript", "delete-note", "delete-confirm")
@@ -26,4 +29,7 @@ class MemoryConfig(AppConfig):
         memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
         extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
+        # A question about something said before ("do you remember what I said about …") searches
+        # rather than flushes: tried first.
+        extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
