@@ -97,6 +97,19 @@ class SearchHit:
     highlights: list[list[int]]
     created_at: datetime
 
+    @property
+    def segments(self) -> list[tuple[str, bool]]:
+        """The excerpt as `(text, matched)` pieces, for a template to mark the matches (escaping each)."""
+        pieces, at = [], 0
+        for start, end in self.highlights:
+            if start > at:
+                pieces.append((self.excerpt[at:start], False))
+            pieces.append((self.excerpt[start:end], True))
+            at = end
+        if at < len(self.excerpt):
+            pieces.append((self.excerpt[at:], False))
+        return pieces
+
 
 @dataclass(frozen=True)
 class SearchPage:
