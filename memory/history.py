@@ -23,7 +23,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy
 
 from chat.extensions import TurnContext
-from chat.search.query import SearchQuery, SearchRejected, search_entries, search_hits, search_query_clean
+from chat.search.query import SearchQuery, SearchRejected, search_hits, search_page, search_query_clean
 from chat.terms import terms
 from memory.models import Memory
 
@@ -94,8 +94,7 @@ def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None,
 
 
 def _hit_lines(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
-    entries = search_entries(user=ctx.user, query=query, exclude=ctx.conversation, since=since, until=until)
-    page = list(entries.select_related("message", "conversation")[:HITS])
+    _, page = search_page(user=ctx.user, query=query, limit=HITS, exclude=ctx.conversation, since=since, until=until)
     lines = []
     for hit in search_hits(page, query, size=EXCERPT_CHARS):
         day, title = hit.created_at.date().isoformat(), _quote(hit.conversation_title)

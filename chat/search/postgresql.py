@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import BooleanField
+from django.db.models import BooleanField, QuerySet
 from django.db.models.expressions import RawSQL
 
 INDEX = "search_terms_gin"
@@ -39,10 +39,11 @@ def tsquery(terms: list[str], *, prefix: bool) -> str:
     return " & ".join(quoted)
 
 
-def match(terms: list[str], *, prefix: bool) -> RawSQL:
-    """A filter of SearchEntry: the entries holding every term."""
+def matching(entries: QuerySet[Any], *, user_id: int, terms: list[str], prefix: bool, many: bool = False) -> QuerySet[Any]:
+    """The user's entries among `entries` holding every term. PostgreSQL's planner chooses between the
+    GIN index and the user's newest-first B-tree by its own statistics (`many` is SQLite's hint)."""
     sql = f"\"{ENTRIES}\".\"terms\" @@ to_tsquery('simple', %s)"
-    return RawSQL(sql, [tsquery(terms, prefix=prefix)], output_field=BooleanField())
+    return entries.filter(RawSQL(sql, [tsquery(terms, prefix=prefix)], output_field=BooleanField()), user_id=user_id)
 
 
 def compact(connection: Any) -> None:

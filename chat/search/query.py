@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from django.db.models import QuerySet
@@ -23,6 +24,7 @@ QUERY_MAX_CHARS = 200
 QUERY_MAX_TERMS = 16
 OFFSET_MAX = 10_000
 PAGE_MAX = 100
+MANY = 2000  # matches past which a page is found newest-first rather than by sorting every match
 
 
 class SearchRejected(ValueError):
@@ -70,13 +72,18 @@ def search_entries(
     exclude: Conversation | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    many: bool = False,
 ) -> QuerySet[SearchEntry]:
     """The user's entries matching `query`, newest first. Temporary conversations are left out unless
-    one is `current`; `exclude` leaves one conversation out; `since`/`until` bound the time."""
+    one is `current`; `exclude` leaves one conversation out; `since`/`until` bound the time. `many`:
+    the caller counted more than MANY matches (the backend may plan for that)."""
     hidden = Conversation.objects.filter(owner=user, temporary=True)
     if current is not None:
         hidden = hidden.exclude(pk=current.pk)
-    entries = SearchEntry.objects.filter(user=user).filter(backend().match(query.terms, prefix=query.prefix))
+    # Scoped to the user by the backend, which writes that condition the way its planner does best with.
+    entries = backend().matching(
+        SearchEntry.objects.all(), user_id=user.pk, terms=query.terms, prefix=query.prefix, many=many
+    )
     entries = entries.exclude(conversation__in=hidden.values("pk"))
     if exclude is not None:
         entries = entries.exclude(conversation=exclude)
@@ -138,13 +145,23 @@ def search_hits(entries: list[SearchEntry], query: SearchQuery, *, size: int | N
     return hits
 
 
+def search_page(
+    *, user: User, query: SearchQuery, limit: int, offset: int = 0, **scope: Any
+) -> tuple[int, list[SearchEntry]]:
+    """How many entries match (`scope` as search_entries takes it), and one page of them, newest first,
+    with their message and conversation."""
+    total = search_entries(user=user, query=query, **scope).count()
+    if offset >= total:
+        return total, []
+    entries = search_entries(user=user, query=query, many=total > MANY, **scope)
+    return total, list(entries.select_related("message", "conversation").defer("terms")[offset : offset + limit])
+
+
 def search(
     *, user: User, text: object, limit: int = 20, offset: int = 0, current: Conversation | None = None
 ) -> SearchPage:
     """One page of the user's hits for `text`, newest first, and how many there are in all."""
     query = search_query_clean(text)
-    entries = search_entries(user=user, query=query, current=current)
     limit, offset = max(1, min(limit, PAGE_MAX)), max(0, min(offset, OFFSET_MAX))
-    total = entries.count()
-    page = list(entries.select_related("message", "conversation")[offset : offset + limit]) if offset < total else []
+    total, page = search_page(user=user, query=query, limit=limit, offset=offset, current=current)
     return SearchPage(total=total, hits=search_hits(page, query))
