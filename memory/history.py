@@ -68,7 +68,7 @@ def _holds(held: set[str], query: SearchQuery) -> bool:
     """Whether a text with terms `held` matches as the search index would: every term (the last one
     also as a prefix while typed)."""
     last = query.terms[-1] if query.prefix else None
-    return all(term in held or term == last and any(h.startswith(term) for h in held) for term in query.terms)
+    return all(term in held or (term == last and any(h.startswith(term) for h in held)) for term in query.terms)
 
 
 def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
@@ -179,7 +179,9 @@ _FILLER_EN = re.compile(
     r"|remember|us|was|were|is|it)\b",
     re.I,
 )
-_FILLER_ZH = re.compile(r"上次|上回|之前|以前|你|我|说过|说的|推荐过|推荐的|推荐|聊过|提到过|提到|关于|的|是|什么|哪款|哪个|哪|吗|呢|过|了")
+_FILLER_ZH = re.compile(
+    r"上次|上回|之前|以前|你|我|说过|说的|推荐过|推荐的|推荐|聊过|提到过|提到|关于|的|是|什么|哪款|哪个|哪|吗|呢|过|了"
+)
 
 
 def demo_query(text: str) -> str | None:
@@ -199,4 +201,3 @@ def demo_tool_trigger(text: str, tools: set[str]) -> tuple[str, dict[str, Any]] 
     if "search_history" in tools and query:
         return "search_history", {"query": query}
     return None
-

@@ -69,7 +69,7 @@ class DemoChatModel(ChatModel):
         for trigger in extensions.demo_tool_triggers():
             chosen = trigger(str(last.get("content", "")), names)
             name, arguments = chosen if isinstance(chosen, tuple) else (chosen, {})
-            if name in names:
+            if name is not None and name in names:
                 return name, json.dumps(arguments, ensure_ascii=False)
         return None
 

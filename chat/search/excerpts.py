@@ -21,7 +21,7 @@ class Matcher:
     prefix: str = ""
 
     def matches(self, term: str) -> bool:
-        return term in self.terms or bool(self.prefix) and term.startswith(self.prefix)
+        return term in self.terms or (bool(self.prefix) and term.startswith(self.prefix))
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -39,10 +39,12 @@ def tsquery(terms: list[str], *, prefix: bool) -> str:
     return " & ".join(quoted)
 
 
-def matching(entries: QuerySet[Any], *, user_id: int, terms: list[str], prefix: bool, many: bool = False) -> QuerySet[Any]:
+def matching(
+    entries: QuerySet[Any], *, user_id: int, terms: list[str], prefix: bool, many: bool = False
+) -> QuerySet[Any]:
     """The user's entries among `entries` holding every term. PostgreSQL's planner chooses between the
     GIN index and the user's newest-first B-tree by its own statistics (`many` is SQLite's hint)."""
-    sql = f"\"{ENTRIES}\".\"terms\" @@ to_tsquery('simple', %s)"
+    sql = f'"{ENTRIES}"."terms" @@ to_tsquery(\'simple\', %s)'
     return entries.filter(RawSQL(sql, [tsquery(terms, prefix=prefix)], output_field=BooleanField()), user_id=user_id)
 
 

@@ -66,7 +66,9 @@ def fts_query(terms: list[str], *, prefix: bool) -> str:
     return " AND ".join(quoted)
 
 
-def matching(entries: QuerySet[Any], *, user_id: int, terms: list[str], prefix: bool, many: bool = False) -> QuerySet[Any]:
+def matching(
+    entries: QuerySet[Any], *, user_id: int, terms: list[str], prefix: bool, many: bool = False
+) -> QuerySet[Any]:
     """The user's entries among `entries` holding every term.
 
     Which end SQLite's plan starts from matters more than anything else here. By default the user is

@@ -33,7 +33,7 @@ def exchange(user: User, conversation: Conversation, text: str, reply: str = "No
 
 
 def found(client: Client, q: str, **params: Any) -> list[dict[str, Any]]:
-    response = client.get("/api/search", {"q": q, **params})
+    response = client.get("/api/search", {"q": q, **params})  # type: ignore[arg-type]
     assert response.status_code == 200, response.content
     return response.json()  # type: ignore[no-any-return]
 
@@ -103,7 +103,7 @@ def test_a_deleted_account_leaves_no_entries(user: User, conversation: Conversat
 
 def test_pages_newest_first_with_the_total(api_client: Client, user: User, conversation: Conversation) -> None:
     said = [exchange(user, conversation, f"coffee note {n}", "ok")[0] for n in range(5)]
-    response = api_client.get("/api/search", {"q": "coffee", "limit": 2, "offset": 1})
+    response = api_client.get("/api/search", {"q": "coffee", "limit": "2", "offset": "1"})
     assert response["X-Total-Count"] == "5"
     assert [h["message_id"] for h in response.json()] == [said[3].pk, said[2].pk]
     assert found(api_client, "coffee", offset=5) == []

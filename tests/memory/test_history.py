@@ -162,5 +162,5 @@ async def test_the_demo_model_searches_when_asked_what_was_said_before() -> None
     turn = await Turn.begin(user=user, conversation=conversation, content="上次我说的手机是什么？")
     done = await turn.run_to_end()
 
-    assert done.type == "done"
+    assert done.type == "done" and done.assistant_message is not None
     assert "我一直喜欢小屏手机" in done.assistant_message.content
