@@ -1,8 +1,11 @@
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 
 from chat import compaction
 from chat.models import AgentState, Conversation, Message
+from chat.search.index import search_index_title
 
 
 class StateSizeMixin:
@@ -45,6 +48,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:  # conversations belong to a user's chat
         return False
+
+    def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if "title" in form.changed_data:  # search finds the title as it now reads (chat.search)
+            search_index_title(conversation=obj)
 
 
 @admin.register(Message)

@@ -40,6 +40,19 @@ class SearchHitOut(Schema):
     "",
     response={200: list[SearchHitOut], 400: ErrorOut},
     summary="Search your conversations: messages (yours and the replies) and titles, newest first",
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "OK",
+                "content": {
+                    "application/json": {
+                        "schema": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHitOut"}}
+                    }
+                },
+                "headers": {"X-Total-Count": {"description": "How many hits in all.", "schema": {"type": "integer"}}},
+            }
+        }
+    },
     description=(
         "Every word must match (the last one also as the beginning of a word); two-character Chinese words "
         "match inside longer text. Temporary conversations are not searched. `X-Total-Count` gives the "
