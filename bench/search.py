@@ -14,7 +14,9 @@ Prints:
   p50/p95/max per kind of query: a rare word, a common word, two words, a Chinese word, a word being typed;
 - write overhead per turn: a turn's two transactions (chat.services.turn_start, turn_finish) with the index
   and with it switched off, side by side.
-Bounded: about a minute on SQLite, two on PostgreSQL (2 cores).
+Bounded: about 40 s of CPU on SQLite, most of it building the account (terms for 55,000 messages and
+their INSERTs); on a machine shared with other work that is three to four minutes of wall clock, so
+`--messages 20000` is the quick run (the figures of a smaller account are a lower bound).
 """
 
 # ruff: noqa: SIM905 (word lists read best as one string)
