@@ -33,12 +33,10 @@ EXCERPT_CHARS = 220
 MEMORIES = 3
 MEMORIES_SCANNED = 500  # the newest invalidated memories looked at
 
+# Short on purpose: every request of a turn carries it.
 DESCRIPTION = (
-    "Search the user's earlier conversations (their messages and your replies) and their past memories "
-    "for words or a topic. Call it when the user refers to something said before that is not in this "
-    'conversation ("what did you recommend last time?", "did I mention my budget?", "上次说的…"). Give '
-    "`query`: a few keywords in the language the user used (every word must match). Optionally `after` "
-    "and `before` (YYYY-MM-DD) bound the dates. The result quotes dated excerpts; say only what they say."
+    "Search the user's earlier conversations and past memories, for something said before that is not "
+    "in this conversation. query: a few keywords in the user's language (all must match)."
 )
 
 NOT_HERE = "Earlier conversations are not searched here (a temporary conversation, or memory is off)."
@@ -129,9 +127,9 @@ class SearchHistoryTool:
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "Keywords to look for.", "maxLength": 200},
-            "after": {"type": "string", "description": "Only on or after this day, YYYY-MM-DD."},
-            "before": {"type": "string", "description": "Only on or before this day, YYYY-MM-DD."},
+            "query": {"type": "string", "maxLength": 200},
+            "after": {"type": "string", "description": "YYYY-MM-DD"},
+            "before": {"type": "string", "description": "YYYY-MM-DD"},
         },
         "required": ["query"],
         "additionalProperties": False,
