@@ -10,6 +10,7 @@ same `terms`.
 - index.py: writes, called by chat.services (and leases) in the transaction that writes the text.
 - query.py: the reads (parse a query, find, page), scoped to one user.
 - excerpts.py: the plain-text excerpt of a hit and where the match is in it.
+- api.py: `GET /api/search`; the page is chat.views.search (templates chat/_search_*.html, search.html).
 
 Rows live in `chat.models.SearchEntry`, with a ForeignKey (CASCADE) to their message, conversation and
 user: deleting any of those removes its entries, and on SQLite a trigger removes them from FTS5.
