@@ -8,6 +8,7 @@ from django.http import HttpRequest
 
 from chat import compaction, services
 from chat.models import AgentState, Conversation, Message
+from chat.search.index import search_index_title
 
 
 def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: str) -> list[LogEntry]:
@@ -76,6 +77,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
     def log_deletions(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
         return log_deletions_by_id(request, queryset, "conversation")
+
+    def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if "title" in form.changed_data:  # search finds the title as it now reads (chat.search)
+            search_index_title(conversation=obj)
 
 
 @admin.register(Message)

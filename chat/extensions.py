@@ -235,9 +235,9 @@ def notify_user(user_id: int, html: str) -> bool:
 # --- the offline demo model's hooks (chat.llm.demo) ----------------------------------------------
 
 # A tool trigger returns the name of a tool the demo model calls for the latest user text (given the
-# names of the tools offered), or None. A JSON responder answers a JSON call (complete_json) or says
-# None to leave it to the next one.
-DemoToolTrigger = Callable[[str, set[str]], "str | None"]
+# names of the tools offered), or `(name, arguments)` for a tool that takes some, or None. A JSON
+# responder answers a JSON call (complete_json) or says None to leave it to the next one.
+DemoToolTrigger = Callable[[str, set[str]], "str | tuple[str, dict[str, Any]] | None"]
 DemoJsonResponder = Callable[[list[dict[str, Any]]], "str | None"]
 
 _demo_tool_triggers: dict[str, DemoToolTrigger] = {}

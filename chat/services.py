@@ -33,6 +33,7 @@ __all__ = [
     "AccessEnded", "ConversationBusy", "ConversationGone", "InvalidMessage", "NothingToRetry", "RunSlotsFull",
     "TooManyTurns", "TurnOrigin", "TurnRejected", "turn_rate_check", "turn_starts_prune", "user_row",
 ]  # fmt: skip
+from chat.search.index import search_index_messages, search_index_title
 
 TITLE_MAX = 60
 
@@ -100,6 +101,8 @@ def title_from(content: str) -> str:
 def conversation_create(*, user: User, title: str = "", temporary: bool = False) -> Conversation:
     conversation = Conversation.objects.create(owner=user, title=title.strip()[:200], temporary=temporary)
     AgentState.objects.create(conversation=conversation)
+    if conversation.title:
+        search_index_title(conversation=conversation)
     return conversation
 
 
@@ -107,6 +110,7 @@ def conversation_create(*, user: User, title: str = "", temporary: bool = False)
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     conversation.title = title.strip()[:200]
     conversation.save(update_fields=["title", "updated_at"])
+    search_index_title(conversation=conversation)
     return conversation
 
 
@@ -266,6 +270,7 @@ def turn_start(
     """
     content = message_content_clean(content)
     now = _now()
+    title_before = conversation.title
     token = _turn_claim(user=user, conversation=conversation, now=now, title=content, origin=origin)
     learns = user.memory_enabled and not conversation.temporary
     # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
@@ -282,6 +287,9 @@ def turn_start(
         ]
     )
     state = _turn_state(conversation, title=None, now=now)  # touched with the lock
+    # Searchable from now on, like the title the first message gave the conversation.
+    retitled = conversation if conversation.title != title_before else None
+    search_index_messages(messages=[user_message], replace=False, retitled=retitled)
     return StartedTurn(
         user, conversation, user_message, assistant_message, token, state.context, state.version,
         context_window=state.context_window, token_ratio=state.token_ratio,
@@ -331,7 +339,11 @@ def turn_retry_start(
         raise NothingToRetry()
     reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
     reply.save(update_fields=["content", "error", "status", "updated_at"])
+    search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
+    title_before = conversation.title
     state = _turn_state(conversation, title=user_message.content, now=now)
+    if conversation.title != title_before:
+        search_index_title(conversation=conversation)
     context = context_before(state.context, user_message.content)
     return StartedTurn(
         user, conversation, user_message, reply, token, context, state.version, retry=True,
@@ -355,6 +367,7 @@ def turn_finish(
         # Deleted with its conversation, or already closed by crash recovery (chat/leases.py) after this
         # turn's lease ran out: nothing left to save or announce.
         return Message.objects.filter(pk=message.pk).first() or message
+    search_index_messages(messages=[message])  # the reply as saved, whatever its status
 
     context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
     # The state row is locked before the filters re-check what was deleted while the turn ran (SPEC §8):

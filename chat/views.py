@@ -15,7 +15,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -26,6 +26,8 @@ from chat import extensions, markers, selectors, services
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
+from chat.search.query import SearchRejected
+from chat.search.query import search as search_conversations
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
 SUGGESTIONS = [
@@ -172,3 +174,41 @@ def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int)
     latest = not messages.filter(pk__gt=message.pk).exists()
     extensions.annotate_messages([message])
     return HttpResponse(message_html(message, retryable=latest))
+
+
+SEARCH_SIDEBAR_HITS = 20  # while typing, in the sidebar; the page shows more
+SEARCH_PAGE_HITS = 50
+
+
+def _search_current(request: HttpRequest) -> Conversation | None:
+    """The conversation open beside the search (searched even when temporary), when it is the user's."""
+    try:
+        return selectors.conversation_get_for_user(user=_user(request), conversation_id=request.GET["current"])
+    except (KeyError, ValueError, Http404):
+        return None
+
+
+@login_required
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    """Search results: for the sidebar while typing (HTMX: the results partial), or as a plain page."""
+    current = _search_current(request)
+    text = request.GET.get("q", "")
+    try:
+        offset = max(0, int(request.GET.get("offset", 0)))
+    except ValueError:
+        offset = 0
+    limit = SEARCH_SIDEBAR_HITS if request.htmx else SEARCH_PAGE_HITS  # type: ignore[attr-defined]
+    context: dict[str, Any] = {"search_query": text, "search_current": current, "hits": [], "total": 0}
+    if text.strip():
+        try:
+            page = search_conversations(user=_user(request), text=text, limit=limit, offset=offset, current=current)
+        except SearchRejected as exc:
+            context["search_error"] = str(exc)
+        else:
+            context.update(hits=page.hits, total=page.total, searched=True)
+            if offset + limit < page.total:
+                context["more_offset"] = offset + limit
+    if request.htmx:  # type: ignore[attr-defined]
+        return render(request, "chat/_search_results.html", context)
+    return render(request, "chat/search.html", {**_chat_context(request, current), **context})

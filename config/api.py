@@ -29,6 +29,7 @@ from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import TokenRejected
 from chat.api import router as chat_router
+from chat.search.api import router as search_router
 from chat.services import TurnRejected
 from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER
 
@@ -97,6 +98,7 @@ api = MemoraAPI(
 )
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
+api.add_router("/search", search_router)
 
 
 @api.exception_handler(HttpError)

@@ -12,6 +12,8 @@ class MemoryConfig(AppConfig):
         from memory import data as memory_data
         from memory import demo, forgetting
         from memory.context import memory_block
+        from memory.history import demo_tool_trigger as demo_search_trigger
+        from memory.history import search_history
         from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
         from memory.receivers import on_memories_written, on_turn_finished
         from memory.selectors import memory_uses_annotate
@@ -20,6 +22,7 @@ class MemoryConfig(AppConfig):
 
         extensions.register_context_provider("memory", memory_block)
         extensions.register_tool(flush_memory)
+        extensions.register_tool(search_history)
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
         # What a reply used: `memories_used` in the API, "Used N memories" under the reply.
         extensions.register_message_annotator("memory-uses", memory_uses_annotate)
@@ -33,6 +36,9 @@ class MemoryConfig(AppConfig):
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
         memories_changed.connect(on_memories_written, dispatch_uid="memory.on_memories_written")
         extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
+        # A question about something said before ("do you remember what I said about …") searches
+        # rather than flushes: tried first.
+        extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
         # Forgetting that forgets (memory/forgetting.py, SPEC §8): every copy of a memory's text is
         # registered there; work in flight re-checks what it saves; an account's memories for its

@@ -249,9 +249,10 @@ def test_turn_start_takes_the_lock_and_saves_the_message_in_one_transaction_of_f
 ) -> None:
     # Lock the user row (counting recent turn starts in the same statement), take the conversation lock
     # (touching and titling the conversation in the same statement), count run slots, record the turn
-    # start, insert both messages at once, read the agent state: six statements, in one transaction (its
-    # savepoint pair here, inside the test's own transaction).
-    with django_assert_num_queries(8) as captured:
+    # start, insert both messages at once, read the agent state, then make the message and the new title
+    # searchable (the title's old entry out, both entries in one INSERT): eight statements, in one
+    # transaction (its savepoint pair here, inside the test's own transaction).
+    with django_assert_num_queries(10) as captured:
         started = turn_start(user=user, conversation=conversation, content="Hello there")
     statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
     assert (statements[0], statements[-1]) == ("SAVEPOINT", "RELEASE")
