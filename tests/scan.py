@@ -38,10 +38,15 @@ def scan_for(text: str) -> list[Hit]:
             pk = connection.introspection.get_primary_key_column(cursor, table)
             key = f"CAST({quote(pk)} AS TEXT)" if pk else "''"
             for column in columns:
-                cursor.execute(f"SELECT {key}, CAST({quote(column)} AS TEXT) FROM {quote(table)}")
+                # SQLite hands a column over as stored (a BLOB as bytes, searched below): its CAST to TEXT
+                # fails on bytes that are not UTF-8, such as a full-text index's own pages.
+                value_sql = quote(column) if connection.vendor == "sqlite" else f"CAST({quote(column)} AS TEXT)"
+                cursor.execute(f"SELECT {key}, {value_sql} FROM {quote(table)}")
                 for row, value in cursor.fetchall():
                     if isinstance(value, memoryview | bytes):
                         value = bytes(value).decode("utf-8", "replace")
+                    elif value is not None and not isinstance(value, str):
+                        value = str(value)
                     if value and any(form in value for form in searched):
                         hits.append(Hit(table, column, str(row), value[:200]))
     return hits
