@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.contrib.auth import authenticate
 from django.http import HttpRequest
@@ -19,6 +19,7 @@ from accounts.services import (
     api_token_create,
     api_token_revoke,
     user_set_memory_enabled,
+    user_set_memory_review,
 )
 
 router = Router(tags=["me"])
@@ -29,12 +30,16 @@ class MeOut(Schema):
     username: str
     email: str
     memory_enabled: bool
+    memory_review: Literal["auto", "sensitive", "all"] = Field(
+        description="Which learned memories wait for Keep or Discard: none, sensitive ones, or all"
+    )
 
 
 class MePatch(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
     memory_enabled: bool | None = None
+    memory_review: Literal["auto", "sensitive", "all"] | None = None
 
 
 @router.get("/me", response=MeOut)
@@ -47,6 +52,8 @@ def me_patch(request: HttpRequest, payload: MePatch) -> User:
     user: User = request.user  # type: ignore[assignment]
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
+    if payload.memory_review is not None:
+        user = user_set_memory_review(user=user, review=payload.memory_review)
     return user
 
 

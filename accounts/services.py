@@ -75,3 +75,10 @@ def user_set_memory_enabled(*, user: User, enabled: bool) -> User:
     user.memory_enabled = enabled
     user.save(update_fields=["memory_enabled"])
     return user
+
+
+def user_set_memory_review(*, user: User, review: str) -> User:
+    """Which learned memories wait as suggestions: auto (none), sensitive (default), all."""
+    user.memory_review = User.MemoryReview(review)
+    user.save(update_fields=["memory_review"])
+    return user

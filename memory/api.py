@@ -15,7 +15,15 @@ from ninja.responses import Status
 from accounts.models import User
 from memory import selectors, services
 from memory.models import Memory
-from memory.schemas import ErrorOut, ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut
+from memory.schemas import (
+    ErrorOut,
+    ForgetAllOut,
+    MemoryExportOut,
+    MemoryIn,
+    MemoryListQuery,
+    MemoryOut,
+    MemoryPatch,
+)
 
 router = Router(tags=["memories"])
 
@@ -56,15 +64,40 @@ def memory_get(request: HttpRequest, memory_id: int) -> Any:
 
 
 @router.patch(
-    "/{memory_id}", response={200: MemoryOut, 400: ErrorOut, 409: ErrorOut}, summary="Edit: returns the new version"
+    "/{memory_id}",
+    response={200: MemoryOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+    summary="Edit any subset of content, pinned, expires_at; a new content returns the new version",
 )
-def memory_edit(request: HttpRequest, memory_id: int, payload: MemoryIn) -> Any:
+def memory_edit(request: HttpRequest, memory_id: int, payload: MemoryPatch) -> Any:
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    given = payload.model_fields_set
+    if "content" in given:
+        memory = services.memory_edit(user=user, memory=memory, content=payload.content)
+    changes = {name: getattr(payload, name) for name in ("pinned", "expires_at") if name in given}
+    if changes.get("pinned", False) is None:
+        changes.pop("pinned")
+    if changes:
+        memory = services.memory_settings(user=user, memory=memory, **changes)
+    return Status(200, _fresh(request, memory.pk))
+
+
+@router.post(
+    "/{memory_id}/confirm",
+    response={200: MemoryOut, 404: ErrorOut, 409: ErrorOut},
+    summary="Keep a suggestion: it becomes active (replacing the value it updates)",
+)
+def memory_confirm(request: HttpRequest, memory_id: int) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    new = services.memory_edit(user=_user(request), memory=memory, content=payload.content)
-    return Status(200, _fresh(request, new.pk))
+    kept = services.memory_confirm(user=_user(request), memory=memory)
+    return Status(200, _fresh(request, kept.pk))
 
 
-@router.delete("/{memory_id}", response={204: None}, summary="Delete the memory and its earlier versions permanently")
+@router.delete(
+    "/{memory_id}",
+    response={204: None, 404: ErrorOut},
+    summary="Delete the memory and its earlier versions permanently (for a suggestion: discard it)",
+)
 def memory_delete(request: HttpRequest, memory_id: int) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     services.memory_delete(user=_user(request), memory=memory)

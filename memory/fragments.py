@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
@@ -31,6 +32,15 @@ def list_context(user: User, query: str) -> dict[str, Any]:
 
 def summary_context(user: User) -> dict[str, Any]:
     return {"usage": memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
+
+
+def review_context(user: User) -> dict[str, Any]:
+    return {"memory_review": user.memory_review, "review_choices": User.MemoryReview.choices}
+
+
+def suggested_context(user: User) -> dict[str, Any]:
+    rows = selectors.memories_suggested(user_id=user.pk).annotate(supersedes_content=F("supersedes__content"))
+    return {"suggestions": list(rows), **review_context(user)}
 
 
 def history_context(user: User, query: str = "") -> dict[str, Any]:

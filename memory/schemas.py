@@ -4,12 +4,12 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from ninja import Schema
+from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from chat.models import Message
 from memory.models import Memory
-from memory.selectors import source_excerpt
+from memory.selectors import memory_status, source_excerpt
 
 
 class MemorySourceOut(Schema):
@@ -41,6 +41,19 @@ class MemoryOut(Schema):
     supersedes: int | None
     superseded_by: int | None
     sources: list[MemorySourceOut]
+    # SPEC §8 extensions.
+    status: Literal["active", "suggested", "invalid"] = Field(
+        description="suggested: learned, waiting for Keep (confirm) or Discard (DELETE)"
+    )
+    pinned: bool
+    key: str = Field(description="The single-valued preference it holds (reply_language, units, …), or empty")
+    sensitive: bool
+    expires_at: datetime | None = Field(description="End of a time-bound fact; out of the block from then on")
+    last_used_at: datetime | None
+
+    @staticmethod
+    def resolve_status(memory: Memory) -> str:
+        return memory_status(memory)
 
     @staticmethod
     def resolve_supersedes(memory: Memory) -> int | None:
@@ -58,8 +71,20 @@ class MemoryIn(Schema):
     content: str
 
 
+class MemoryPatch(Schema):
+    """Any subset: only a change of `content` makes a new version; `expires_at` null clears the end date."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    pinned: bool | None = None
+    expires_at: datetime | None = Field(None, description="Any future moment, or null for no end date")
+
+
 class MemoryListQuery(Schema):
-    status: Literal["active", "invalid", "all"] = "active"
+    status: Literal["active", "invalid", "suggested", "all"] = Field(
+        "active", description="all = active + invalid + suggested"
+    )
 
 
 class ForgetAllOut(Schema):

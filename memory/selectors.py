@@ -12,7 +12,7 @@ from accounts.models import User
 from chat.models import Message
 from memory.models import ExtractionRun, Memory
 
-MemoryStatusFilter = Literal["active", "invalid", "all"]
+MemoryStatusFilter = Literal["active", "invalid", "suggested", "all"]
 EXCERPT_CHARS = 200
 
 
@@ -42,6 +42,28 @@ def memories_active(*, user_id: int) -> QuerySet[Memory]:
     )
 
 
+def memories_suggested(*, user_id: int) -> QuerySet[Memory]:
+    """The user's suggestions waiting for Keep or Discard, newest first."""
+    return Memory.objects.filter(owner_id=user_id, suggested=True, invalid_at__isnull=True).order_by(
+        "-created_at", "-id"
+    )
+
+
+def memories_invalid(*, user_id: int) -> QuerySet[Memory]:
+    """The user's history: invalidated memories, and ended ones the sweep has not moved yet."""
+    ended = Q(invalid_at__isnull=True, suggested=False, expires_at__lte=timezone.now())
+    return Memory.objects.filter(Q(owner_id=user_id) & (Q(invalid_at__isnull=False) | ended))
+
+
+def memory_status(memory: Memory) -> str:
+    """ "suggested", "invalid" (in history, or past its end date) or "active" (SPEC §8)."""
+    if memory.suggested and memory.invalid_at is None:
+        return "suggested"
+    if memory.invalid_at is not None or (memory.expires_at is not None and memory.expires_at <= timezone.now()):
+        return "invalid"
+    return "active"
+
+
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
     """Sources (one extra query for the whole list) and the id of the version each row replaced."""
     sources = Message.objects.only("id", "conversation_id", "content").order_by("id")
@@ -55,10 +77,20 @@ def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySe
     if status == "active":
         query = memories_active(user_id=user.pk)
     elif status == "invalid":
-        query = Memory.objects.filter(owner=user, invalid_at__isnull=False).order_by("-invalid_at", "-id")
+        query = memories_invalid(user_id=user.pk).order_by(F("invalid_at").desc(nulls_first=True), "-id")
+    elif status == "suggested":
+        query = memories_suggested(user_id=user.pk)
     else:
         query = Memory.objects.filter(owner=user).order_by("created_at", "id")
     return _with_relations(query)
+
+
+def memory_suggestions_of_runs(*, run_ids: list[int]) -> list[Memory]:
+    """The suggestions the given runs made that still wait, with the sentence each would replace."""
+    if not run_ids:
+        return []
+    query = Memory.objects.filter(run_id__in=run_ids, suggested=True, invalid_at__isnull=True).order_by("id")
+    return list(query.annotate(supersedes_content=F("supersedes__content")))
 
 
 def memory_get_for_user(*, user: User, memory_id: int) -> Memory:
@@ -82,7 +114,7 @@ def memory_export(*, user: User) -> dict[str, Any]:
         "user": user.get_username(),
         "exported_at": timezone.now(),
         "memory_enabled": user.memory_enabled,
-        "active": sum(1 for m in memories if m.invalid_at is None),
+        "active": sum(1 for m in memories if memory_status(m) == "active"),
         "memories": memories,
     }
 

@@ -9,20 +9,29 @@ before touching memories, it locks messages before memories, so the two never de
 PostgreSQL; and an extraction committing meanwhile makes the user's write wait, then see it.
 
 A memory row's content is never changed in place: an edit invalidates the old row and inserts a
-new version.
+new version. Its pin and end date are settings of the row and change in place (`memory_settings`).
+
+Suggestions (SPEC §8): a learned memory under review waits with `suggested=True`. Keep
+(`memory_confirm`) makes it active; a suggested update replaces the version it names
+(`superseded_by` of the old row points at the suggestion), and a keyed suggestion replaces whichever
+memory holds its key now. Discard is `memory_delete`. A suggestion cannot be edited: keep it first.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.models import Message
+from memory import lifecycle
 from memory.judge import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource
 from memory.selectors import memories_active, messages_pending
@@ -106,6 +115,11 @@ def _copy_sources(*, source: Memory, target: Memory) -> None:
     MemorySource.objects.bulk_create([MemorySource(memory=target, message_id=mid) for mid in ids])
 
 
+def _drop_suggestion_of(*, user: User, content: str) -> None:
+    """A memory the user writes takes the place of a suggestion of the same sentence."""
+    Memory.objects.filter(owner=user, suggested=True, invalid_at__isnull=True, content=content).delete()
+
+
 def _check_owner(user: User, memory: Memory) -> None:
     # Callers fetch through memory_get_for_user; this guards against a future caller that does not.
     if memory.owner_id != user.pk:
@@ -118,11 +132,12 @@ def memory_add(*, user: User, content: str) -> Memory:
     _lock_user(user)
     _ensure_not_duplicate(user=user, content=text)
     _ensure_room(user=user)
+    _drop_suggestion_of(user=user, content=text)
     return _create_active(owner=user, content=text, origin=Memory.Origin.USER)
 
 
 @transaction.atomic
-def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
+def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
     """Replace an active memory with a corrected version; returns the new version."""
     _check_owner(user, memory)
     text = memory_content_clean(content)
@@ -132,11 +147,26 @@ def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
     pending_messages_skip(user=user, before=now)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is not None:
-        raise MemoryConflict("Only active memories can be edited; restore this one first.")
+        raise MemoryConflict(gettext("Only active memories can be edited; restore this one first."))
+    if current.suggested:
+        raise MemoryConflict(gettext("This is a suggestion: keep it first, then edit it."))
     if text == current.content:
         return current
     _ensure_not_duplicate(user=user, content=text)
-    new = _create_active(owner=user, content=text, origin=Memory.Origin.USER)
+    _drop_suggestion_of(user=user, content=text)
+    # The user's own wording wins over a suggested change of this memory still waiting.
+    Memory.objects.filter(owner=user, suggested=True, supersedes=current).delete()
+    # The key leaves the old row first: one active row per key.
+    Memory.objects.filter(pk=current.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED)
+    new = _create_active(
+        owner=user,
+        content=text,
+        origin=Memory.Origin.USER,
+        key=current.key,
+        pinned=current.pinned,
+        sensitive=current.sensitive,
+        expires_at=current.expires_at,
+    )
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=current.pk).update(
         invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED, superseded_by=new
@@ -162,7 +192,13 @@ def memory_delete(*, user: User, memory: Memory) -> int:
     """Remove the memory and its earlier versions permanently; returns how many rows went."""
     _check_owner(user, memory)
     pending_messages_skip(user=user, before=_now())
+    if memory.suggested and memory.invalid_at is None:
+        # Discard: only the suggestion goes; the version it would have replaced stays as it is.
+        deleted, _ = Memory.objects.filter(owner=user, pk=memory.pk).delete()
+        return 1 if deleted else 0
     ids = _chain_before(user=user, memory=memory)
+    # A suggested change of a deleted memory goes with it.
+    ids |= set(Memory.objects.filter(owner=user, suggested=True, supersedes__pk__in=ids).values_list("pk", flat=True))
     deleted, _ = Memory.objects.filter(owner=user, pk__in=ids).delete()
     return len(ids) if deleted else 0
 
@@ -170,7 +206,10 @@ def memory_delete(*, user: User, memory: Memory) -> int:
 def _chain_head(*, user: User, memory: Memory) -> Memory:
     head = memory
     while head.superseded_by_id is not None:
-        head = Memory.objects.select_for_update().get(owner=user, pk=head.superseded_by_id)
+        successor = Memory.objects.select_for_update().get(owner=user, pk=head.superseded_by_id)
+        if successor.suggested:  # a suggested change is not a version yet
+            break
+        head = successor
     return head
 
 
@@ -196,7 +235,20 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
         Memory.objects.filter(pk=head.pk).update(invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED)
     else:
         _ensure_room(user=user)
-    new = _create_active(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
+    if current.key:
+        # A restored value of a single-valued preference replaces the one active now.
+        memories_active(user_id=user.pk).filter(key=current.key).update(
+            invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED
+        )
+    _drop_suggestion_of(user=user, content=current.content)
+    new = _create_active(
+        owner=user,
+        content=current.content,
+        origin=Memory.Origin.RESTORED,
+        key=current.key,
+        pinned=current.pinned,
+        sensitive=current.sensitive,
+    )
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=head.pk).update(superseded_by=new)
     return new
@@ -213,4 +265,68 @@ def memory_forget_all(*, user: User, purge: bool = False) -> int:
         Memory.objects.filter(owner=user).delete()
     else:
         count = memories_active(user_id=user.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)
+        Memory.objects.filter(owner=user, suggested=True).delete()
     return count
+
+
+@transaction.atomic
+def memory_confirm(*, user: User, memory: Memory) -> Memory:
+    """Keep a suggestion: it becomes active, replacing the version it updates and the memory that holds
+    its key now (both kept in history). Returns the memory, now active."""
+    _check_owner(user, memory)
+    _lock_user(user)
+    current = Memory.objects.select_for_update().get(pk=memory.pk)
+    if not current.suggested or current.invalid_at is not None:
+        raise MemoryConflict(gettext("This memory is not a suggestion waiting to be kept."))
+    now = _now()
+    lifecycle.memories_expire(user_id=user.pk, now=now)
+    previous = memories_active(user_id=user.pk).filter(superseded_by=current).first()
+    replaced = memories_active(user_id=user.pk).filter(pk=previous.pk) if previous else Memory.objects.none()
+    if current.key:
+        replaced = replaced | memories_active(user_id=user.pk).filter(key=current.key)
+    if _same_content_active(user=user, content=current.content, allowed=replaced):
+        raise MemoryConflict(DUPLICATE)
+    if not replaced.exists():
+        _ensure_room(user=user)
+    replaced_ids = list(replaced.values_list("pk", flat=True))
+    Memory.objects.filter(pk__in=replaced_ids).update(invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED)
+    if previous is None and replaced_ids:
+        # A keyed suggestion learned beside a value set since: link the value it replaces now.
+        Memory.objects.filter(pk=replaced_ids[0], superseded_by__isnull=True).update(superseded_by=current)
+    try:
+        with transaction.atomic():
+            Memory.objects.filter(pk=current.pk).update(suggested=False)
+    except IntegrityError:  # another value of the key became active meanwhile
+        raise MemoryConflict(gettext("Another value of this preference became active meanwhile; try again.")) from None
+    current.refresh_from_db()
+    return current
+
+
+def _same_content_active(*, user: User, content: str, allowed: QuerySet[Memory]) -> bool:
+    return memories_active(user_id=user.pk).filter(content=content).exclude(pk__in=allowed.values("pk")).exists()
+
+
+UNSET: Any = object()
+
+
+@transaction.atomic
+def memory_settings(*, user: User, memory: Memory, pinned: Any = UNSET, expires_at: Any = UNSET) -> Memory:
+    """Pin or unpin a memory, set or clear its end date (any future moment): in place, no new version."""
+    _check_owner(user, memory)
+    current = Memory.objects.select_for_update().get(pk=memory.pk)
+    if current.invalid_at is not None:
+        raise MemoryConflict(gettext("Only active memories and suggestions can be changed; restore this one first."))
+    fields: dict[str, Any] = {}
+    if pinned is not UNSET:
+        fields["pinned"] = bool(pinned)
+    if expires_at is not UNSET:
+        if expires_at is not None:
+            if timezone.is_naive(expires_at):
+                expires_at = timezone.make_aware(expires_at, UTC)
+            if expires_at <= _now():
+                raise MemoryRejected(gettext("The end date must be in the future."))
+        fields["expires_at"] = expires_at
+    if fields:
+        Memory.objects.filter(pk=current.pk).update(**fields)
+        current.refresh_from_db()
+    return current

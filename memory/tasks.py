@@ -10,8 +10,9 @@ import logging
 
 from celery import Task, shared_task
 from django.db import transaction
+from django.utils import timezone
 
-from memory import pipeline, recovery, retries
+from memory import lifecycle, pipeline, recovery, retries
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,11 @@ def extract_memories_task(
 
 @shared_task(ignore_result=True)
 def sweep_extractions_task() -> int:
-    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py)."""
+    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py); move
+    memories whose end date passed to history and delete unanswered suggestions (memory/lifecycle.py)."""
+    now = timezone.now()
+    lifecycle.memories_expire(now=now)
+    lifecycle.suggestions_expire(now=now)
     recovery.claims_recover()
     work = recovery.pending_work()
     for user_id, message_id in work:

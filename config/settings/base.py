@@ -358,6 +358,8 @@ MEMORY_MAX_OPS_PER_ANSWER = env_int("MEMORY_MAX_OPS_PER_ANSWER", 50)
 # Every worker sweeps for extraction work a dead worker or a lost message left behind, at start and then
 # this often; work is overdue when its newest message is older than the grace (memory/recovery.py).
 MEMORY_SWEEP_SECONDS = float(os.environ.get("MEMORY_SWEEP_SECONDS", "30"))
+# Suggestions (learned memories waiting for Keep or Discard) left unanswered this long are deleted.
+MEMORY_SUGGESTION_DAYS = env_int("MEMORY_SUGGESTION_DAYS", 14)
 MEMORY_SWEEP_GRACE_SECONDS = float(os.environ.get("MEMORY_SWEEP_GRACE_SECONDS", "30"))
 # A run's claim on a user expires after this many seconds, longer than a judge call (memory/pipeline.py).
 MEMORY_CLAIM_TTL_SECONDS = 300

@@ -42,6 +42,12 @@ def test_list_returns_the_public_shape_with_sources(api_client: Any, sourced: Me
         "sources": [
             {"message_id": message.pk, "conversation_id": str(message.conversation_id), "excerpt": message.content}
         ],
+        "status": "active",
+        "pinned": False,
+        "key": "",
+        "sensitive": False,
+        "expires_at": None,
+        "last_used_at": None,
     }
 
 
