@@ -340,8 +340,11 @@ SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
 # Pending user messages that start a background extraction (SPEC §4), and the memory block's size in the prompt.
 MEMORY_EXTRACT_MIN_TURNS = env_int("MEMORY_EXTRACT_MIN_TURNS", 3)
 MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
-# The judge: `max_tokens` for its JSON answer and its total time limit (seconds).
+# The judge: the most `max_tokens` for its JSON answer (the room kept scales with the batch, up to this) and
+# its total time limit (seconds).
 MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)
+# Which judge prompt: "auto" (the compact one below an 8,192-token window), "full" or "compact".
+MEMORY_JUDGE_PROMPT = os.environ.get("MEMORY_JUDGE_PROMPT", "auto").strip().lower() or "auto"
 MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
 # How many judge calls may run at once against one provider, across the processes of this machine, and
 # the judge's context window (0: the chat model's, CHAT_CONTEXT_TOKENS): no judge request exceeds it.

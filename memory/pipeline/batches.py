@@ -22,7 +22,7 @@ from memory.outcomes import Outcome, Result
 from memory.pipeline.claim import claim_release, claim_take
 from memory.pipeline.commit import Abandon, commit
 from memory.pipeline.reads import backoff, pending_batch
-from memory.pipeline.runs import Batch, fail, finish_run, start_run, too_large
+from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large
 from memory.retries import may_start, slot_wait
 
 logger = logging.getLogger(__name__)
@@ -130,13 +130,17 @@ def _judge_in_pieces(
 
 def _judge_and_commit(batch: Batch) -> Result:
     run = batch.run
-    if batch.tokens > batching.request_budget():
-        return too_large(batch, LLMError(batching.budget_problem(batch.tokens), kind="length"))
+    count = len(batch.pending)
+    if batch.tokens > batching.request_budget(count):
+        return too_large(batch, LLMError(batching.budget_problem(batch.tokens, count), kind="context_length"))
     started = time.monotonic()
+    max_tokens = batching.max_tokens_for(batch.tokens)
     try:
-        raw = call_judge(batch.judge_messages or run.judge_input)
+        raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
     except LLMError as exc:
         run.judge_ms = int((time.monotonic() - started) * 1000)
+        if exc.kind == "length" and count == 1:  # the answer, not the request, was too long
+            return answer_cut(batch, max_tokens)
         if exc.too_long:
             return too_large(batch, exc)
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")

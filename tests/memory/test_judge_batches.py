@@ -30,7 +30,8 @@ def statuses(*messages: Message) -> list[str]:
 
 
 def window_for(settings: Any, messages: float) -> int:
-    """Set a judge window that holds the prompt and about `messages` LONG messages; returns the budget."""
+    """Set a judge window that holds the (full) prompt and about `messages` LONG messages; returns the budget."""
+    settings.MEMORY_JUDGE_PROMPT = "full"
     base = estimate_request(judge.render_input(memories=[], pending=[]).messages)
     one = estimate_request(judge.render_input(memories=[], pending=[judge.PendingMessage(1, 1, LONG)]).messages)
     settings.MEMORY_JUDGE_MAX_TOKENS = 100
