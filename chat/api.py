@@ -117,6 +117,8 @@ def _sse_for(event: TurnEvent) -> bytes:
         return _sse("delta", {"text": event.text})
     if event.type == "tool":
         return _sse("tool", {"name": event.tool})
+    if event.type == "waiting":
+        return _sse("waiting", {"ahead": int(event.text or 0)})
     if event.type == "done":
         user_message, assistant_message = _message(event.user_message), _message(event.assistant_message)
         return _sse("done", {"user_message": user_message, "assistant_message": assistant_message})

@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from chat import tokens
+from chat import model_queue, tokens
 from chat.llm import LLMError, get_chat_model
 from chat.models import AgentState, Conversation, Message
 
@@ -264,9 +264,12 @@ def summarize(*, previous: str | None, items: list[dict[str, Any]], budget: Budg
             {"role": "system", "content": prompt},
             {"role": "user", "content": f"{earlier}The messages to summarize:\n\n{piece}"},
         ]
-        summary = model.complete_text(
-            messages=request, model=settings.SUMMARY_MODEL, max_tokens=max_tokens, timeout=settings.LLM_TIMEOUT
-        ).strip()
+        # Each piece waits its turn in the provider's queue (chat.model_queue): behind chat when in the background.
+        lease = float(settings.LLM_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
+        with model_queue.slot(model, lease=lease, wait=float(settings.CHAT_TURN_TIMEOUT)):
+            summary = model.complete_text(
+                messages=request, model=settings.SUMMARY_MODEL, max_tokens=max_tokens, timeout=settings.LLM_TIMEOUT
+            ).strip()
         summary = clip_text(summary, max_tokens)
     return summary or ""
 
@@ -474,7 +477,8 @@ def compact_in_background(*, conversation_id: Any) -> str:
         if not needs_compaction(state, budget):
             return "not_needed"
         try:
-            result = compact(state.context, budget=budget, fixed=fixed_tokens())
+            with model_queue.background():
+                result = compact(state.context, budget=budget, fixed=fixed_tokens())
         except LLMError as exc:
             logger.warning("background summary of conversation %s failed: %s", conversation_id, exc)
             return "failed"  # the old state stays; the next turn's end tries again

@@ -155,3 +155,28 @@ class TurnStart(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} from {self.address or '?'} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ProviderTicket(models.Model):
+    """A request's place in a model provider's queue (chat.model_queue, LLM_MAX_CONCURRENCY): waiting
+    (`granted_at` null) or sending. A lease: `expires_at` is renewed while its process waits or reads the
+    reply, and a ticket whose process is gone (`owner`, as chat.leases records it) or whose lease ran out
+    is deleted by whoever looks next. Holds no words: which provider, how urgent, whose process."""
+
+    class Priority(models.IntegerChoices):
+        CHAT = 0, "chat"
+        BACKGROUND = 1, "background"
+
+    provider = models.CharField(max_length=32)  # a digest of the provider's base URL
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices)
+    owner = models.CharField(max_length=255)
+    created_at = models.DateTimeField()
+    granted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["provider", "priority", "id"], name="providerticket_queue")]
+
+    def __str__(self) -> str:
+        state = "sending" if self.granted_at else "waiting"
+        return f"{self.get_priority_display()} request {state} ({self.owner})"

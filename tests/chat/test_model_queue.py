@@ -1,0 +1,237 @@
+"""The provider's fair queue (chat.model_queue, LLM_MAX_CONCURRENCY): chat first, then background work,
+leases a dead process cannot hold, Stop while waiting; and, against the fake single-slot server, no
+reply cut by another request."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.utils import timezone
+
+from chat import model_queue
+from chat.agent import Turn
+from chat.llm import ChatModel, TextDelta, get_chat_model
+from chat.models import Message, ProviderTicket
+from chat.services import conversation_create
+from memory.models import ExtractionRun
+from tests.factories import UserFactory
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.helpers import run, say
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHAT, BACKGROUND = model_queue.Priority.CHAT, model_queue.Priority.BACKGROUND
+
+
+class Provider(ChatModel):
+    """A stand-in provider for the queue's own tests: three words, then the end."""
+
+    async def stream(self, **request: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+        for word in ("one ", "two ", "three"):
+            yield TextDelta(word)
+
+    def complete_json(self, **request: Any) -> str:  # type: ignore[override]
+        return "{}"
+
+
+def test_without_a_limit_chat_does_not_queue_but_background_work_does(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY, settings.MEMORY_YIELD_TO_CHAT = 0, False
+    assert not model_queue.queues(Provider(), CHAT)
+    assert model_queue.queues(Provider(), BACKGROUND)
+    settings.LLM_MAX_CONCURRENCY = 1
+    assert model_queue.queues(Provider(), CHAT)
+
+
+def test_yield_to_chat_is_read_as_one_request_at_a_time(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY, settings.MEMORY_YIELD_TO_CHAT = 0, True
+    assert model_queue.limit() == 1
+    settings.LLM_MAX_CONCURRENCY = 3
+    assert model_queue.limit() == 3
+
+
+def test_chat_goes_ahead_of_background_work_and_each_waiter_knows_how_many_are_ahead(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY = 1
+    sending = model_queue._enter(CHAT)
+    assert model_queue.position(sending, 60) is None
+    judge = model_queue._enter(BACKGROUND)
+    chat = model_queue._enter(CHAT)  # asked later, served first
+
+    assert model_queue.position(judge, 60) == 2
+    assert model_queue.position(chat, 60) == 1
+    model_queue._leave(sending)
+    assert model_queue.position(judge, 60) == 1
+    assert model_queue.position(chat, 60) is None
+    model_queue._leave(chat)
+    assert model_queue.position(judge, 60) is None
+
+
+def test_background_work_alone_takes_at_most_memory_judge_concurrency_slots(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY, settings.MEMORY_YIELD_TO_CHAT, settings.MEMORY_JUDGE_CONCURRENCY = 0, False, 1
+    first, second = model_queue._enter(BACKGROUND), model_queue._enter(BACKGROUND)
+    assert model_queue.position(first, 60) is None
+    assert model_queue.position(second, 60) == 1
+    settings.MEMORY_JUDGE_CONCURRENCY = 2
+    assert model_queue.position(second, 60) is None
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_killed_process_holds_no_place_in_the_queue(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY = 1
+    now = timezone.now()
+    ProviderTicket.objects.create(
+        provider=model_queue.provider_key(),
+        priority=CHAT,
+        owner=f"{socket.gethostname()}:{_dead_pid()}:deadbeef",
+        created_at=now,
+        granted_at=now,
+        expires_at=now + timedelta(hours=1),  # its lease would last: its process is gone
+    )
+    mine = model_queue._enter(CHAT)
+    assert model_queue.position(mine, 60) is None
+    assert ProviderTicket.objects.count() == 1
+
+
+def test_a_lease_another_host_stopped_renewing_runs_out(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY = 1
+    now = timezone.now()
+    stale = ProviderTicket.objects.create(
+        provider=model_queue.provider_key(),
+        priority=CHAT,
+        owner="elsewhere:1:cafe",
+        created_at=now,
+        granted_at=now,
+        expires_at=now + timedelta(seconds=30),
+    )
+    mine = model_queue._enter(CHAT)
+    assert model_queue.position(mine, 60) == 1  # another machine's live lease is respected
+    ProviderTicket.objects.filter(pk=stale.pk).update(expires_at=now - timedelta(seconds=1))
+    assert model_queue.position(mine, 60) is None
+
+
+async def test_a_waiting_stream_says_how_many_are_ahead_then_streams(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY = 1
+    holder = await sync_to_async(model_queue._enter)(CHAT)
+    assert await sync_to_async(model_queue.position)(holder, 60) is None
+
+    async def release_soon() -> None:
+        await asyncio.sleep(0.5)
+        await sync_to_async(model_queue._leave)(holder)
+
+    releasing = asyncio.create_task(release_soon())
+    chunks = [c async for c in model_queue.stream(Provider(), messages=[])]
+    await releasing
+
+    assert chunks[0] == model_queue.Waiting(1)
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "one two three"
+    assert await sync_to_async(ProviderTicket.objects.count)() == 0
+
+
+async def test_stop_while_waiting_leaves_the_queue(settings: Any) -> None:
+    settings.LLM_MAX_CONCURRENCY = 1
+    holder = await sync_to_async(model_queue._enter)(CHAT)
+    await sync_to_async(model_queue.position)(holder, 60)
+
+    async def consume() -> None:
+        async for _ in model_queue.stream(Provider(), messages=[]):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.5)
+    assert await sync_to_async(ProviderTicket.objects.count)() == 2
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await sync_to_async(list)(ProviderTicket.objects.values_list("pk", flat=True)) == [holder]
+
+
+# --- against the fake single-slot server ------------------------------------------------------------
+
+
+@pytest.fixture
+def single_slot(settings: Any) -> Any:
+    server = FakeOpenAIServer(single_slot=True).start()
+    settings.LLM_BACKEND, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "openai", server.base_url, "test-key"
+    settings.LLM_MAX_RETRIES, settings.LLM_TIMEOUT, settings.CHAT_TOOLS = 0, 10.0, "off"
+    settings.MEMORY_EXTRACT_MIN_TURNS = 1
+
+    def respond(body: dict[str, Any]) -> FakeResponse:
+        if body.get("response_format"):
+            return FakeResponse('{"operations": []}', delay_before=0.4)
+        return FakeResponse("one two three four five six seven eight", chunk_delay=0.05)
+
+    server.responder = respond
+    yield server
+    server.stop()
+
+
+async def _three_users_and_a_background_run(server: FakeOpenAIServer) -> list[Any]:
+    users = [await sync_to_async(UserFactory)(username=f"user{i}") for i in range(4)]
+    conversations = [await sync_to_async(conversation_create)(user=u) for u in users]
+    pending = await sync_to_async(say)(conversations[3], "I am vegetarian.")
+
+    def background() -> Any:
+        try:
+            return run(users[3], up_to=pending, trigger=ExtractionRun.Trigger.BACKGROUND)
+        finally:
+            connections.close_all()
+
+    async def turn(i: int) -> Any:
+        await asyncio.sleep(0.1 * i)
+        started = await Turn.begin(user=users[i], conversation=conversations[i], content=f"Hello from {i}")
+        return await started.run_to_end()
+
+    judged: list[Any] = []
+    thread = threading.Thread(target=lambda: judged.append(background()))
+    thread.start()
+    events = await asyncio.gather(*(turn(i) for i in range(3)))
+    await asyncio.to_thread(thread.join, 30)
+    return [*events, *judged]
+
+
+async def test_with_one_slot_three_users_and_a_background_run_cut_no_reply(
+    single_slot: FakeOpenAIServer, settings: Any
+) -> None:
+    settings.LLM_MAX_CONCURRENCY = 1
+    results = await _three_users_and_a_background_run(single_slot)
+
+    assert [e.type for e in results[:3]] == ["done"] * 3
+    assert single_slot.interrupted == 0 and single_slot.max_in_flight == 1  # a judge request never overlaps chat
+    replies = await sync_to_async(list)(Message.objects.filter(role="assistant").values_list("status", flat=True))
+    assert set(replies) == {"complete"}
+    assert results[3].status == "applied"
+    assert await sync_to_async(ProviderTicket.objects.count)() == 0
+
+
+async def test_without_the_queue_the_single_slot_server_cuts_replies(
+    single_slot: FakeOpenAIServer, settings: Any
+) -> None:
+    settings.LLM_MAX_CONCURRENCY, settings.MEMORY_YIELD_TO_CHAT = 0, False
+    results = await _three_users_and_a_background_run(single_slot)
+
+    assert single_slot.interrupted > 0
+    assert any(e.type == "error" for e in results[:3])
+
+
+def test_the_single_slot_server_sends_no_usage_in_streams(single_slot: FakeOpenAIServer) -> None:
+    model = get_chat_model()
+
+    async def collect(**kwargs: Any) -> list[Any]:
+        return [c async for c in model.stream(messages=[{"role": "user", "content": "hi"}], **kwargs)]
+
+    chunks = asyncio.run(collect())
+    assert not any(type(c).__name__ == "Usage" for c in chunks)
