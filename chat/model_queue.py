@@ -54,7 +54,8 @@ _priority: ContextVar[int] = ContextVar("model_queue_priority", default=Priority
 
 @dataclass(frozen=True)
 class Waiting:
-    """A stream's first chunk while its request waits: how many requests are ahead of it."""
+    """A stream's chunk while its request waits: how many requests are ahead of it (at least 1; 0 once
+    it is sent, after it waited)."""
 
     ahead: int
 
@@ -209,6 +210,8 @@ async def stream(model: ChatModel, **request: Any) -> AsyncIterator[StreamChunk 
                 ticket = await _enter_async(Priority.CHAT)
                 continue
             if ahead is None:
+                if shown is not None:
+                    yield Waiting(0)  # sent at last: the page clears its waiting line
                 break
             if ahead != shown:
                 shown = ahead

@@ -44,6 +44,13 @@ class Provider(ChatModel):
         return "{}"
 
 
+def test_the_page_is_told_how_many_are_ahead_and_the_line_goes_once_sent() -> None:
+    from chat.fragments import waiting_html
+
+    assert "Waiting for the model (2 ahead)…" in waiting_html(7, 2)
+    assert 'id="message-7-activity"' in waiting_html(0 + 7, 0) and "Waiting" not in waiting_html(7, 0)
+
+
 def test_without_a_limit_chat_does_not_queue_but_background_work_does(settings: Any) -> None:
     settings.LLM_MAX_CONCURRENCY, settings.MEMORY_YIELD_TO_CHAT = 0, False
     assert not model_queue.queues(Provider(), CHAT)
@@ -136,7 +143,7 @@ async def test_a_waiting_stream_says_how_many_are_ahead_then_streams(settings: A
     chunks = [c async for c in model_queue.stream(Provider(), messages=[])]
     await releasing
 
-    assert chunks[0] == model_queue.Waiting(1)
+    assert chunks[:2] == [model_queue.Waiting(1), model_queue.Waiting(0)]
     assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "one two three"
     assert await sync_to_async(ProviderTicket.objects.count)() == 0
 
