@@ -36,6 +36,7 @@ __all__ = [
     "Usage",
     "get_chat_model",
     "single_system_message",
+    "tools_usable",
 ]
 
 _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.llm.demo.DemoChatModel"}
@@ -50,6 +51,11 @@ MODEL_SETTINGS = frozenset(
 def get_chat_model() -> ChatModel:
     """The configured model, built once per process and shared (it holds the provider's HTTP client)."""
     return _build()
+
+
+def tools_usable() -> bool:
+    """Whether chat turns offer tools now (CHAT_TOOLS is not "off" and the provider handles them)."""
+    return settings.CHAT_TOOLS != "off" and get_chat_model().tools_supported
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,8 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 - the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
   server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout;
 - a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
-  is asked again without them, and not offered tools again (see `tools_supported`);
+  is asked again without them, and not offered tools again for TOOLS_RETRY_SECONDS (see `tools_supported`):
+  a server restarted with another chat format, or a passing fault, gets its tools back;
 - tool calls are assembled by `chat.llm.toolcalls`, which tolerates repeated names and missing ids.
 """
 
@@ -167,6 +168,10 @@ def _retryable(error: LLMError) -> bool:
     return error.kind == "connection" or (error.kind == "status" and error.status in (408, 429, 500, 502, 503, 504))
 
 
+#: how long tools stay off after a provider rejected or ignored them, before they are offered again
+TOOLS_RETRY_SECONDS = 600.0
+
+
 def _rejects_tools(error: LLMError) -> bool:
     text = str(error).lower()
     return error.status in (400, 422, 500, 501) and ("tool" in text or "function" in text)
@@ -196,8 +201,8 @@ class OpenAIChatModel(ChatModel):
         self.model = settings.CHAT_MODEL
         self.label = settings.CHAT_MODEL
         self.max_retries = int(settings.LLM_MAX_RETRIES)
-        # Set when the provider rejected or ignored tools: chat goes on without them.
-        self.tools_supported = True
+        # Set when the provider rejected or ignored tools: chat goes on without them until then.
+        self._tools_off_until = 0.0
         self._sync = openai.OpenAI(**self._options)
         # An async client's connection pool belongs to the event loop that opened it; a process can run
         # several loops (ASGI server, async_to_sync under WSGI, Celery), so there is one client per loop.
@@ -212,10 +217,18 @@ class OpenAIChatModel(ChatModel):
             client = self._async_clients[loop] = openai.AsyncOpenAI(**self._options)
         return client
 
+    @property
+    def tools_supported(self) -> bool:
+        return time.monotonic() >= self._tools_off_until
+
     def _disable_tools(self, why: str) -> None:
         if self.tools_supported:
-            logger.warning("the model provider does not handle tools (%s); chat continues without them", why)
-        self.tools_supported = False
+            logger.warning(
+                "the model provider does not handle tools (%s); chat continues without them for %g s",
+                why,
+                TOOLS_RETRY_SECONDS,
+            )
+        self._tools_off_until = time.monotonic() + TOOLS_RETRY_SECONDS
 
     async def stream(
         self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
