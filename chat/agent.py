@@ -65,6 +65,7 @@ class TurnEvent:
     user_message: Message | None = None
     assistant_message: Message | None = None
     tool: str = ""
+    kind: str = ""  # on "error": the LLMError's kind ("too_long": the message alone does not fit the window)
 
 
 def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -267,7 +268,9 @@ class Turn:
                     yield event
         except LLMError as exc:
             message = await self._finish(Message.Status.ERROR, str(exc))
-            yield TurnEvent("error", text=str(exc), user_message=s.user_message, assistant_message=message)
+            yield TurnEvent(
+                "error", text=str(exc), user_message=s.user_message, assistant_message=message, kind=exc.kind
+            )
             return
         except (asyncio.CancelledError, GeneratorExit):
             # Stopped by the user or a dropped connection: keep what arrived, then stop.

@@ -128,7 +128,8 @@ def _sse_for(event: TurnEvent) -> bytes:
 # What a turn answers (a message sent, or a reply written again): JSON, or with Accept: text/event-stream
 # server-sent events.
 _TURN_STATUSES: dict[int, Any] = {
-    200: TurnOut, 400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut,
+    200: TurnOut, 400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: TurnErrorOut, 429: ErrorOut,
+    502: TurnErrorOut,
 }  # fmt: skip
 _TURN_RESPONSES: dict[str, Any] = {
     "responses": {
@@ -193,6 +194,8 @@ async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str
     final: TurnEvent = await running.result()
     body = {"user_message": final.user_message, "assistant_message": final.assistant_message}
     stopped = final.assistant_message is not None and final.assistant_message.status == Message.Status.INTERRUPTED
+    if final.type == "error" and final.kind == "too_long":  # the message alone does not fit the chat window
+        return Status(413, {"detail": final.text, **body})
     if final.type == "error" and not stopped:
         return Status(502, {"detail": final.text, **body})
     return Status(200, body)

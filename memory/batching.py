@@ -6,7 +6,9 @@ for the answer is kept free, since servers such as llama.cpp refuse a request wh
 2,000 tokens): ANSWER_BASE_TOKENS plus ANSWER_PER_MESSAGE_TOKENS per message, at most
 MEMORY_JUDGE_MAX_TOKENS. The request then asks for whatever the window leaves, up to that maximum.
 Below COMPACT_BELOW_TOKENS of window the compact judge prompt is used (MEMORY_JUDGE_PROMPT: auto, full,
-compact). Sizes are `chat.tokens` estimates, which err on the large side.
+compact). Sizes are `chat.tokens` estimates, which err on the large side, calibrated by the judge model's
+own counts where the server reported them (chat.llm.server_facts). The window is the one the server
+states when CHAT_CONTEXT_TOKENS is not set.
 
 `fit` takes the oldest pending messages that fit, at least one. When even one does not fit beside all
 the active memories, the oldest memories are left out of the judge's view (validation still refuses a
@@ -21,7 +23,8 @@ from datetime import date
 
 from django.conf import settings
 
-from chat.tokens import estimate_request
+from chat.llm import server_facts
+from chat.tokens import estimate_request, scaled
 from memory import judge
 
 CUT_NOTE = " […the rest of this message was too long to show]"
@@ -33,7 +36,7 @@ COMPACT_BELOW_TOKENS = 8192
 
 
 def window() -> int:
-    return int(settings.MEMORY_CONTEXT_TOKENS) or int(settings.CHAT_CONTEXT_TOKENS)
+    return int(settings.MEMORY_CONTEXT_TOKENS) or server_facts.context_tokens()
 
 
 def compact_prompt() -> bool:
@@ -82,7 +85,8 @@ def _size(
     memories: list[judge.ActiveMemory], pending: list[judge.PendingMessage], today: date | None = None
 ) -> tuple[int, judge.JudgeInput]:
     rendered = judge.render_input(memories=memories, pending=pending, today=today, compact=compact_prompt())
-    return estimate_request(rendered.messages), rendered
+    # Calibrated by the judge model's own counts where the server reported them (chat.llm.server_facts).
+    return scaled(estimate_request(rendered.messages), server_facts.model_ratio(settings.MEMORY_MODEL)), rendered
 
 
 def fit(

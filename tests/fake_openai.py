@@ -137,6 +137,10 @@ class FakeOpenAIServer:
         single_slot: bool = False,
     ) -> None:
         self.single_slot = single_slot
+        # What the server states about itself: fields of its model in `GET /v1/models` (vLLM's
+        # `max_model_len`), and llama.cpp's `GET /props` (None: not found).
+        self.model_fields: dict[str, Any] = {}
+        self.props: dict[str, Any] | None = None
         self.in_flight = self.max_in_flight = self.interrupted = 0
         self._generation = 0
         self.host = host
@@ -317,9 +321,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- routes ---
     def do_GET(self) -> None:
+        fake = self.server.fake
         if self.path.rstrip("/").endswith("/models"):
-            model = {"id": "fake-model", "object": "model", "owned_by": "fake"}
+            model = {"id": "fake-model", "object": "model", "owned_by": "fake", **fake.model_fields}
             self._send_json(200, {"object": "list", "data": [model]})
+        elif self.path.rstrip("/") == "/props" and fake.props is not None:
+            self._send_json(200, fake.props)
         else:
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
 

@@ -34,6 +34,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from chat.deadlines import Deadline
+from chat.llm import server_facts
 from chat.llm.base import (
     ChatModel,
     LLMError,
@@ -82,6 +83,10 @@ def _as_llm_error(exc: Exception) -> LLMError:
         cause = clean_provider_message(str(exc.__cause__ or ""))
         detail = f" ({cause})" if cause else ""
         return LLMError(f"Could not reach the model provider{detail}.", kind="connection")
+    if isinstance(exc, httpx2.TransportError):  # the connection dropped while the answer was being read
+        return LLMError(
+            "The connection to the model provider was dropped before its answer was complete.", kind="connection"
+        )
     if isinstance(exc, openai.APIStatusError):
         said = clean_provider_message(_said(exc))
         if (overflow := _context_overflow(exc, said)) is not None:
@@ -418,6 +423,9 @@ class OpenAIChatModel(ChatModel):
                     if time.monotonic() > end:
                         raise LLMError(f"The model provider did not answer within {timeout:g} s.", kind="timeout")
             data = json.loads(bytes(body))
+            reported = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
+            if isinstance(reported, int):  # the server's own count calibrates this model's estimates
+                server_facts.observe(model=str(request.get("model")), reported=reported, messages=request["messages"])
             choice = data["choices"][0] if data.get("choices") else {}
             content = (choice.get("message") or {}).get("content")
             finish = choice.get("finish_reason")

@@ -335,6 +335,8 @@ CHAT_ADDRESS_TURNS_PER_MINUTE = env_int("CHAT_ADDRESS_TURNS_PER_MINUTE", 120)
 # fraction of the rest at which the agent state is summarized in the background. The reply's room is also
 # the `max_tokens` of every chat request.
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 32000)
+# Without CHAT_CONTEXT_TOKENS, the window the server states (vLLM, llama.cpp, Ollama) is used (chat.llm.server_facts).
+CHAT_CONTEXT_FROM_SERVER = not os.environ.get("CHAT_CONTEXT_TOKENS", "").strip()
 CHAT_REPLY_TOKENS = env_int("CHAT_REPLY_TOKENS", 4000)
 CHAT_COMPACT_AT = float(os.environ.get("CHAT_COMPACT_AT", "0.75"))
 SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
