@@ -11,13 +11,14 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 from django.utils import timezone
 
+from accounts.models import User
 from chat import model_queue
 from chat.agent import Turn
 from chat.llm import ChatModel, TextDelta, get_chat_model
@@ -163,10 +164,15 @@ async def test_stop_while_waiting_leaves_the_queue(settings: Any) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await sync_to_async(list)(ProviderTicket.objects.values_list("pk", flat=True)) == [holder]
+    left = await sync_to_async(lambda: list(ProviderTicket.objects.values_list("pk", flat=True)))()
+    assert left == [holder]
 
 
 # --- against the fake single-slot server ------------------------------------------------------------
+
+
+def make_user(username: str) -> User:
+    return cast(User, UserFactory(username=username))
 
 
 @pytest.fixture
@@ -187,7 +193,7 @@ def single_slot(settings: Any) -> Any:
 
 
 async def _three_users_and_a_background_run(server: FakeOpenAIServer) -> list[Any]:
-    users = [await sync_to_async(UserFactory)(username=f"user{i}") for i in range(4)]
+    users: list[User] = [await sync_to_async(make_user)(f"user{i}") for i in range(4)]
     conversations = [await sync_to_async(conversation_create)(user=u) for u in users]
     pending = await sync_to_async(say)(conversations[3], "I am vegetarian.")
 
@@ -218,8 +224,10 @@ async def test_with_one_slot_three_users_and_a_background_run_cut_no_reply(
 
     assert [e.type for e in results[:3]] == ["done"] * 3
     assert single_slot.interrupted == 0 and single_slot.max_in_flight == 1  # a judge request never overlaps chat
-    replies = await sync_to_async(list)(Message.objects.filter(role="assistant").values_list("status", flat=True))
-    assert set(replies) == {"complete"}
+    replies = await sync_to_async(
+        lambda: set(Message.objects.filter(role="assistant").values_list("status", flat=True))
+    )()
+    assert replies == {"complete"}
     assert results[3].status == "applied"
     assert await sync_to_async(ProviderTicket.objects.count)() == 0
 
