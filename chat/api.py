@@ -151,11 +151,14 @@ _TURN_RESPONSES: dict[str, Any] = {
     openapi_extra=_TURN_RESPONSES,
     description=(
         "With `Accept: text/event-stream` the reply streams as server-sent events: `start` (the saved user "
-        'message and the empty assistant message), `delta` (`{"text"}`, many), `tool` (`{"name"}`, when a '
-        'tool runs), then `done` (both messages as saved) or `error` (`{"detail", "assistant_message"}`; also '
+        'message and the empty assistant message), `waiting` (`{"ahead"}`, while the request waits its turn in '
+        'the provider\'s queue, LLM_MAX_CONCURRENCY; 0 once it is sent), `delta` (`{"text"}`, many), `tool` '
+        '(`{"name"}`, when a tool runs), then `done` (both messages as saved) or `error` '
+        '(`{"detail", "assistant_message"}`; also '
         "when the reply was stopped: its status is then `interrupted`). The reply belongs to the conversation, "
         "not to the request: a client that disconnects stops listening, and the reply is still completed and "
-        "saved; `POST /api/conversations/{id}/stop` stops it."
+        "saved; `POST /api/conversations/{id}/stop` stops it. A message too long for the model's context window "
+        "by itself answers 413 with the reason in `detail`."
     ),
 )
 async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
