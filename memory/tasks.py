@@ -7,6 +7,7 @@ threshold) and does nothing.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import Task, shared_task
 from django.db import transaction
@@ -89,5 +90,7 @@ def enqueue_extraction(
 ) -> None:
     """Schedule extraction once the current transaction commits (immediately outside one);
     with `countdown`, that many seconds later; with `announce`, its outcome is shown in the conversation."""
-    later = {} if countdown is None else {"countdown": countdown}
-    transaction.on_commit(lambda: _send(user_id, message_id, min_pending, str(trigger), announce=announce, **later))
+    later: dict[str, Any] = {} if countdown is None else {"countdown": countdown}
+    if announce:
+        later["announce"] = True
+    transaction.on_commit(lambda: _send(user_id, message_id, min_pending, str(trigger), **later))
