@@ -85,7 +85,7 @@ def _as_llm_error(exc: Exception) -> LLMError:
         return LLMError(f"Could not reach the model provider{detail}.", kind="connection")
     if isinstance(exc, httpx2.TransportError):  # the connection dropped while the answer was being read
         return LLMError(
-            "The connection to the model provider was dropped before its answer was complete.", kind="connection"
+            _("The connection to the model provider was dropped before its answer was complete."), kind="connection"
         )
     if isinstance(exc, openai.APIStatusError):
         said = clean_provider_message(_said(exc))
