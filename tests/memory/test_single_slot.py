@@ -16,9 +16,11 @@ from django.db import connections
 from accounts.models import User
 from chat.agent import Turn
 from chat.llm import get_chat_model
-from chat.models import Message, ProviderTicket
+from chat.models import ConversationMarker, Message, ProviderTicket
 from chat.services import conversation_create
-from memory.models import ExtractionRun
+from memory import tasks
+from memory.models import ExtractionRun, Memory
+from memory.tasks import extract_memories_task
 from tests.factories import UserFactory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import run, say
@@ -105,3 +107,38 @@ def test_the_single_slot_server_sends_no_usage_in_streams(single_slot: FakeOpenA
 
     chunks = asyncio.run(collect())
     assert not any(type(c).__name__ == "Usage" for c in chunks)
+
+
+async def test_remember_on_a_server_that_answers_tools_with_an_empty_reply_reaches_the_pipeline(
+    single_slot: FakeOpenAIServer, settings: Any, monkeypatch: Any
+) -> None:
+    settings.CHAT_TOOLS, settings.LLM_MAX_CONCURRENCY, settings.MEMORY_EXTRACT_MIN_TURNS = "auto", 1, 3
+    single_slot.responder = lambda body: (
+        FakeResponse('{"operations": [{"op": "add", "content": "Is vegetarian.", "sources": [1]}]}')
+        if body.get("response_format")
+        else FakeResponse("Noted!")
+    )
+    sent: list[dict[str, Any]] = []
+
+    def run_now(user_id: int, message_id: int, min_pending: int | None, trigger: str, **kwargs: Any) -> None:
+        sent.append({"trigger": trigger, **kwargs})
+        try:
+            kwargs = {"min_pending": min_pending, "trigger": trigger, **kwargs}
+            extract_memories_task.apply(args=(user_id, message_id), kwargs=kwargs)
+        finally:
+            connections.close_all()
+
+    monkeypatch.setattr(tasks, "_send", run_now)
+    user = await sync_to_async(make_user)("vegetarian")
+    conversation = await sync_to_async(conversation_create)(user=user)
+
+    turn = await Turn.begin(user=user, conversation=conversation, content="Remember that I am vegetarian.")
+    final = await turn.run_to_end()
+
+    assert final.type == "done"
+    assert [bool(r.get("tools")) for r in single_slot.requests[:2]] == [True, False]  # empty reply, asked again
+    assert sent == [{"trigger": "flush", "announce": True}]
+    memories = await sync_to_async(lambda: list(Memory.objects.filter(owner=user).values_list("content", flat=True)))()
+    assert memories == ["Is vegetarian."]
+    texts = await sync_to_async(lambda: list(ConversationMarker.objects.values_list("text", flat=True)))()
+    assert any("Is vegetarian." in text for text in texts)
