@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from chat import model_queue
 from chat.agent import Turn
-from chat.llm import ChatModel, TextDelta
+from chat.llm import ChatModel, TextDelta, get_chat_model
 from chat.models import ProviderTicket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -180,3 +180,22 @@ async def test_a_turn_waiting_for_the_model_says_how_many_are_ahead_then_streams
     types = [kind for kind, _ in events]
     assert ("waiting", "1") in events and ("waiting", "0") in events
     assert types.index("waiting") < types.index("delta") and types[-1] == "done"
+
+
+async def test_the_first_token_deadline_starts_when_the_request_is_sent_not_while_it_waits(
+    fake_openai: Any, settings: Any
+) -> None:
+    settings.LLM_MAX_CONCURRENCY, settings.LLM_FIRST_TOKEN_TIMEOUT = 1, 0.5
+    holder = await sync_to_async(model_queue._enter)(CHAT)
+    await sync_to_async(model_queue.position)(holder, 60)
+
+    async def release_later() -> None:
+        await asyncio.sleep(1.5)  # three times the first-token deadline in the queue
+        await sync_to_async(model_queue._leave)(holder)
+
+    releasing = asyncio.create_task(release_later())
+    chunks = [c async for c in model_queue.stream(get_chat_model(), messages=[{"role": "user", "content": "Hi"}])]
+    await releasing
+
+    assert model_queue.Waiting(1) in chunks
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "ok"
