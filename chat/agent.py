@@ -31,7 +31,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from accounts.models import User
-from chat import compaction, extensions, selectors, services, tokens
+from chat import compaction, extensions, model_queue, selectors, services, tokens
 from chat.deadlines import Deadline
 from chat.extensions import TurnContext
 from chat.llm import (
@@ -60,11 +60,12 @@ def system_prompt() -> str:
 
 @dataclass
 class TurnEvent:
-    type: str  # "start" | "delta" | "tool" | "done" | "error"
+    type: str  # "start" | "waiting" (text: how many requests are ahead) | "delta" | "tool" | "done" | "error"
     text: str = ""
     user_message: Message | None = None
     assistant_message: Message | None = None
     tool: str = ""
+    kind: str = ""  # on "error": the LLMError's kind ("too_long": the message alone does not fit the window)
 
 
 def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -276,7 +277,9 @@ class Turn:
                     yield event
         except LLMError as exc:
             message = await self._finish(Message.Status.ERROR, str(exc))
-            yield TurnEvent("error", text=str(exc), user_message=s.user_message, assistant_message=message)
+            yield TurnEvent(
+                "error", text=str(exc), user_message=s.user_message, assistant_message=message, kind=exc.kind
+            )
             return
         except (asyncio.CancelledError, GeneratorExit):
             # Stopped by the user or a dropped connection: keep what arrived, then stop.
@@ -350,9 +353,13 @@ class Turn:
             answered = False
             try:
                 # max_tokens: the reply's room in this conversation's budget (a learned window may be smaller).
-                stream = self.model.stream(messages=request, tools=tools, max_tokens=self._budget.reply)
+                # In the provider's queue first (LLM_MAX_CONCURRENCY): the page says how many are ahead.
+                stream = model_queue.stream(self.model, messages=request, tools=tools, max_tokens=self._budget.reply)
                 async with aclosing(stream):  # type: ignore[type-var]
                     async for chunk in stream:
+                        if isinstance(chunk, model_queue.Waiting):
+                            yield TurnEvent("waiting", text=str(chunk.ahead))
+                            continue
                         if isinstance(chunk, Usage):
                             await self._calibrate(chunk.prompt_tokens, tokens.estimate_request(request, tools))
                             continue

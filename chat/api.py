@@ -139,6 +139,8 @@ def _sse_for(event: TurnEvent) -> bytes:
         return _sse("delta", {"text": event.text})
     if event.type == "tool":
         return _sse("tool", {"name": event.tool})
+    if event.type == "waiting":
+        return _sse("waiting", {"ahead": int(event.text or 0)})
     if event.type == "done":
         user_message, assistant_message = _message(event.user_message), _message(event.assistant_message)
         return _sse("done", {"user_message": user_message, "assistant_message": assistant_message})
@@ -149,7 +151,7 @@ def _sse_for(event: TurnEvent) -> bytes:
 # server-sent events. 409: another reply is being written (or, for a retry, nothing to retry); 429: too many
 # turns a minute (with Retry-After) or too many replies at once; 502: the provider failed.
 _TURN_STATUSES: dict[int, Any] = {
-    200: TurnOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut, 502: TurnErrorOut,
+    200: TurnOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut, 413: TurnErrorOut, 502: TurnErrorOut,
 }  # fmt: skip
 _TURN_RESPONSES: dict[str, Any] = {
     "responses": {
@@ -172,11 +174,14 @@ _TURN_RESPONSES: dict[str, Any] = {
     openapi_extra=_TURN_RESPONSES,
     description=(
         "With `Accept: text/event-stream` the reply streams as server-sent events: `start` (the saved user "
-        'message and the empty assistant message), `delta` (`{"text"}`, many), `tool` (`{"name"}`, when a '
-        'tool runs), then `done` (both messages as saved) or `error` (`{"detail", "assistant_message"}`; also '
+        'message and the empty assistant message), `waiting` (`{"ahead"}`, while the request waits its turn in '
+        'the provider\'s queue, LLM_MAX_CONCURRENCY; 0 once it is sent), `delta` (`{"text"}`, many), `tool` '
+        '(`{"name"}`, when a tool runs), then `done` (both messages as saved) or `error` '
+        '(`{"detail", "assistant_message"}`; also '
         "when the reply was stopped: its status is then `interrupted`). The reply belongs to the conversation, "
         "not to the request: a client that disconnects stops listening, and the reply is still completed and "
-        "saved; `POST /api/conversations/{id}/stop` stops it."
+        "saved; `POST /api/conversations/{id}/stop` stops it. A message too long for the model's context window "
+        "by itself answers 413 with the reason in `detail`."
     ),
 )
 async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
@@ -215,6 +220,8 @@ async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str
     final: TurnEvent = await running.result()
     body = {"user_message": final.user_message, "assistant_message": final.assistant_message}
     stopped = final.assistant_message is not None and final.assistant_message.status == Message.Status.INTERRUPTED
+    if final.type == "error" and final.kind == "too_long":  # the message alone does not fit the chat window
+        return Status(413, {"detail": final.text, **body})
     if final.type == "error" and not stopped:
         return Status(502, {"detail": final.text, **body})
     return Status(200, body)

@@ -32,8 +32,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from chat import tokens
-from chat.llm import LLMError, get_chat_model
+from chat import model_queue, tokens
+from chat.llm import LLMError, get_chat_model, server_facts
 from chat.models import AgentState, Conversation, Message
 
 logger = logging.getLogger(__name__)
@@ -110,12 +110,14 @@ def budget_for(state: AgentState | None = None) -> Budget:
 
 
 def budget_of(*, context_window: int | None, token_ratio: float | None) -> Budget:
-    """The budget for a state's learned window (None: CHAT_CONTEXT_TOKENS) and calibration."""
-    window = settings.CHAT_CONTEXT_TOKENS
+    """The budget for a state's learned window (None: CHAT_CONTEXT_TOKENS, or what the server states) and
+    calibration (None: the chat model's, from the server's counts of non-streamed calls, if any)."""
+    window = server_facts.context_tokens()
     if context_window:
         window = min(window, context_window)
     window = max(window, 256)
-    return Budget(window=window, reply=min(settings.CHAT_REPLY_TOKENS, window // 2), ratio=token_ratio)
+    ratio = token_ratio or server_facts.model_ratio(settings.CHAT_MODEL)
+    return Budget(window=window, reply=min(settings.CHAT_REPLY_TOKENS, window // 2), ratio=ratio)
 
 
 # --- the state's shape ---
@@ -269,9 +271,12 @@ def summarize(*, previous: str | None, items: list[dict[str, Any]], budget: Budg
             {"role": "system", "content": prompt},
             {"role": "user", "content": f"{earlier}The messages to summarize:\n\n{piece}"},
         ]
-        summary = model.complete_text(
-            messages=request, model=settings.SUMMARY_MODEL, max_tokens=max_tokens, timeout=settings.LLM_TIMEOUT
-        ).strip()
+        # Each piece waits its turn in the provider's queue (chat.model_queue): behind chat when in the background.
+        lease = float(settings.LLM_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
+        with model_queue.slot(model, lease=lease, wait=float(settings.CHAT_TURN_TIMEOUT)):
+            summary = model.complete_text(
+                messages=request, model=settings.SUMMARY_MODEL, max_tokens=max_tokens, timeout=settings.LLM_TIMEOUT
+            ).strip()
         summary = clip_text(summary, max_tokens)
     return summary or ""
 
@@ -356,7 +361,7 @@ def state_calibrate(*, conversation_id: Any, reported: int, estimated: int, prev
 
 def state_window_learn(*, conversation_id: Any, window: int) -> None:
     """Remember a smaller context window the provider stated when refusing a request."""
-    if 0 < window < settings.CHAT_CONTEXT_TOKENS:
+    if 0 < window < server_facts.context_tokens():
         AgentState.objects.filter(conversation_id=conversation_id).update(context_window=window)
 
 
@@ -464,8 +469,8 @@ def schedule_if_needed(*, conversation_id: Any, enqueue: Callable[[Any], None]) 
     state = AgentState.objects.filter(conversation_id=conversation_id).first()
     if state is None or (state.compacting_since is not None and state.compacting_since > now - PENDING_TTL):
         return False  # missing, or one is queued already
-    if not needs_compaction(state):
-        return False
+    if state.compacted_version == state.version or not needs_compaction(state):
+        return False  # already tried for this very state (applied, failed or thrown away), or not needed
     free = Q(compacting_since__isnull=True) | Q(compacting_since__lt=now - PENDING_TTL)
     if not AgentState.objects.filter(free, pk=state.pk).update(compacting_since=now):
         return False
@@ -481,10 +486,12 @@ def compact_in_background(*, conversation_id: Any) -> str:
         return "not_needed"
     try:
         budget = budget_for(state)
-        if not needs_compaction(state, budget):
+        if state.compacted_version == state.version or not needs_compaction(state, budget):
             return "not_needed"
+        AgentState.objects.filter(pk=state.pk).update(compacted_version=state.version)
         try:
-            result = compact(state.context, budget=budget, fixed=fixed_tokens())
+            with model_queue.background():
+                result = compact(state.context, budget=budget, fixed=fixed_tokens())
         except LLMError as exc:
             logger.warning("background summary of conversation %s failed: %s", conversation_id, exc)
             return "failed"  # the old state stays; the next turn's end tries again

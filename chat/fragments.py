@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import SafeString
+from django.utils.translation import ngettext
 
 from chat import extensions
 from chat.agent import TurnEvent
@@ -80,6 +81,17 @@ def activity_html(message_id: int, tool: str) -> str:
     """What the reply is doing while a tool runs (it may take a few seconds)."""
     context = {"message_id": message_id, "text": activity_label(tool), "oob": True}
     return render_to_string("chat/_activity.html", context)
+
+
+def waiting_html(message_id: int, ahead: int) -> str:
+    """The reply waits in the provider's queue (chat.model_queue): how many requests are ahead (0: no
+    longer waiting)."""
+    text = ""  # 0: the request was sent, the line goes
+    if ahead:
+        text = ngettext("Waiting for the model (%(n)s ahead)…", "Waiting for the model (%(n)s ahead)…", ahead) % {
+            "n": ahead
+        }
+    return render_to_string("chat/_activity.html", {"message_id": message_id, "text": text, "oob": True})
 
 
 def start_html(event: TurnEvent, conversation: Conversation, *, retry: bool = False) -> str:

@@ -59,6 +59,9 @@ class AgentState(models.Model):
     )
     # Set while a background compaction is queued or running, so there is at most one per conversation.
     compacting_since = models.DateTimeField(null=True, blank=True, editable=False)
+    # The state version a background compaction last ran for: never twice for the same state (its summary
+    # calls hold the provider, and a state that did not change would be summarized the same way again).
+    compacted_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # The provider's own prompt size over our estimate (chat.tokens.calibrated_ratio); None until reported.
     token_ratio = models.FloatField(null=True, blank=True, editable=False)
     # A context window the provider stated when refusing a request, when smaller than CHAT_CONTEXT_TOKENS.
@@ -192,3 +195,28 @@ class SearchEntry(models.Model):
 
     def __str__(self) -> str:
         return f"Search entry of {'message ' + str(self.message_id) if self.message_id else 'a title'}"
+
+
+class ProviderTicket(models.Model):
+    """A request's place in a model provider's queue (chat.model_queue, LLM_MAX_CONCURRENCY): waiting
+    (`granted_at` null) or sending. A lease: `expires_at` is renewed while its process waits or reads the
+    reply, and a ticket whose process is gone (`owner`, as chat.leases records it) or whose lease ran out
+    is deleted by whoever looks next. Holds no words: which provider, how urgent, whose process."""
+
+    class Priority(models.IntegerChoices):
+        CHAT = 0, "chat"
+        BACKGROUND = 1, "background"
+
+    provider = models.CharField(max_length=32)  # a digest of the provider's base URL
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices)
+    owner = models.CharField(max_length=255)
+    created_at = models.DateTimeField()
+    granted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["provider", "priority", "id"], name="providerticket_queue")]
+
+    def __str__(self) -> str:
+        state = "sending" if self.granted_at else "waiting"
+        return f"{self.get_priority_display()} request {state} ({self.owner})"

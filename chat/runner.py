@@ -65,6 +65,7 @@ from chat.fragments import (
     start_html,
     summary_divider_html,
     turn_state_html,
+    waiting_html,
 )
 from chat.models import Conversation, Message
 from chat.selectors import SummaryDivider
@@ -373,6 +374,9 @@ class Fanout:
             self._send_html("turn.begin", lambda: start_html(now, conversation, retry=retry))
         elif event.type == "tool":
             self._send_html("turn.html", lambda: activity_html(self.message_id, event.tool))
+        elif event.type == "waiting":
+            ahead = int(event.text or 0)
+            self._send_html("turn.html", lambda: waiting_html(self.message_id, ahead))
         elif event.assistant_message is not None:  # "done" or "error": the saved reply
             saved = copy.copy(event.assistant_message)
             self._send_html("turn.end", lambda: final_html(saved))

@@ -124,10 +124,17 @@ def _object(**properties: dict[str, object]) -> dict[str, object]:
 
 TURN_EVENT_STREAM = {
     "description": (
-        "With `Accept: text/event-stream`: `start`, then any number of `delta` and `tool`, then `done` or `error`."
+        "With `Accept: text/event-stream`: `start`, then any number of `waiting`, `delta` and `tool`, then "
+        "`done` or `error`."
     ),
     "oneOf": [
         _event("start", _BOTH_MESSAGES, "The saved user message and the (empty, streaming) assistant message."),
+        _event(
+            "waiting",
+            _object(ahead={"type": "integer", "minimum": 0}),
+            "The request waits its turn in the provider's queue (LLM_MAX_CONCURRENCY): how many are ahead; 0 "
+            "once it is sent.",
+        ),
         _event("delta", _object(text={"type": "string"}), "The next piece of the reply's text."),
         _event("tool", _object(name={"type": "string"}), "A tool runs (its name)."),
         _event("done", _BOTH_MESSAGES, "Both messages as saved: the reply is complete."),

@@ -1,9 +1,14 @@
 """Judge batches bounded by size, not only by count: a judge request never exceeds the judge's window.
 
-The window is MEMORY_CONTEXT_TOKENS, or the chat model's CHAT_CONTEXT_TOKENS when that is not set; the
-answer's share (MEMORY_JUDGE_MAX_TOKENS) is kept free, since servers such as llama.cpp refuse a request
-whose prompt plus `max_tokens` exceeds their context. Sizes are `chat.tokens` estimates, which err on the
-large side.
+The window is MEMORY_CONTEXT_TOKENS, or the chat model's CHAT_CONTEXT_TOKENS when that is not set. Room
+for the answer is kept free, since servers such as llama.cpp refuse a request whose prompt plus
+`max_tokens` exceeds their context; that room scales with the batch (a short JSON answer does not need
+2,000 tokens): ANSWER_BASE_TOKENS plus ANSWER_PER_MESSAGE_TOKENS per message, at most
+MEMORY_JUDGE_MAX_TOKENS. The request then asks for whatever the window leaves, up to that maximum.
+Below COMPACT_BELOW_TOKENS of window the compact judge prompt is used (MEMORY_JUDGE_PROMPT: auto, full,
+compact). Sizes are `chat.tokens` estimates, which err on the large side, calibrated by the judge model's
+own counts where the server reported them (chat.llm.server_facts). The window is the one the server
+states when CHAT_CONTEXT_TOKENS is not set.
 
 `fit` takes the oldest pending messages that fit, at least one. When even one does not fit beside all
 the active memories, the oldest memories are left out of the judge's view (validation still refuses a
@@ -18,25 +23,51 @@ from datetime import date
 
 from django.conf import settings
 
-from chat.tokens import estimate_request
+from chat.llm import server_facts
+from chat.tokens import estimate_request, scaled
 from memory import judge
 
 CUT_NOTE = " […the rest of this message was too long to show]"
+#: answer room every judge request keeps, and what each message shown adds to it
+ANSWER_BASE_TOKENS = 128
+ANSWER_PER_MESSAGE_TOKENS = 96
+#: windows smaller than this get the compact judge prompt (with MEMORY_JUDGE_PROMPT=auto)
+COMPACT_BELOW_TOKENS = 8192
 
 
 def window() -> int:
-    return int(settings.MEMORY_CONTEXT_TOKENS) or int(settings.CHAT_CONTEXT_TOKENS)
+    return int(settings.MEMORY_CONTEXT_TOKENS) or server_facts.context_tokens()
 
 
-def request_budget() -> int:
-    """The most tokens a judge request's prompt may take."""
-    return window() - int(settings.MEMORY_JUDGE_MAX_TOKENS)
+def compact_prompt() -> bool:
+    """Whether the judge is shown the compact prompt (memory/prompts/judge_compact.md)."""
+    choice = str(settings.MEMORY_JUDGE_PROMPT).strip().lower()
+    if choice in ("full", "compact"):
+        return choice == "compact"
+    return window() < COMPACT_BELOW_TOKENS
 
 
-def budget_problem(tokens: int) -> str:
+def answer_room(messages: int) -> int:
+    """The answer tokens a batch of `messages` keeps free in the window."""
+    return min(int(settings.MEMORY_JUDGE_MAX_TOKENS), ANSWER_BASE_TOKENS + ANSWER_PER_MESSAGE_TOKENS * messages)
+
+
+def request_budget(messages: int | None = None) -> int:
+    """The most tokens the prompt of a judge request showing `messages` messages may take (None: any
+    number, keeping the whole MEMORY_JUDGE_MAX_TOKENS free)."""
+    room = int(settings.MEMORY_JUDGE_MAX_TOKENS) if messages is None else answer_room(messages)
+    return window() - room
+
+
+def max_tokens_for(tokens: int) -> int:
+    """`max_tokens` of a request whose prompt takes `tokens`: what the window leaves, up to the maximum."""
+    return max(1, min(int(settings.MEMORY_JUDGE_MAX_TOKENS), window() - tokens))
+
+
+def budget_problem(tokens: int, messages: int) -> str:
     """Why a request of `tokens` cannot be sent, in the run record's words."""
     return (
-        f"the judge request needs about {tokens} tokens plus {settings.MEMORY_JUDGE_MAX_TOKENS} for the answer, "
+        f"the judge request needs about {tokens} tokens plus {answer_room(messages)} for the answer, "
         f"more than the window of {window()}."
     )
 
@@ -53,34 +84,31 @@ class Fitted:
 def _size(
     memories: list[judge.ActiveMemory], pending: list[judge.PendingMessage], today: date | None = None
 ) -> tuple[int, judge.JudgeInput]:
-    rendered = judge.render_input(memories=memories, pending=pending, today=today)
-    return estimate_request(rendered.messages), rendered
+    rendered = judge.render_input(memories=memories, pending=pending, today=today, compact=compact_prompt())
+    # Calibrated by the judge model's own counts where the server reported them (chat.llm.server_facts).
+    return scaled(estimate_request(rendered.messages), server_facts.model_ratio(settings.MEMORY_MODEL)), rendered
 
 
 def fit(
-    *,
-    memories: list[judge.ActiveMemory],
-    pending: list[judge.PendingMessage],
-    budget: int | None = None,
-    today: date | None = None,
+    *, memories: list[judge.ActiveMemory], pending: list[judge.PendingMessage], today: date | None = None
 ) -> Fitted:
-    """The largest prefix of `pending` whose judge request fits `budget` (see the module docstring)."""
-    budget = request_budget() if budget is None else budget
+    """The largest prefix of `pending` whose judge request and answer room fit the window (see the module
+    docstring)."""
     size, rendered = _size(memories, pending, today)
-    if size <= budget:
+    if size <= request_budget(len(pending)):
         return Fitted(pending, memories, rendered, size)
     # Binary search for the longest prefix that fits (sizes grow with every message).
     low, high = 0, len(pending)  # pending[:low] fits (or low == 0), pending[:high] does not
     while high - low > 1:
         middle = (low + high) // 2
-        if _size(memories, pending[:middle], today)[0] <= budget:
+        if _size(memories, pending[:middle], today)[0] <= request_budget(middle):
             low = middle
         else:
             high = middle
     if low:
         size, rendered = _size(memories, pending[:low], today)
         return Fitted(pending[:low], memories, rendered, size)
-    return _fit_one(memories=memories, message=pending[0], budget=budget, today=today)
+    return _fit_one(memories=memories, message=pending[0], budget=request_budget(1), today=today)
 
 
 def _fit_one(

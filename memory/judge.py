@@ -22,6 +22,8 @@ from memory import lexicon
 from memory.models import CONTENT_MAX, MemoryKey
 
 PROMPT_PATH = Path(__file__).parent / "prompts" / "judge.md"
+# The same rules in about a third of the tokens, for small windows (memory.batching chooses).
+COMPACT_PROMPT_PATH = Path(__file__).parent / "prompts" / "judge_compact.md"
 CONVERSATION_BREAK = "--- another conversation ---"
 OPS = ("add", "update", "retract", "clear")
 EXPIRY_YEARS = 5
@@ -30,8 +32,8 @@ REVIEW_AUTO, REVIEW_SENSITIVE, REVIEW_ALL = "auto", "sensitive", "all"
 
 
 @cache
-def judge_prompt() -> str:
-    return PROMPT_PATH.read_text(encoding="utf-8").strip()
+def judge_prompt(compact: bool = False) -> str:
+    return (COMPACT_PROMPT_PATH if compact else PROMPT_PATH).read_text(encoding="utf-8").strip()
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,10 @@ def _indent_continuation(text: str) -> str:
 
 
 def render_input(
-    *, memories: list[ActiveMemory], pending: list[PendingMessage], today: date | None = None
+    *, memories: list[ActiveMemory], pending: list[PendingMessage], today: date | None = None, compact: bool = False
 ) -> JudgeInput:
-    """The judge's two messages: the prompt, then today's date (UTC), the memories and the numbered user
-    messages, each with the day it was sent when known."""
+    """The judge's two messages: the prompt (the compact one for small windows), then today's date (UTC),
+    the memories and the numbered user messages, each with the day it was sent when known."""
     memory_lines = [m.line() for m in memories] or ["(none)"]
     message_lines: list[str] = []
     numbers: dict[int, int] = {}
@@ -105,7 +107,8 @@ def render_input(
         ]
     )
     return JudgeInput(
-        messages=[{"role": "system", "content": judge_prompt()}, {"role": "user", "content": text}], numbers=numbers
+        messages=[{"role": "system", "content": judge_prompt(compact)}, {"role": "user", "content": text}],
+        numbers=numbers,
     )
 
 

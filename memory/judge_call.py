@@ -1,9 +1,9 @@
 """The judge call: how the pipeline asks the model for its answer, and how an evaluation must ask too.
 
 One function, so that `manage.py eval_judge` measures exactly what extraction does: the judge model
-(MEMORY_MODEL), JSON mode, the temperature, `max_tokens` (MEMORY_JUDGE_MAX_TOKENS, enough for the JSON
-answer; a longer one raises LLMError(kind="length")) and a total deadline (MEMORY_JUDGE_TIMEOUT) that
-retries and keep-alive bytes cannot extend.
+(MEMORY_MODEL), JSON mode, the temperature, `max_tokens` (what the judge's window leaves after the
+prompt, at most MEMORY_JUDGE_MAX_TOKENS; a longer answer raises LLMError(kind="length")) and a total
+deadline (MEMORY_JUDGE_TIMEOUT) that retries and keep-alive bytes cannot extend.
 """
 
 from __future__ import annotations
@@ -15,12 +15,17 @@ from chat.llm import ChatModel, Messages, get_chat_model
 JUDGE_TEMPERATURE = 0.3
 
 
-def call_judge(messages: Messages, *, chat_model: ChatModel | None = None, model: str = "") -> str:
-    """The judge's raw answer to `messages` (see `memory.judge.render_input`). Raises LLMError."""
+def call_judge(
+    messages: Messages, *, chat_model: ChatModel | None = None, model: str = "", max_tokens: int | None = None
+) -> str:
+    """The judge's raw answer to `messages` (see `memory.judge.render_input`). Raises LLMError.
+
+    `max_tokens` defaults to MEMORY_JUDGE_MAX_TOKENS; extraction passes what the window leaves
+    (memory.batching.max_tokens_for)."""
     return (chat_model or get_chat_model()).complete_json(
         messages=messages,
         model=model or settings.MEMORY_MODEL,
         temperature=JUDGE_TEMPERATURE,
         timeout=float(settings.MEMORY_JUDGE_TIMEOUT),
-        max_tokens=int(settings.MEMORY_JUDGE_MAX_TOKENS),
+        max_tokens=int(settings.MEMORY_JUDGE_MAX_TOKENS) if max_tokens is None else max_tokens,
     )

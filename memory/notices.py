@@ -38,6 +38,7 @@ from chat.models import ConversationMarker, Message
 from memory import selectors
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
+from memory.outcomes import Outcome, Result
 
 logger = logging.getLogger(__name__)
 
@@ -222,6 +223,31 @@ def on_memories_changed(
         extensions.notify_user(user_id, html)
     except Exception:  # memories are saved; a missed notice must not fail the run that sent it
         logger.exception("could not push the memory notice of run %s", run_id)
+
+
+# --- the outcome of an explicit request the chat model could not flush ------------------------------
+
+
+def outcome_text(result: Result) -> str:
+    """What the conversation says when an explicit request changed nothing (a change has its own marker)."""
+    if result.status == Outcome.APPLIED:
+        return gettext("Memory checked: nothing from this message was remembered.")
+    if result.status == Outcome.ABANDONED:
+        return gettext("Your memories changed meanwhile, so nothing from this message was remembered.")
+    if result.status in (Outcome.BUSY, Outcome.BACKING_OFF):
+        return gettext("Not remembered yet: memory is busy and will review this message shortly.")
+    return gettext("Memory could not be updated this time: nothing from this message was remembered.")
+
+
+def announce_outcome(*, user_id: int, message_id: int, result: Result) -> None:
+    """After a flush run for an explicit request without tools: a marker in the message's conversation
+    when nothing changed (changes announce themselves: `mark_conversation` and the notice)."""
+    if result.changed or result.status in (Outcome.MEMORY_OFF, Outcome.NOTHING_PENDING, Outcome.BELOW_THRESHOLD):
+        return
+    message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation").first()
+    if message is None:  # the conversation was deleted meanwhile
+        return
+    markers.marker_add(conversation=message.conversation, kind=MARKER_KIND, text=outcome_text(result))
 
 
 # --- the polling fallback ------------------------------------------------------------------------

@@ -1,4 +1,10 @@
-"""The post-turn hook: after a turn commits, schedule background extraction when enough is pending."""
+"""The post-turn hook: after a turn commits, schedule background extraction when enough is pending.
+
+When the chat model has no tools (CHAT_TOOLS=off, or a provider that does not handle them), it cannot
+call `flush_memory`: an explicit request to remember, correct or forget (memory.lexicon's vocabulary,
+English and Chinese) then runs the flush pipeline after the turn instead, and its outcome is shown in
+the conversation (memory.notices.announce_outcome), so the user always learns whether something was
+stored."""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ from typing import Any
 
 from django.conf import settings
 
+from chat.llm import tools_usable
+from memory import lexicon
+from memory.models import ExtractionRun
 from memory.selectors import messages_pending
 from memory.tasks import embed_memories_later, enqueue_extraction
 
@@ -18,9 +27,22 @@ def pending_up_to(*, user_id: int, message_id: int) -> int:
     return messages_pending(user_id=user_id, up_to_message_id=message_id).filter(user__memory_enabled=True).count()
 
 
+def explicit_request_pending(*, user_id: int, message_id: int) -> bool:
+    """Whether the message is the user's, still pending (memory on, not temporary) and asks to remember,
+    correct or forget something."""
+    pending = messages_pending(user_id=user_id).filter(pk=message_id, user__memory_enabled=True)
+    content = pending.values_list("content", flat=True).first()
+    return content is not None and lexicon.is_explicit_request(content)
+
+
 def on_turn_finished(sender: object, *, user_id: int, user_message_id: int, **kwargs: Any) -> None:
-    """chat.extensions.turn_finished receiver: one count query, and a task only at the threshold."""
+    """chat.extensions.turn_finished receiver: one count query, and a task only at the threshold; an
+    explicit request without tools is flushed at once."""
     try:
+        if not tools_usable() and explicit_request_pending(user_id=user_id, message_id=user_message_id):
+            flush = ExtractionRun.Trigger.FLUSH
+            enqueue_extraction(user_id=user_id, message_id=user_message_id, min_pending=1, trigger=flush, announce=True)
+            return
         if pending_up_to(user_id=user_id, message_id=user_message_id) >= settings.MEMORY_EXTRACT_MIN_TURNS:
             enqueue_extraction(user_id=user_id, message_id=user_message_id)
     except Exception:  # the reply has been delivered; a hook failure must not surface in chat

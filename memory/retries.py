@@ -60,9 +60,10 @@ def flush_wait() -> float:
 
 
 def slot_wait(trigger: str) -> float:
-    """How long a run waits for a free judge slot: a flush is waited for by a person; a background
-    run's task simply tries again later."""
-    return flush_wait() if trigger == ExtractionRun.Trigger.FLUSH else 5.0
+    """How long a judge request waits for its turn in the provider's queue (chat.model_queue): a flush
+    is waited for by a person; a background run waits as long as a judge call may take, then its task
+    tries again later."""
+    return flush_wait() if trigger == ExtractionRun.Trigger.FLUSH else float(settings.MEMORY_JUDGE_TIMEOUT)
 
 
 def window_left(*, attempt: int, finished_at: datetime, now: datetime) -> float:

@@ -7,13 +7,14 @@ threshold) and does nothing.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import Task, shared_task
 from django.db import transaction
 from django.utils import timezone
 
 from chat.llm import LLMError
-from memory import embeddings, lifecycle, pipeline, recovery, retention, retries
+from memory import embeddings, lifecycle, notices, pipeline, recovery, retention, retries
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -21,9 +22,15 @@ logger = logging.getLogger(__name__)
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, **retries.TASK_RETRY_OPTIONS)
 def extract_memories_task(
-    self: Task, user_id: int, message_id: int, min_pending: int | None = None, trigger: str = "background"
+    self: Task,
+    user_id: int,
+    message_id: int,
+    min_pending: int | None = None,
+    trigger: str = "background",
+    announce: bool = False,
 ) -> str:
-    """Extract memories from the user's pending messages up to `message_id`."""
+    """Extract memories from the user's pending messages up to `message_id`. With `announce` (an explicit
+    request the chat model could not flush), the final outcome is shown in the message's conversation."""
     if trigger not in ExtractionRun.Trigger.values:
         trigger = ExtractionRun.Trigger.BACKGROUND
     params = pipeline.extraction_params(trigger=trigger)
@@ -31,8 +38,10 @@ def extract_memories_task(
         params["min_pending"] = min_pending
     result = pipeline.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, **params)
     countdown = retries.task_countdown(result, retries=self.request.retries)
-    if countdown is not None:
+    if countdown is not None:  # an announced flush is announced when its task tries no more
         raise self.retry(countdown=countdown)
+    if announce:
+        notices.announce_outcome(user_id=user_id, message_id=message_id, result=result)
     return result.status
 
 
@@ -83,11 +92,18 @@ def sweep_extractions_task() -> int:
     return len(work)
 
 
-def _send(user_id: int, message_id: int, min_pending: int | None, trigger: str, countdown: float | None = None) -> None:
+def _send(
+    user_id: int,
+    message_id: int,
+    min_pending: int | None,
+    trigger: str,
+    countdown: float | None = None,
+    announce: bool = False,
+) -> None:
     try:
         extract_memories_task.apply_async(
             args=(user_id, message_id),
-            kwargs={"min_pending": min_pending, "trigger": trigger},
+            kwargs={"min_pending": min_pending, "trigger": trigger, **({"announce": True} if announce else {})},
             countdown=countdown,
             retry=True,
             retry_policy=retries.ENQUEUE_RETRY_POLICY,
@@ -104,8 +120,11 @@ def enqueue_extraction(
     min_pending: int | None = None,
     trigger: str = ExtractionRun.Trigger.BACKGROUND,
     countdown: float | None = None,
+    announce: bool = False,
 ) -> None:
     """Schedule extraction once the current transaction commits (immediately outside one);
-    with `countdown`, that many seconds later."""
-    later = {} if countdown is None else {"countdown": countdown}
+    with `countdown`, that many seconds later; with `announce`, its outcome is shown in the conversation."""
+    later: dict[str, Any] = {} if countdown is None else {"countdown": countdown}
+    if announce:
+        later["announce"] = True
     transaction.on_commit(lambda: _send(user_id, message_id, min_pending, str(trigger), **later))

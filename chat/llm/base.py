@@ -98,6 +98,12 @@ class ChatModel(ABC):
     label: str = ""
     is_demo: bool = False
 
+    @property
+    def tools_supported(self) -> bool:
+        """False while the provider is known not to handle tools (the OpenAI adapter finds out, then
+        offers them again later)."""
+        return True
+
     @abstractmethod
     def stream(
         self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None

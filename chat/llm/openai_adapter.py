@@ -11,7 +11,8 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 - the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
   server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout;
 - a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
-  is asked again without them, and not offered tools again (see `tools_supported`);
+  is asked again without them, and not offered tools again for TOOLS_RETRY_SECONDS (see `tools_supported`):
+  a server restarted with another chat format, or a passing fault, gets its tools back;
 - tool calls are assembled by `chat.llm.toolcalls`, which tolerates repeated names and missing ids.
 """
 
@@ -33,6 +34,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from chat.deadlines import Deadline
+from chat.llm import server_facts
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -82,6 +84,10 @@ def _as_llm_error(exc: Exception) -> LLMError:
         cause = clean_provider_message(str(exc.__cause__ or ""))
         detail = f" ({cause})" if cause else ""
         return LLMError(f"Could not reach the model provider{detail}.", kind="connection")
+    if isinstance(exc, httpx2.TransportError):  # the connection dropped while the answer was being read
+        return LLMError(
+            _("The connection to the model provider was dropped before its answer was complete."), kind="connection"
+        )
     if isinstance(exc, openai.APIStatusError):
         said = clean_provider_message(_said(exc))
         if (overflow := _context_overflow(exc, said)) is not None:
@@ -168,6 +174,10 @@ def _retryable(error: LLMError) -> bool:
     return error.kind == "connection" or (error.kind == "status" and error.status in (408, 429, 500, 502, 503, 504))
 
 
+#: how long tools stay off after a provider rejected or ignored them, before they are offered again
+TOOLS_RETRY_SECONDS = 600.0
+
+
 def _rejects_tools(error: LLMError) -> bool:
     text = str(error).lower()
     return error.status in (400, 422, 500, 501) and ("tool" in text or "function" in text)
@@ -197,8 +207,8 @@ class OpenAIChatModel(ChatModel):
         self.model = settings.CHAT_MODEL
         self.label = settings.CHAT_MODEL
         self.max_retries = int(settings.LLM_MAX_RETRIES)
-        # Set when the provider rejected or ignored tools: chat goes on without them.
-        self.tools_supported = True
+        # Set when the provider rejected or ignored tools: chat goes on without them until then.
+        self._tools_off_until = 0.0
         self._sync = openai.OpenAI(**self._options)
         # An async client's connection pool belongs to the event loop that opened it; a process can run
         # several loops (ASGI server, async_to_sync under WSGI, Celery), so there is one client per loop.
@@ -213,10 +223,18 @@ class OpenAIChatModel(ChatModel):
             client = self._async_clients[loop] = openai.AsyncOpenAI(**self._options)
         return client
 
+    @property
+    def tools_supported(self) -> bool:
+        return time.monotonic() >= self._tools_off_until
+
     def _disable_tools(self, why: str) -> None:
         if self.tools_supported:
-            logger.warning("the model provider does not handle tools (%s); chat continues without them", why)
-        self.tools_supported = False
+            logger.warning(
+                "the model provider does not handle tools (%s); chat continues without them for %g s",
+                why,
+                TOOLS_RETRY_SECONDS,
+            )
+        self._tools_off_until = time.monotonic() + TOOLS_RETRY_SECONDS
 
     async def stream(
         self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
@@ -406,6 +424,9 @@ class OpenAIChatModel(ChatModel):
                     if time.monotonic() > end:
                         raise LLMError(f"The model provider did not answer within {timeout:g} s.", kind="timeout")
             data = json.loads(bytes(body))
+            reported = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
+            if isinstance(reported, int):  # the server's own count calibrates this model's estimates
+                server_facts.observe(model=str(request.get("model")), reported=reported, messages=request["messages"])
             choice = data["choices"][0] if data.get("choices") else {}
             content = (choice.get("message") or {}).get("content")
             finish = choice.get("finish_reason")

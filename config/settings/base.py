@@ -309,6 +309,9 @@ LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
 LLM_FIRST_TOKEN_TIMEOUT = float(os.environ.get("LLM_FIRST_TOKEN_TIMEOUT", "30"))
 # After the first token, the longest wait for the next one; keep-alive comments do not extend it either.
 LLM_STALL_TIMEOUT = float(os.environ.get("LLM_STALL_TIMEOUT", "60"))
+# Requests one provider answers at once, across every process (0: no limit); the rest wait their turn,
+# chat ahead of judge calls and summaries (chat.model_queue). 1 for a single-slot server (llama.cpp, Ollama).
+LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 0)
 CHAT_TURN_TIMEOUT = float(os.environ.get("CHAT_TURN_TIMEOUT", "300"))
 # "auto": offer tools (flush_memory) unless the provider rejects or ignores them; "off": never.
 CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
@@ -336,6 +339,8 @@ CHAT_TEMPORARY_HOURS = env_int("CHAT_TEMPORARY_HOURS", 24)
 # fraction of the rest at which the agent state is summarized in the background. The reply's room is also
 # the `max_tokens` of every chat request.
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 32000)
+# Without CHAT_CONTEXT_TOKENS, the window the server states (vLLM, llama.cpp, Ollama) is used (chat.llm.server_facts).
+CHAT_CONTEXT_FROM_SERVER = not os.environ.get("CHAT_CONTEXT_TOKENS", "").strip()
 CHAT_REPLY_TOKENS = env_int("CHAT_REPLY_TOKENS", 4000)
 CHAT_COMPACT_AT = float(os.environ.get("CHAT_COMPACT_AT", "0.75"))
 SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
@@ -353,16 +358,18 @@ EMBEDDING_TIMEOUT = float(os.environ.get("EMBEDDING_TIMEOUT", "1.5"))
 # The cosine similarity from which a memory counts as related to the message (model-dependent: measure with
 # `manage.py eval_recall --embeddings`).
 EMBEDDING_MIN_SIMILARITY = float(os.environ.get("EMBEDDING_MIN_SIMILARITY", "0.5"))
-# The judge: `max_tokens` for its JSON answer and its total time limit (seconds).
+# The judge: the most `max_tokens` for its JSON answer (the room kept scales with the batch, up to this) and
+# its total time limit (seconds).
 MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)
+# Which judge prompt: "auto" (the compact one below an 8,192-token window), "full" or "compact".
+MEMORY_JUDGE_PROMPT = os.environ.get("MEMORY_JUDGE_PROMPT", "auto").strip().lower() or "auto"
 MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
-# How many judge calls may run at once against one provider, across the processes of this machine, and
-# the judge's context window (0: the chat model's, CHAT_CONTEXT_TOKENS): no judge request exceeds it.
+# Aliases kept for one release (chat.model_queue): background requests (judge calls, summaries) that may
+# run at once against one provider, across every process; and MEMORY_YIELD_TO_CHAT=1, read as
+# LLM_MAX_CONCURRENCY=1 when that is not set.
 MEMORY_JUDGE_CONCURRENCY = env_int("MEMORY_JUDGE_CONCURRENCY", 1)
-# Background judge calls wait while any chat reply is being written (for a server with one slot, such as
-# llama-cpp-python's, where a judge call would hold up or cut off chat). Off by default: with many users
-# someone is always chatting, and a hosted provider serves both at once.
 MEMORY_YIELD_TO_CHAT = env_bool("MEMORY_YIELD_TO_CHAT", False)
+# The judge's context window (0: the chat model's, CHAT_CONTEXT_TOKENS): no judge request exceeds it.
 MEMORY_CONTEXT_TOKENS = env_int("MEMORY_CONTEXT_TOKENS", 0)
 # Active memories a user may have; adds past it are refused (API 409, page message; the judge's are dropped).
 MEMORY_MAX_ACTIVE = env_int("MEMORY_MAX_ACTIVE", 500)

@@ -6,3 +6,5 @@ from config.settings import *  # noqa: F403
 SECRET_KEY = SECRET_KEY or "insecure-key-for-tests-only-" + "x" * 40  # noqa: F405
 # The production hasher costs a third of a second per user; tests need no strength.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests never ask a model server for its window unless they mean to (chat.llm.server_facts).
+CHAT_CONTEXT_FROM_SERVER = False

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from memory import judge
+from memory.batching import compact_prompt
 from memory.models import MemoryKey
 
 GOLDEN_PATH = Path(__file__).parent / "golden.yaml"
@@ -113,7 +114,7 @@ class Case:
         for index, conversation in enumerate(self.conversations):
             for text in conversation:
                 pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text, sent))
-        return judge.render_input(memories=memories, pending=pending, today=self.today)
+        return judge.render_input(memories=memories, pending=pending, today=self.today, compact=compact_prompt())
 
     def review(self) -> judge.Review:
         """What validation checks end dates against: every message was sent `today`."""

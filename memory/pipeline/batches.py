@@ -6,23 +6,23 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 
 from accounts.models import User
-from chat import selectors as chat_selectors
-from chat.llm import LLMError
+from chat import model_queue
+from chat.llm import LLMError, get_chat_model
 from memory import batching, judge
 from memory.judge_call import call_judge
-from memory.judge_slots import judge_slot
 from memory.models import ExtractionRun
 from memory.outcomes import Outcome, Result
 from memory.pipeline.claim import claim_release, claim_take
 from memory.pipeline.commit import Abandon, commit
 from memory.pipeline.reads import backoff, pending_batch
-from memory.pipeline.runs import Batch, fail, finish_run, start_run, too_large
+from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large
 from memory.retries import may_start, slot_wait
 
 logger = logging.getLogger(__name__)
@@ -78,28 +78,15 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
         if not may_start(trigger=trigger, failures=failures, wait=wait):
             return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
-        if yields_to_chat(trigger):  # the task looks again later, as when the claim is taken
-            return Result(Outcome.BUSY)
-        with judge_slot(wait=slot_wait(trigger)) as free:
-            if not free:  # other judge calls hold every slot: leave the provider to chat, try later
-                return Result(Outcome.BUSY)
-            result, batch = _judge_in_pieces(
-                user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
-            )
+        result, batch = _judge_in_pieces(
+            user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
+        )
         released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
         result.more = more or len(batch.pending) < len(pending)
         return result
     finally:
         if not released:
             claim_release(user_id=user_id, token=token)
-
-
-def yields_to_chat(trigger: str) -> bool:
-    """A background run waits while chat is writing a reply, with MEMORY_YIELD_TO_CHAT (a single-slot
-    server). A flush or a manual run does not: the user asked for it now."""
-    if trigger != Trigger.BACKGROUND or not settings.MEMORY_YIELD_TO_CHAT:
-        return False
-    return chat_selectors.turns_running(now=timezone.now())
 
 
 def _judge_in_pieces(
@@ -131,15 +118,33 @@ def _judge_in_pieces(
         limit = max(1, len(batch.pending) // 2)
 
 
+@contextmanager
+def _queued(trigger: str) -> Iterator[None]:
+    """The judge request's turn in the provider's queue (chat.model_queue), taken before every call: a
+    flush is a person waiting and goes with chat; other runs wait behind chat."""
+    priority = model_queue.Priority.CHAT if trigger == Trigger.FLUSH else model_queue.Priority.BACKGROUND
+    lease = float(settings.MEMORY_JUDGE_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
+    with model_queue.slot(get_chat_model(), lease=lease, wait=slot_wait(trigger), priority=priority):
+        yield
+
+
 def _judge_and_commit(batch: Batch) -> Result:
     run = batch.run
-    if batch.tokens > batching.request_budget():
-        return too_large(batch, LLMError(batching.budget_problem(batch.tokens), kind="length"))
-    started = time.monotonic()
+    count = len(batch.pending)
+    if batch.tokens > batching.request_budget(count):
+        return too_large(batch, LLMError(batching.budget_problem(batch.tokens, count), kind="context_length"))
+    max_tokens = batching.max_tokens_for(batch.tokens)
     try:
-        raw = call_judge(batch.judge_messages or run.judge_input)
+        with _queued(run.trigger):
+            started = time.monotonic()  # the judge's time, not the queue's
+            raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
     except LLMError as exc:
+        if exc.kind == "busy":  # the provider's queue was full for too long: nothing was sent, try later
+            finish_run(run, Status.ABANDONED, error=f"{exc} The messages stay pending.")
+            return Result(Outcome.BUSY, run_ids=[run.pk], attempt=run.attempt)
         run.judge_ms = int((time.monotonic() - started) * 1000)
+        if exc.kind == "length" and count == 1:  # the answer, not the request, was too long
+            return answer_cut(batch, max_tokens)
         if exc.too_long:
             return too_large(batch, exc)
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")

@@ -127,6 +127,19 @@ def too_large(batch: Batch, exc: LLMError) -> Result:
     return Result(Outcome.FAILED, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=retry_delay(1))
 
 
+def answer_cut(batch: Batch, max_tokens: int) -> Result:
+    """The judge's answer about one message was cut off at its limit: a failed attempt (retried, then
+    dropped), with the setting that raises the limit named."""
+    limit = int(settings.MEMORY_JUDGE_MAX_TOKENS)
+    reason = (
+        f"MEMORY_JUDGE_MAX_TOKENS is {limit}; raise it if answers this long are expected."
+        if max_tokens >= limit
+        else f"The judge's window left no more room; MEMORY_JUDGE_MAX_TOKENS ({limit}) is not the limit here."
+    )
+    cut = f"The judge's answer was cut off at its limit of {max_tokens} tokens before it was complete."
+    return fail(batch, f"{cut} {reason}")
+
+
 def fail(batch: Batch, error: str) -> Result:
     run = batch.run
     logger.warning("memory extraction run %s failed (attempt %s): %s", run.pk, run.attempt, error)

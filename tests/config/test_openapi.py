@@ -101,7 +101,7 @@ def test_the_turn_documents_its_server_sent_events(document: dict[str, Any]) -> 
         assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/TurnOut"}
         events = content["text/event-stream"]["schema"]["oneOf"]
         names = [event["properties"]["event"]["const"] for event in events]
-        assert names == ["start", "delta", "tool", "done", "error"]
+        assert names == ["start", "waiting", "delta", "tool", "done", "error"]
         assert all(event["properties"]["data"]["contentMediaType"] == "application/json" for event in events)
 
 

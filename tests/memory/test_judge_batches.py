@@ -3,17 +3,17 @@ a dropped batch can be retried from the admin; judge calls share a bounded numbe
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 from django.urls import reverse
 
+from chat import model_queue
 from chat.llm import LLMError
 from chat.models import Message
 from chat.services import conversation_create, turn_start
 from chat.tokens import estimate_request
-from memory import batching, judge, judge_slots
+from memory import batching, judge
 from memory.models import ExtractionRun
 from memory.pipeline import Outcome
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
@@ -30,7 +30,8 @@ def statuses(*messages: Message) -> list[str]:
 
 
 def window_for(settings: Any, messages: float) -> int:
-    """Set a judge window that holds the prompt and about `messages` LONG messages; returns the budget."""
+    """Set a judge window that holds the (full) prompt and about `messages` LONG messages; returns the budget."""
+    settings.MEMORY_JUDGE_PROMPT = "full"
     base = estimate_request(judge.render_input(memories=[], pending=[]).messages)
     one = estimate_request(judge.render_input(memories=[], pending=[judge.PendingMessage(1, 1, LONG)]).messages)
     settings.MEMORY_JUDGE_MAX_TOKENS = 100
@@ -174,40 +175,20 @@ def test_a_dropped_batch_can_be_retried_from_the_admin(
     assert "retried from the admin" in dropped.error
 
 
-def test_judge_calls_share_a_bounded_number_of_slots(settings: Any, tmp_path: Any) -> None:
-    settings.VAR_DIR, settings.MEMORY_JUDGE_CONCURRENCY = tmp_path, 1
-    with judge_slots.judge_slot(wait=0) as first:
-        assert first
-        outcome: list[bool] = []
-
-        def other() -> None:  # another thread opens its own file: the lock is per open file
-            with judge_slots.judge_slot(wait=0.2) as got:
-                outcome.append(got)
-
-        thread = threading.Thread(target=other)
-        thread.start()
-        thread.join()
-        assert outcome == [False]
-    with judge_slots.judge_slot(wait=0) as again:
-        assert again
-    settings.MEMORY_JUDGE_CONCURRENCY = 2
-    with judge_slots.judge_slot(wait=0) as one, judge_slots.judge_slot(wait=0) as two:
-        assert one and two
-
-
-def test_with_yield_to_chat_a_background_run_waits_while_a_reply_is_written(
+def test_a_background_judge_request_waits_behind_chat_and_gives_up_its_place_when_too_long(
     fake_model: Any, user: Any, conversation: Any, settings: Any
 ) -> None:
-    settings.MEMORY_EXTRACT_MIN_TURNS, settings.MEMORY_YIELD_TO_CHAT = 1, True
+    settings.MEMORY_EXTRACT_MIN_TURNS, settings.MEMORY_YIELD_TO_CHAT, settings.MEMORY_JUDGE_TIMEOUT = 1, True, 0.3
     said = say(conversation, "I am vegetarian.")
-    turn_start(user=user, conversation=conversation_create(user=user), content="Tell me a story")  # being written
+    chat = model_queue._enter(model_queue.Priority.CHAT)  # a chat request being answered
+    assert model_queue.position(chat, 60) is None
 
     background = run(user, up_to=said, trigger=ExtractionRun.Trigger.BACKGROUND)
-    flush = run(user, up_to=said, trigger=ExtractionRun.Trigger.FLUSH)  # asked for now: does not wait
 
-    assert background.status == Outcome.BUSY
-    assert flush.status == Outcome.APPLIED
-    assert len(fake_model.judge_requests) == 1
+    assert background.status == Outcome.BUSY and not fake_model.judge_requests
+    assert statuses(said) == ["pending"]
+    model_queue._leave(chat)
+    assert run(user, up_to=said, trigger=ExtractionRun.Trigger.BACKGROUND).status == Outcome.APPLIED
 
 
 def test_without_yield_to_chat_a_background_run_does_not_wait_for_chat(

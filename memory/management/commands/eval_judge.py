@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
 from chat.llm import get_chat_model
+from memory.batching import compact_prompt
 from memory.evals import scoring
 from memory.evals.cases import CATEGORIES, GOLDEN_PATH, Case, CaseError, load_cases
 from memory.evals.runner import Target, run_cases
@@ -45,6 +46,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--deadline", type=float, default=None, help="seconds allowed per call (default: MEMORY_JUDGE_TIMEOUT)"
         )
+        parser.add_argument(
+            "--prompt",
+            choices=("auto", "full", "compact"),
+            default=None,
+            help="judge prompt (default: MEMORY_JUDGE_PROMPT; auto is the compact one below an 8,192-token window)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON report instead of text")
         parser.add_argument("--min-score", type=float, default=None, help="fail below this exact-case accuracy (0–1)")
 
@@ -59,6 +66,8 @@ class Command(BaseCommand):
         options.update(deadline=deadline, max_tokens=max_tokens)  # as reported
         # The judge call reads both from settings: the evaluation asks exactly as extraction would.
         overrides: dict[str, Any] = {"MEMORY_JUDGE_TIMEOUT": deadline, "MEMORY_JUDGE_MAX_TOKENS": max_tokens}
+        if options["prompt"]:
+            overrides["MEMORY_JUDGE_PROMPT"] = options["prompt"]
         if options["demo"]:
             overrides["LLM_BACKEND"] = "demo"
         elif options["base_url"] or options["api_key"]:
@@ -71,9 +80,10 @@ class Command(BaseCommand):
             label = chat_model.label if chat_model.is_demo else model
             endpoint = "offline" if chat_model.is_demo else (settings.OPENAI_BASE_URL or "the OpenAI API")
             target = Target(chat_model=chat_model, model=model, deadline=deadline)
+            prompt = "compact" if compact_prompt() else "full"
             if not options["json"]:
                 self.stdout.write(
-                    f"Judge: {label} ({endpoint}); {len(cases)} cases × {options['repeat']}; "
+                    f"Judge: {label} ({endpoint}); {len(cases)} cases × {options['repeat']}; {prompt} prompt, "
                     f"max_tokens {max_tokens}, {deadline:g} s per call\n"
                 )
             scores = []

@@ -1,0 +1,116 @@
+"""What the model provider confirms about itself: its context window, and how its token counts compare
+with our estimates (chat.tokens), per model.
+
+- **The window.** When CHAT_CONTEXT_TOKENS is not set, the server is asked once per process, where it
+  tells: vLLM's `GET /v1/models` (`max_model_len`), llama.cpp's `GET /props` (`n_ctx`), Ollama's
+  `POST /api/show` (`num_ctx` in its parameters). Each look has a short timeout; a server that tells
+  nothing leaves the default (32,000).
+- **Calibration per model.** A non-streamed call's `usage.prompt_tokens` (judge calls, summaries)
+  calibrates that model's estimates (`chat.tokens.calibrated_ratio`, which keeps a margin above the
+  server's count: an estimate never falls below what the server confirmed). Servers that send no usage
+  in streams (llama.cpp) are calibrated this way too. Kept in Django's cache, shared by every process
+  on Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.request
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+
+from chat import tokens
+
+logger = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_SECONDS = 2.0
+RATIO_KEY = "memora:tokens:ratio:{base}:{model}"
+
+
+# --- the window --------------------------------------------------------------------------------------
+
+
+def context_tokens() -> int:
+    """The chat model's window: CHAT_CONTEXT_TOKENS when set, else what the server says, else the default."""
+    configured = int(settings.CHAT_CONTEXT_TOKENS)
+    if not settings.CHAT_CONTEXT_FROM_SERVER or settings.LLM_BACKEND != "openai" or not settings.OPENAI_BASE_URL:
+        return configured
+    return server_window(settings.OPENAI_BASE_URL, settings.CHAT_MODEL) or configured
+
+
+def _get(url: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_SECONDS) as response:
+        return json.loads(response.read(1_000_000))
+
+
+def _vllm(base: str, model: str) -> int | None:
+    models = _get(f"{base}/models").get("data") or []
+    lengths = [m.get("max_model_len") for m in models if isinstance(m, dict) and m.get("id") in (model, None)]
+    lengths = lengths or [m.get("max_model_len") for m in models if isinstance(m, dict)]
+    return next((int(n) for n in lengths if isinstance(n, int) and n > 0), None)
+
+
+def _llama_cpp(root: str, model: str) -> int | None:
+    props = _get(f"{root}/props")
+    n_ctx = props.get("n_ctx") or (props.get("default_generation_settings") or {}).get("n_ctx")
+    return int(n_ctx) if isinstance(n_ctx, int) and n_ctx > 0 else None
+
+
+def _ollama(root: str, model: str) -> int | None:
+    shown = _get(f"{root}/api/show", {"model": model})
+    for line in str(shown.get("parameters") or "").splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == "num_ctx" and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
+@lru_cache(maxsize=8)
+def server_window(base_url: str, model: str) -> int | None:
+    """The window the server at `base_url` states for `model`, or None (asked once per process)."""
+    base = base_url.rstrip("/")
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    for probe, url in ((_vllm, base), (_llama_cpp, root), (_ollama, root)):
+        try:
+            window = probe(url, model)
+        except Exception:  # not this kind of server, or not reachable: try the next
+            continue
+        if window:
+            logger.info("the model server states a context window of %s tokens", window)
+            return window
+    return None
+
+
+# --- calibration per model ---------------------------------------------------------------------------
+
+
+def _ratio_key(model: str) -> str:
+    return RATIO_KEY.format(base=settings.OPENAI_BASE_URL or "default", model=model).replace(" ", "_")[:240]
+
+
+def model_ratio(model: str) -> float | None:
+    """The model's calibration factor from the server's own counts, None until one was reported."""
+    try:
+        value = cache.get(_ratio_key(model))
+    except Exception:  # a cache outage leaves estimates uncalibrated (conservative), never breaks a call
+        return None
+    return float(value) if value else None
+
+
+def observe(*, model: str, reported: int, messages: list[dict[str, Any]]) -> None:
+    """A non-streamed call of `model` whose prompt the server counted as `reported` tokens."""
+    ratio = tokens.calibrated_ratio(
+        reported=reported, estimated=tokens.estimate_request(messages), previous=model_ratio(model)
+    )
+    if ratio is None:
+        return
+    try:
+        cache.set(_ratio_key(model), ratio, None)
+    except Exception:
+        logger.debug("could not keep the token calibration of %s", model)

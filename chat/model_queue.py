@@ -1,0 +1,227 @@
+"""A fair queue per model provider: at most LLM_MAX_CONCURRENCY requests at once, across every web and
+worker process, chat ahead of background work.
+
+A server people run at home often has a single slot, and a new request cuts off the one it is writing
+(llama.cpp's default) or waits behind it past the first-token deadline. So every request to the provider
+takes a ticket (`chat.models.ProviderTicket`) and waits until it is at the head of the queue and a slot
+is free: chat turns first (priority CHAT, in the order they asked), then judge calls and background
+summaries (BACKGROUND). The wait is the request's own: a turn shows "Waiting for the model (2 ahead)…",
+Stop cancels it, and its first-token deadline starts only once the request is sent. A judge request
+waits before every call, the pieces of a split batch included.
+
+Tickets are leases a dead process cannot hold: a waiting ticket is renewed at each look
+(WAIT_LEASE_SECONDS), a sending one for as long as its call may take, and whoever looks next deletes a
+ticket whose lease ran out or whose process is gone from this host (chat.leases' process identity).
+
+Without LLM_MAX_CONCURRENCY (0, the default) chat does not queue at all; background calls still take
+turns, at most MEMORY_JUDGE_CONCURRENCY at once (an alias kept for one release, as is
+MEMORY_YIELD_TO_CHAT=1, which stands for LLM_MAX_CONCURRENCY=1). Embeddings never queue here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from chat.leases import owner, owner_is_dead
+from chat.llm import ChatModel, LLMError, StreamChunk
+from chat.models import ProviderTicket
+
+Priority = ProviderTicket.Priority
+POLL_SECONDS = 0.2
+#: a waiting ticket not renewed for this long belongs to a process that stopped
+WAIT_LEASE_SECONDS = 15.0
+#: beyond a call's own time limit, how long its ticket outlives it (a late process is not a dead one)
+LEASE_MARGIN_SECONDS = 30.0
+BUSY = "The model is busy with other requests; this one gave up its place in the queue."
+
+# The priority of the blocking calls made in this context (judge calls and summaries): CHAT while a user
+# waits for them (a flush, a turn's own compaction), BACKGROUND otherwise (see `background`).
+_priority: ContextVar[int] = ContextVar("model_queue_priority", default=Priority.CHAT)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A stream's chunk while its request waits: how many requests are ahead of it (at least 1; 0 once
+    it is sent, after it waited)."""
+
+    ahead: int
+
+
+def limit() -> int:
+    """Requests to the provider at once (0: no limit)."""
+    value = max(0, int(settings.LLM_MAX_CONCURRENCY))
+    return value or (1 if settings.MEMORY_YIELD_TO_CHAT else 0)
+
+
+def background_limit() -> int:
+    return max(1, int(settings.MEMORY_JUDGE_CONCURRENCY))
+
+
+def provider_key() -> str:
+    return hashlib.sha256((settings.OPENAI_BASE_URL or "default").encode()).hexdigest()[:16]
+
+
+def queues(model: ChatModel, priority: int) -> bool:
+    """Whether a request takes a ticket: not for the offline demo model, nor for chat without a limit."""
+    return not model.is_demo and (priority == Priority.BACKGROUND or limit() > 0)
+
+
+@contextmanager
+def background() -> Iterator[None]:
+    """Blocking calls made in this block wait behind chat (a background judge run or summary)."""
+    token = _priority.set(Priority.BACKGROUND)
+    try:
+        yield
+    finally:
+        _priority.reset(token)
+
+
+def _now() -> Any:
+    return timezone.now()
+
+
+def _enter(priority: int) -> int:
+    now = _now()
+    ticket = ProviderTicket.objects.create(
+        provider=provider_key(),
+        priority=priority,
+        owner=owner(),
+        created_at=now,
+        expires_at=now + timedelta(seconds=WAIT_LEASE_SECONDS),
+    )
+    return ticket.pk
+
+
+@transaction.atomic
+def _try_grant(ticket_id: int, lease: float) -> int | None:
+    """None once the ticket may send; else how many requests are ahead of it (sending or waiting)."""
+    now = _now()
+    # A write first: on SQLite it takes the write lock at once, so two looks wait for each other instead
+    # of failing to upgrade; on PostgreSQL the row lock below makes two processes' grants take turns.
+    if not ProviderTicket.objects.filter(pk=ticket_id).update(expires_at=now + timedelta(seconds=WAIT_LEASE_SECONDS)):
+        raise _Lost  # deleted as stale while this process was stalled: take a new place
+    rows = list(ProviderTicket.objects.select_for_update().filter(provider=provider_key()).order_by("priority", "id"))
+    gone = [r.pk for r in rows if r.pk != ticket_id and (r.expires_at <= now or owner_is_dead(r.owner))]
+    if gone:
+        ProviderTicket.objects.filter(pk__in=gone).delete()
+    rows = [r for r in rows if r.pk not in gone]
+    mine = next(r for r in rows if r.pk == ticket_id)
+    if mine.granted_at is not None:
+        return None
+    sending = [r for r in rows if r.granted_at is not None]
+    waiting = [r for r in rows if r.granted_at is None]
+    ahead = waiting.index(mine)
+    free = not limit() or len(sending) < limit()
+    if mine.priority == Priority.BACKGROUND:
+        free = free and sum(r.priority == Priority.BACKGROUND for r in sending) < background_limit()
+    if free and ahead == 0:
+        mine.granted_at, mine.expires_at = now, now + timedelta(seconds=lease)
+        mine.save(update_fields=["granted_at", "expires_at"])
+        return None
+    return len(sending) + ahead
+
+
+class _Lost(Exception):
+    pass
+
+
+def _renew(ticket_id: int, lease: float) -> None:
+    ProviderTicket.objects.filter(pk=ticket_id).update(expires_at=_now() + timedelta(seconds=lease))
+
+
+def _leave(ticket_id: int) -> None:
+    ProviderTicket.objects.filter(pk=ticket_id).delete()
+
+
+def position(ticket_id: int, lease: float) -> int | None:
+    """One look at the queue for `ticket_id`: None when it may send, else how many are ahead. Tests and
+    the page's first look use it; a lost ticket counts as sending (its holder takes a new place)."""
+    try:
+        return _try_grant(ticket_id, lease)
+    except _Lost:
+        return None
+
+
+@contextmanager
+def slot(model: ChatModel, *, lease: float, wait: float, priority: int | None = None) -> Iterator[None]:
+    """Hold a place to send one blocking request for the block. Raises LLMError(kind="busy") when none
+    came within `wait` seconds. `priority` defaults to the context's (see `background`)."""
+    priority = _priority.get() if priority is None else priority
+    if not queues(model, priority):
+        yield
+        return
+    ticket = _enter(priority)
+    try:
+        end = time.monotonic() + wait
+        while True:
+            try:
+                if _try_grant(ticket, lease) is None:
+                    break
+            except _Lost:
+                ticket = _enter(priority)
+                continue
+            if time.monotonic() >= end:
+                raise LLMError(BUSY, kind="busy")
+            time.sleep(POLL_SECONDS)
+        yield
+    finally:
+        _leave(ticket)
+
+
+_enter_async = database_sync_to_async(_enter, thread_sensitive=False)
+_try_grant_async = database_sync_to_async(_try_grant, thread_sensitive=False)
+_renew_async = database_sync_to_async(_renew, thread_sensitive=False)
+_leave_async = database_sync_to_async(_leave, thread_sensitive=False)
+
+
+def stream_lease() -> float:
+    """How long a streaming request's ticket lasts without a chunk: the stream's own limits, then a margin."""
+    return max(float(settings.LLM_FIRST_TOKEN_TIMEOUT), float(settings.LLM_STALL_TIMEOUT)) + LEASE_MARGIN_SECONDS
+
+
+async def stream(model: ChatModel, **request: Any) -> AsyncIterator[StreamChunk | Waiting]:
+    """`model.stream(**request)` once the chat request's turn has come; `Waiting` chunks before that,
+    one each time the number ahead changes. Cancelling (Stop) while waiting leaves the queue at once."""
+    if not queues(model, Priority.CHAT):
+        async for chunk in model.stream(**request):
+            yield chunk
+        return
+    lease = stream_lease()
+    ticket = await _enter_async(Priority.CHAT)
+    try:
+        shown: int | None = None
+        while True:
+            try:
+                ahead = await _try_grant_async(ticket, lease)
+            except _Lost:
+                ticket = await _enter_async(Priority.CHAT)
+                continue
+            if ahead is None:
+                if shown is not None:
+                    yield Waiting(0)  # sent at last: the page clears its waiting line
+                break
+            if ahead != shown:
+                shown = ahead
+                yield Waiting(ahead)
+            await asyncio.sleep(POLL_SECONDS)
+        renewed = time.monotonic()
+        async for chunk in model.stream(**request):
+            if time.monotonic() - renewed > lease / 3:
+                renewed = time.monotonic()
+                await _renew_async(ticket, lease)
+            yield chunk
+    finally:
+        await asyncio.shield(_leave_async(ticket))

@@ -1,0 +1,81 @@
+"""Token counts the server confirms (chat.llm.server_facts): the window it states when CHAT_CONTEXT_TOKENS
+is not set, calibration per model from non-streamed usage, and one background compaction per state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chat import compaction
+from chat.llm import get_chat_model, server_facts
+from chat.models import AgentState
+from chat.services import conversation_create
+from chat.tokens import estimate_request
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
+
+USER = [{"role": "user", "content": "Hello there, how are you today? " * 20}]
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> Any:
+    server_facts.server_window.cache_clear()
+    yield
+    server_facts.server_window.cache_clear()
+
+
+def test_the_window_vllm_states_is_used_when_chat_context_tokens_is_not_set(
+    fake_openai: FakeOpenAIServer, settings: Any
+) -> None:
+    settings.CHAT_MODEL, settings.CHAT_CONTEXT_TOKENS = "fake-model", 32000
+    fake_openai.model_fields = {"max_model_len": 4096}
+    settings.CHAT_CONTEXT_FROM_SERVER = True
+    assert server_facts.context_tokens() == 4096
+    assert compaction.budget_of(context_window=None, token_ratio=None).window == 4096
+
+
+def test_the_window_llama_cpp_states_in_props_is_used(fake_openai: FakeOpenAIServer, settings: Any) -> None:
+    settings.CHAT_CONTEXT_FROM_SERVER = True
+    fake_openai.props = {"default_generation_settings": {"n_ctx": 2048}}
+    assert server_facts.context_tokens() == 2048
+
+
+def test_a_set_chat_context_tokens_wins_and_a_silent_server_leaves_the_default(
+    fake_openai: FakeOpenAIServer, settings: Any
+) -> None:
+    fake_openai.props = {"n_ctx": 2048}
+    settings.CHAT_CONTEXT_FROM_SERVER, settings.CHAT_CONTEXT_TOKENS = False, 8192
+    assert server_facts.context_tokens() == 8192
+    fake_openai.props = None
+    settings.CHAT_CONTEXT_FROM_SERVER = True
+    assert server_facts.context_tokens() == 8192
+
+
+def test_a_non_streamed_calls_usage_calibrates_that_model_and_never_below_the_servers_count(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.queue(FakeResponse('{"operations": []}'))
+    get_chat_model().complete_json(messages=USER, model="judge-model", temperature=0.3, timeout=5, max_tokens=10)
+
+    ratio = server_facts.model_ratio("judge-model")
+    assert ratio is not None and server_facts.model_ratio("other-model") is None  # per model
+    # The fake counts words as tokens, far fewer than our estimate: the factor shrinks the estimate, yet a
+    # calibrated estimate stays above the server's count.
+    assert ratio < 1 and estimate_request(USER) * ratio >= fake_openai.prompt_sizes[0]
+
+
+@pytest.mark.django_db
+def test_background_compaction_never_runs_twice_for_the_same_state(user: Any, settings: Any) -> None:
+    conversation = conversation_create(user=user)
+    state = AgentState.objects.get(conversation=conversation)
+    state.context = [{"role": "user", "content": "word " * 400}, {"role": "assistant", "content": "ok " * 400}] * 4
+    state.version = 3
+    state.compacted_version = 3
+    state.save()
+    settings.CHAT_CONTEXT_TOKENS = 1000
+    queued: list[Any] = []
+
+    assert not compaction.schedule_if_needed(conversation_id=conversation.pk, enqueue=queued.append)
+    assert compaction.compact_in_background(conversation_id=conversation.pk) == "not_needed"
+    AgentState.objects.filter(pk=state.pk).update(version=4)
+    assert compaction.schedule_if_needed(conversation_id=conversation.pk, enqueue=queued.append)
