@@ -168,7 +168,7 @@ _TURN_RESPONSES: dict[str, Any] = {
 
 @router.post(
     "/{conversation_id}/messages",
-    response=_TURN_STATUSES | BODY_ERRORS,
+    response=BODY_ERRORS | _TURN_STATUSES,  # the turn's own 413 (TurnErrorOut) wins
     auth=streaming_auth,
     summary="Send a message and run one turn (JSON, or server-sent events with Accept: text/event-stream)",
     openapi_extra=_TURN_RESPONSES,

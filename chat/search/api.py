@@ -8,10 +8,10 @@ from uuid import UUID
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
-from ninja.responses import Status
+from ninja.errors import HttpError
 
-from chat.schemas import ErrorOut
 from chat.search.query import OFFSET_MAX, PAGE_MAX, QUERY_MAX_CHARS, SearchRejected, search
+from config.api_errors import AUTH_ERRORS, PARAM_ERRORS, ErrorOut
 
 router = Router(tags=["search"])
 
@@ -38,11 +38,11 @@ class SearchHitOut(Schema):
 
 @router.get(
     "",
-    response={200: list[SearchHitOut], 400: ErrorOut},
+    response={200: list[SearchHitOut], 400: ErrorOut, **AUTH_ERRORS, **PARAM_ERRORS},
     summary="Search your conversations: messages (yours and the replies) and titles, newest first",
     openapi_extra={
         "responses": {
-            "200": {
+            200: {
                 "description": "OK",
                 "content": {
                     "application/json": {
@@ -63,6 +63,6 @@ def search_list(request: HttpRequest, response: HttpResponse, params: Query[Sear
     try:
         page = search(user=request.auth, text=params.q, limit=params.limit, offset=params.offset)  # type: ignore[attr-defined]
     except SearchRejected as exc:
-        return Status(exc.status, {"detail": str(exc)})
+        raise HttpError(exc.status, str(exc)) from exc
     response["X-Total-Count"] = str(page.total)
     return page.hits
