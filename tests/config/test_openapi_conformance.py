@@ -48,11 +48,36 @@ CONFIG = schemathesis.Config.from_dict(
         },
         "operations": [
             {
-                # A token's expiry must be in the future, which JSON Schema cannot say: its 400 is documented.
+                # A token's expiry must be in the future, which JSON Schema cannot say: its 400 is documented;
+                # and a token-authenticated request must also give the account's password (else 403).
                 "include-path": "/api/tokens",
                 "include-method": "POST",
+                "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400", "403"]}},
+            },
+            {
+                # Tokens are revoked from the signed-in session only: a token's request answers 403.
+                "include-path": "/api/tokens/{token_id}",
+                "include-method": "DELETE",
+                "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "403"]}},
+            },
+            {
+                # The account goes only with its password, which a generator cannot know: 403.
+                "include-path": "/api/me",
+                "include-method": "DELETE",
+                "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "403"]}},
+            },
+            {
+                # A blank query (only spaces) says nothing to look for: 400, documented.
+                "include-path": "/api/search",
+                "include-method": "GET",
                 "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}},
-            }
+            },
+            {
+                # An end date must be in the future, which JSON Schema cannot say: its 400 is documented.
+                "include-path": "/api/memories/{memory_id}",
+                "include-method": "PATCH",
+                "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}},
+            },
         ],
     }
 )
