@@ -325,8 +325,8 @@ def test_background_run_in_the_worker_reaches_the_page_and_memory_off_sends_no_m
     expect(flushed).to_have_count(1)
     expect(notice).to_have_count(0)  # sending the next message dismissed the earlier notice, for good
 
-    # The model input carries the memory block while memory is on...
-    send(page, "What should I pack?")
+    # The model input carries the memory block while memory is on (the memories this message is about)...
+    send(page, "What should I pack for the flight, and could peanuts be served on it?")
     system = " ".join(str(m["content"]) for m in chat_requests(provider)[-1]["messages"] if m["role"] == "system")
     assert "Prefers window seats on flights" in system and FLUSHED in system
 
