@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ApiToken, User
 
@@ -8,7 +9,7 @@ from accounts.models import ApiToken, User
 class UserAdmin(BaseUserAdmin):
     list_display = ("username", "email", "memory_enabled", "is_staff", "date_joined")
     list_filter = ("memory_enabled", *BaseUserAdmin.list_filter)
-    fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("Memory", {"fields": ("memory_enabled",)}))
+    fieldsets = (*(BaseUserAdmin.fieldsets or ()), (_("Memory"), {"fields": ("memory_enabled",)}))
 
 
 @admin.register(ApiToken)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
@@ -14,6 +14,7 @@ from accounts.services import (
     TOKEN_NAME_MAX,
     api_token_create,
     api_token_revoke,
+    user_set_language,
     user_set_memory_enabled,
 )
 
@@ -25,12 +26,20 @@ class MeOut(Schema):
     username: str
     email: str
     memory_enabled: bool
+    language: str = Field(description="The interface language: “en”, “zh-hans”, or “” to follow the browser.")
 
 
 class MePatch(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
     memory_enabled: bool | None = None
+    language: Literal["en", "zh-hans", ""] | None = Field(
+        None, description="“en” or “zh-hans”; “” follows the browser (Accept-Language)."
+    )
+
+
+class MeErrorOut(Schema):
+    detail: str
 
 
 @router.get("/me", response=MeOut)
@@ -38,11 +47,13 @@ def me_get(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
 
 
-@router.patch("/me", response=MeOut)
-def me_patch(request: HttpRequest, payload: MePatch) -> User:
+@router.patch("/me", response={200: MeOut, 422: MeErrorOut})
+def me_patch(request: HttpRequest, payload: MePatch) -> Any:
     user: User = request.user  # type: ignore[assignment]
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
+    if payload.language is not None:
+        user = user_set_language(user=user, language=payload.language)
     return user
 
 

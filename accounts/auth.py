@@ -12,16 +12,20 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 
+from accounts.middleware import user_language_activate
 from accounts.services import api_token_authenticate
 from accounts.throttle import bearer_failure_record, bearer_retry_after
 
 
 class TooManyAuthFailures(HttpError):
     def __init__(self, retry_after: int) -> None:
-        super().__init__(429, f"Too many failed token attempts from this address. Try again in {retry_after} s.")
+        super().__init__(
+            429, _("Too many failed token attempts from this address. Try again in %(seconds)d s.") % {"seconds": retry_after}
+        )
         self.retry_after = retry_after
 
 
@@ -33,8 +37,9 @@ class BearerTokenAuth(HttpBearer):
         user = api_token_authenticate(token=token)
         if user is None:
             bearer_failure_record(request)
-            raise AuthenticationError(401, "Invalid, revoked or expired API token.")
+            raise AuthenticationError(401, _("Invalid, revoked or expired API token."))
         request.user = user
+        user_language_activate(request, user)  # a token client gets its user's language too
         return user
 
 

@@ -9,12 +9,16 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import translation
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
+from django.utils.translation import gettext as _
 
 from accounts import selectors
 from accounts.forms import ApiTokenForm, SignupForm
 from accounts.models import User
-from accounts.services import TokenRejected, api_token_create, api_token_revoke
+from accounts.services import LanguageRejected, TokenRejected, api_token_create, api_token_revoke, user_set_language
 
 
 @require_http_methods(["GET", "POST"])
@@ -62,8 +66,28 @@ def token_page(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+def language_set(request: HttpRequest) -> HttpResponse:
+    """The language form (accounts/_language_form.html): save, then back to the page it was on."""
+    user: User = request.user  # type: ignore[assignment]
+    try:
+        user_set_language(user=user, language=request.POST.get("language", ""))
+    except LanguageRejected as exc:
+        messages.error(request, str(exc))
+    else:
+        # The confirmation already speaks the language just chosen (or the browser's, for "").
+        translation.activate(user.language or translation.get_language_from_request(request))
+        messages.success(request, _("Language saved."))
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        back = reverse("tokens")
+    return redirect(back)
+
+
+@login_required
+@require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = selectors.api_token_get_for_user(user=request.user, token_id=token_id)  # type: ignore[arg-type]
     api_token_revoke(token=token)
-    messages.success(request, f"Revoked the token {token.prefix}… ({token.name or 'unnamed'}).")
+    name = token.name or _("unnamed")
+    messages.success(request, _("Revoked the token %(prefix)s… (%(name)s).") % {"prefix": token.prefix, "name": name})
     return redirect("tokens")

@@ -1,15 +1,16 @@
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from chat import compaction
 from chat.models import AgentState, Conversation, Message
 
 
 class StateSizeMixin:
-    @admin.display(description="state size")
+    @admin.display(description=_("state size"))
     def state_size(self, state: AgentState) -> str:
         """Items and estimated tokens of the agent state (chat.tokens)."""
-        return f"{len(state.context)} items, ~{compaction.state_tokens(state):,} tokens"
+        return _("%(items)d items, ~%(tokens)s tokens") % {"items": len(state.context), "tokens": f"{compaction.state_tokens(state):,}"}
 
 
 class MessageInline(admin.TabularInline):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from chat import extensions
 from chat.agent import TurnEvent
@@ -22,7 +23,7 @@ RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 # What chat itself does while a reply waits (compaction is not a registered tool); a registered tool
 # names its own (`activity_label`, see chat.extensions.Tool).
 ACTIVITY = {SUMMARIZING: "Summarizing earlier messages…"}
-ACTIVITY_DEFAULT = "Working…"
+ACTIVITY_DEFAULT = _("Working…")
 
 
 def message_html(message: Message, *, retryable: bool = False, live: bool = False, oob: bool = False) -> str:

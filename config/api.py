@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
 from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
-from accounts.services import TokenRejected
+from accounts.services import LanguageRejected, TokenRejected
 from chat.api import router as chat_router
 from chat.services import TurnRejected
 
@@ -40,7 +43,8 @@ def _check_text(value: Any, where: str = "body") -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise UnstorableText(
-                f"The request {where} contains a lone UTF-16 surrogate (like \\ud800), which is not valid text."
+                _("The request %(where)s contains a lone UTF-16 surrogate (like \\ud800), which is not valid text.")
+                % {"where": where}
             ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -63,6 +67,21 @@ api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
 
 
+# Django Ninja's own words (its stock errors), in the request's language.
+STOCK_DETAILS = {
+    "Unauthorized": gettext_lazy("Unauthorized"),
+    "Forbidden": gettext_lazy("Forbidden"),
+    "Too many requests.": gettext_lazy("Too many requests."),
+    "Cannot parse request body": gettext_lazy("Cannot parse request body"),
+}
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    # Missing and not yours look the same (no detail from the lookup).
+    return api.create_response(request, {"detail": _("Not Found")}, status=404)
+
+
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # Ninja wraps every body-parsing failure in a 400 "Cannot parse request body"; say what it was.
@@ -71,7 +90,8 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return body_too_big(request, cause)
     if isinstance(cause, UnstorableText):
         return api.create_response(request, {"detail": str(cause)}, status=400)
-    response = api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    detail = STOCK_DETAILS[exc.message] if exc.message in STOCK_DETAILS else str(exc)
+    response = api.create_response(request, {"detail": str(detail)}, status=exc.status_code)
     if isinstance(exc, TooManyAuthFailures):
         response["Retry-After"] = str(exc.retry_after)
     return response
@@ -79,7 +99,8 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 @api.exception_handler(TurnRejected)
 @api.exception_handler(TokenRejected)
-def domain_error(request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected) -> HttpResponse:
+@api.exception_handler(LanguageRejected)
+def domain_error(request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected | LanguageRejected) -> HttpResponse:
     """A service refused the request and wrote nothing: its status, its message, and Retry-After when it has one."""
     response = api.create_response(request, {"detail": str(exc)}, status=exc.status)
     retry_after = getattr(exc, "retry_after", None)
@@ -98,5 +119,6 @@ if apps.is_installed("memory"):  # chat works without it (config/settings/test_w
 
 @api.exception_handler(RequestDataTooBig)
 def body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    detail = f"The request body is over the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes."
+    limit = number_format(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, force_grouping=True)
+    detail = _("The request body is over the limit of %(limit)s bytes.") % {"limit": limit}
     return api.create_response(request, {"detail": detail}, status=413)

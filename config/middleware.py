@@ -9,7 +9,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_asy
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.http import HttpRequest
-from django.middleware import common
+from django.middleware import common, locale
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
@@ -78,6 +78,10 @@ class _InlineHooks:
             else:
                 response = self.process_response(request, response)
         return response
+
+
+class LocaleMiddleware(_InlineHooks, locale.LocaleMiddleware):
+    pass  # reads Accept-Language (no database); accounts.middleware then applies a user's own setting
 
 
 class CommonMiddleware(_InlineHooks, common.CommonMiddleware):

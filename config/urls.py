@@ -12,6 +12,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/", include("accounts.urls")),
     path("settings/tokens/", accounts_views.token_page, name="tokens"),
+    path("settings/language/", accounts_views.language_set, name="language"),
     path("settings/tokens/<int:token_id>/revoke/", accounts_views.token_revoke, name="token_revoke"),
 ]
 if apps.is_installed("memory"):  # chat works without it (config/settings/test_without_memory.py)

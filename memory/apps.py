@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MemoryConfig(AppConfig):
     name = "memory"
-    verbose_name = "Memory"
+    verbose_name = _("Memory")
 
     def ready(self) -> None:
         """Plug memory into chat's extension points (chat works on its own without them)."""
@@ -27,3 +28,4 @@ class MemoryConfig(AppConfig):
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
         extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
+        extensions.register_demo_result_wording("memory-flush", demo.demo_result_wording)

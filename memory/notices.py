@@ -24,7 +24,10 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
+from accounts.middleware import background_language
 from accounts.models import User
 from chat import extensions, markers
 from chat.models import Message
@@ -38,8 +41,12 @@ SHOWN_ITEMS = 2
 CONTENT_CHARS = 60
 IN_MEMORY_LAYER = "channels.layers.InMemoryChannelLayer"
 
-# The verb the notice uses for each kind of change.
-VERBS = {"add": "remembered", "update": "updated", "retract": "forgot"}
+# What the notice says for each kind of change.
+PHRASES = {
+    "add": gettext_lazy("remembered %(memory)s"),
+    "update": gettext_lazy("updated %(memory)s"),
+    "retract": gettext_lazy("forgot %(memory)s"),
+}
 
 
 def _quote(content: str) -> str:
@@ -51,18 +58,21 @@ def _quote(content: str) -> str:
 
 def _phrase(change: MemoryChange) -> str:
     if change.kind == "clear":
-        return "forgot everything"
-    return f"{VERBS[change.kind]} {_quote(change.content)}"
+        return gettext("forgot everything")
+    return PHRASES[change.kind] % {"memory": _quote(change.content)}
 
 
 def describe(changes: list[MemoryChange]) -> str:
-    """ "remembered “Prefers small phones…”, forgot “Lives in Paris” and 1 more change" """
+    """ "remembered “Prefers small phones…”, forgot “Lives in Paris” and 1 more change." """
     phrases = [_phrase(change) for change in changes]
     shown, rest = phrases[:SHOWN_ITEMS], len(phrases) - SHOWN_ITEMS
-    text = ", ".join(shown) if shown else "your memories changed"
+    text = gettext(", ").join(shown) if shown else gettext("your memories changed")
     if rest > 0:
-        text += f" and {rest} more change{'s' if rest > 1 else ''}"
-    return text
+        return ngettext("%(changes)s and %(count)d more change.", "%(changes)s and %(count)d more changes.", rest) % {
+            "changes": text,
+            "count": rest,
+        }
+    return gettext("%(changes)s.") % {"changes": text}
 
 
 MARKER_KIND = "memory"
@@ -103,16 +113,16 @@ def notice_html(*, run_id: int, changes: list[MemoryChange], review: str = "") -
 
 def _marker_item(change: MemoryChange) -> str:
     if change.kind == "retract":
-        return f"Forgot {_quote(change.content)}"
-    text = "Forgot everything" if change.kind == "clear" else " ".join(change.content.split())
+        return gettext("Forgot %(memory)s") % {"memory": _quote(change.content)}
+    text = gettext("Forgot everything") if change.kind == "clear" else " ".join(change.content.split())
     return text if len(text) <= CONTENT_CHARS else text[: CONTENT_CHARS - 1].rstrip() + "…"
 
 
 def marker_text(changes: list[MemoryChange]) -> str:
     """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)" """
     shown, rest = changes[:SHOWN_ITEMS], len(changes) - SHOWN_ITEMS
-    text = " · ".join(["Memory updated", *(_marker_item(change) for change in shown)])
-    return text + (f" (and {rest} more)" if rest > 0 else "")
+    text = " · ".join([gettext("Memory updated"), *(_marker_item(change) for change in shown)])
+    return text + (gettext(" (and %(count)d more)") % {"count": rest} if rest > 0 else "")
 
 
 def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any) -> None:
@@ -122,17 +132,19 @@ def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: lis
         if run is None:
             return
         message_id = run.trigger_message_id or max(run.message_ids or [0])
-        message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation").first()
+        message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation", "user").first()
         if message is None:  # its conversation was deleted meanwhile
             return
         link = review_link(new_memory_id=_new_memory_ids([run.pk]).get(run.pk), applied_ops=run.applied_ops)
-        markers.marker_add(
-            conversation=message.conversation,
-            kind=MARKER_KIND,
-            text=marker_text(changes),
-            link=link,
-            link_text="Review",
-        )
+        # A marker is kept, written once: in the user's language setting (no browser to ask here).
+        with translation.override(background_language(message.user)):
+            markers.marker_add(
+                conversation=message.conversation,
+                kind=MARKER_KIND,
+                text=marker_text(changes),
+                link=link,
+                link_text=gettext("Review"),
+            )
     except Exception:  # memories are saved; a missing marker must not fail the run that sent it
         logger.exception("could not mark the conversation of run %s", run_id)
 
@@ -141,9 +153,15 @@ def on_memories_changed(
     sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any
 ) -> None:
     """memories_changed receiver: push the notice to the user's open chat pages."""
-    html = notice_html(run_id=run_id, changes=changes, review=_review_for(run_id))
+    review = _review_for(run_id)
+    # Rendered in each language: every open page shows the one it speaks (its user's setting or browser).
+    rendered = {}
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            rendered[code] = notice_html(run_id=run_id, changes=changes, review=review)
+    html = rendered.get(settings.LANGUAGE_CODE) or next(iter(rendered.values()))
     try:
-        extensions.notify_user(user_id, html)
+        extensions.notify_user(user_id, html, translations=rendered)
     except Exception:  # memories are saved; a missed notice must not fail the run that sent it
         logger.exception("could not push the memory notice of run %s", run_id)
 

@@ -7,6 +7,8 @@ made from the user's own words only.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
 import logging
 import time
 from typing import Any
@@ -76,7 +78,7 @@ def result_sentence(result: Result) -> str:
 class FlushMemoryTool:
     name = "flush_memory"
     description = DESCRIPTION
-    activity_label = "Updating memory…"
+    activity_label = _("Updating memory…")
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def available(self, ctx: TurnContext) -> bool:

@@ -94,7 +94,7 @@ def test_a_push_failure_is_logged_not_raised(monkeypatch: pytest.MonkeyPatch, ca
 
 
 def test_notice_text_names_what_changed() -> None:
-    assert notices.describe([MemoryChange("clear")]) == "forgot everything"
+    assert notices.describe([MemoryChange("clear")]) == "forgot everything."
     text = notices.describe(
         [
             MemoryChange("update", memory_id=3, content="Prefers big screens", previous_id=2),
@@ -103,7 +103,7 @@ def test_notice_text_names_what_changed() -> None:
         ]
     )
     assert text.startswith("updated “Prefers big screens”, forgot “Lives in Lyon” and 1 more change")
-    assert notices.describe([MemoryChange("add", content="y" * 90)]).endswith("…”")
+    assert notices.describe([MemoryChange("add", content="y" * 90)]).endswith("…”.")
 
 
 # --- poll -----------------------------------------------------------------------------------------
