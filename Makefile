@@ -34,7 +34,8 @@ test-real-server: $(VENV)/.runtime
 screenshots: $(VENV)/.dev
 	MEMORA_SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) scripts/run_tests.py \
 		tests/e2e/test_chat_browser.py::test_markdown_reply_and_screenshots \
-		tests/e2e/test_memory_flow.py::test_learn_review_edit_delete_restore_and_switch_off
+		tests/e2e/test_memory_flow.py::test_learn_review_edit_delete_restore_and_switch_off \
+		tests/e2e/test_chinese.py::test_memory_notice_demo_and_settings_pages_are_chinese
 
 # Refresh the translation catalogues (locale/) from the code, then compile them. Needs GNU gettext
 # (xgettext, msgmerge, msgfmt; Debian: apt-get install gettext). New entries come in untranslated:

@@ -22,7 +22,7 @@ RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 
 # What chat itself does while a reply waits (compaction is not a registered tool); a registered tool
 # names its own (`activity_label`, see chat.extensions.Tool).
-ACTIVITY = {SUMMARIZING: "Summarizing earlier messages…"}
+ACTIVITY = {SUMMARIZING: _("Summarizing earlier messages…")}
 ACTIVITY_DEFAULT = _("Working…")
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 from django.utils.translation import gettext
 
+from chat.llm.demo import sentence_separator
+
 from memory.judge import CONVERSATION_BREAK
 
 JUDGE_MARKER = "# Memory judge"
@@ -440,4 +442,4 @@ def demo_result_wording(text: str) -> str | None:
     words = [gettext("Memory updated."), *items]
     if "Some of the messages could not be reviewed yet." in text:
         words.append(gettext("Some of your messages could not be looked at yet."))
-    return " ".join(words)
+    return sentence_separator().join(words)

@@ -38,7 +38,7 @@ class Memory(models.Model):
 
     class InvalidReason(models.TextChoices):
         UPDATED = "updated", _("Updated from a later message")
-        RETRACTED = "retracted", _("Retracted at the user’s request")
+        RETRACTED = "retracted", _("Retracted at the user's request")
         CLEARED = "cleared", _("Cleared (forget everything)")
         EDITED = "edited", _("Edited by the user")
         REPLACED = "replaced", _("Replaced by a restored version")

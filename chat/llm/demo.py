@@ -12,6 +12,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from chat import extensions
@@ -39,6 +40,11 @@ def _background_lines(messages: Messages) -> list[str]:
     for block in blocks:
         lines += [ln[2:].strip() for ln in block.splitlines() if ln.startswith("- ")]
     return lines
+
+
+def sentence_separator() -> str:
+    """What goes between two sentences: a space, except in Chinese, which writes none."""
+    return "" if (get_language() or "").startswith("zh") else " "
 
 
 def _tool_result_wording(text: str) -> str:
@@ -69,7 +75,7 @@ class DemoChatModel(ChatModel):
         if background:
             parts.append(_("What I remember about you: %(memories)s.") % {"memories": _("; ").join(background)})
         parts.append(_("Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model."))
-        return " ".join(parts)
+        return sentence_separator().join(parts)
 
     def _tool_to_call(self, messages: Messages, tools: list[dict[str, Any]] | None) -> str | None:
         last = messages[-1] if messages else {}

@@ -22,12 +22,13 @@ from tests.e2e.browser import PASSWORD, running_stack
 pytestmark = pytest.mark.browser
 
 # Words that stay as they are in Chinese: the product's name, key names, and technical names.
-ALLOWED_WORDS = {"Memora", "API", "JSON", "Enter", "Shift", "Esc", "Python"}
+ALLOWED_WORDS = {"Memora", "AI", "API", "JSON", "Enter", "Shift", "Esc", "Python"}
 # What the user wrote, or data: never interface text.
 USER_CONTENT = ", ".join([
     "script", "style", "noscript", "code", "pre", "textarea", "option", "[lang]:not(html)", ".message-text",
     ".memory-content", ".chat-header .title", ".conversation-title", ".user-name", ".avatar", ".source-link",
     ".replaced-by a", ".replaces", ".model-badge:not(.is-demo)", "#new-token", ".token-list td:first-child",
+    "#reply-announcer",  # the reply's own text, after a prefix checked on its own
 ])  # fmt: skip
 
 ENGLISH_LEFT = """
@@ -47,7 +48,8 @@ ENGLISH_LEFT = """
     if (el.closest(skip) && !el.matches("textarea")) return;
     ["aria-label", "title", "placeholder", "alt"].forEach((a) => { if (el.hasAttribute(a)) note(el.getAttribute(a)); });
   });
-  note(document.title);
+  const own = document.querySelector(".chat-header .title");  // a conversation's title: the user's words
+  note(own ? document.title.replace(own.textContent, "") : document.title);
   return Array.from(words).sort();
 }
 """
@@ -145,6 +147,7 @@ def test_chat_streaming_stop_retry_and_temporary_are_chinese(zh_page: Any, live_
     page.click("#stop-btn")
     expect(reply(page, 0)).to_have_attribute("data-status", "interrupted")
     expect(reply(page, 0)).to_contain_text("已停止。")
+    expect(page.locator("#reply-announcer")).to_contain_text("回复已停止。")
     assert_chinese(page, "a stopped reply")
     audit_phone(page, "a stopped reply")
     reply(page, 0).get_by_role("button", name="重新生成").click()
@@ -159,7 +162,7 @@ def test_chat_streaming_stop_retry_and_temporary_are_chinese(zh_page: Any, live_
 
     # The temporary-chat toggle, and a temporary chat.
     page.goto(f"{base}/")
-    expect(page.get_by_text("临时对话", exact=True)).to_be_visible()
+    expect(page.locator("label.checkbox")).to_contain_text("临时对话 ——其中的内容都不会被记住")
     page.check("#start-temporary")
     page.fill("#start-input", "你好")
     page.keyboard.press("Enter")
@@ -204,7 +207,7 @@ def test_memory_notice_demo_and_settings_pages_are_chinese(zh_page: Any, demo_ur
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
     expect(reply(page, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
     expect(reply(page, 0)).to_contain_text("（离线演示模型——未配置 AI 服务。）你说：")
-    expect(reply(page, 0)).to_contain_text("记忆已更新。已记住：")
+    expect(reply(page, 0)).to_contain_text("记忆已更新。已记住：偏好小手机。")
     notice = page.locator(".notice-memory").first
     expect(notice).to_contain_text("记忆已更新：", timeout=15_000)
     expect(notice.get_by_role("link", name="查看")).to_be_visible()
@@ -229,6 +232,8 @@ def test_memory_notice_demo_and_settings_pages_are_chinese(zh_page: Any, demo_ur
     page.locator(".memory-edit-form").get_by_role("button", name="保存").click()
     expect(page.locator("#memory-status")).to_contain_text("记忆已保存")
     assert_chinese(page, "Settings → Memory after an edit")
+    page.locator(".memory-scroller").evaluate("el => el.scrollTo(0, 0)")
+    page.screenshot(path=str(screenshots / "memory-zh.png"))
     row = page.locator("#memory-list > .memory-row", has_text="偏好公制单位和摄氏度")
     row.get_by_role("button", name="删除").click()
     expect(page.get_by_text("永久删除这条记忆？")).to_be_visible()
@@ -249,7 +254,6 @@ def test_memory_notice_demo_and_settings_pages_are_chinese(zh_page: Any, demo_ur
     assert_chinese(page, "the forget-everything confirmation")
     page.get_by_role("button", name="取消").click()
     audit_phone(page, "Settings → Memory")
-    page.screenshot(path=str(screenshots / "memory-zh.png"), full_page=True)
 
 
 def test_english_browser_stays_english_and_a_chinese_setting_wins_after_login(browser: Any, live_server_url: str) -> None:
