@@ -24,7 +24,9 @@ from accounts.throttle import bearer_failure_record, bearer_retry_after
 class TooManyAuthFailures(HttpError):
     def __init__(self, retry_after: int) -> None:
         super().__init__(
-            429, _("Too many failed token attempts from this address. Try again in %(seconds)d s.") % {"seconds": retry_after}
+            429,
+            _("Too many failed token attempts from this address. Try again in %(seconds)d s.")
+            % {"seconds": retry_after},
         )
         self.retry_after = retry_after
 

@@ -32,7 +32,9 @@ def api_token_create(*, user: User, name: str = "", expires_at: datetime | None 
     """Create a token for `user`; returns the row and the plain token (never stored)."""
     name = " ".join(name.split())
     if len(name) > TOKEN_NAME_MAX or "\x00" in name:
-        raise TokenRejected(_("The name must be at most %(limit)d characters of plain text.") % {"limit": TOKEN_NAME_MAX})
+        raise TokenRejected(
+            _("The name must be at most %(limit)d characters of plain text.") % {"limit": TOKEN_NAME_MAX}
+        )
     if expires_at is not None and expires_at <= timezone.now():
         raise TokenRejected(_("The expiry must be in the future."))
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -12,8 +12,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_http_methods, require_POST
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import selectors
 from accounts.forms import ApiTokenForm, SignupForm

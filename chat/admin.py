@@ -10,7 +10,10 @@ class StateSizeMixin:
     @admin.display(description=_("state size"))
     def state_size(self, state: AgentState) -> str:
         """Items and estimated tokens of the agent state (chat.tokens)."""
-        return _("%(items)d items, ~%(tokens)s tokens") % {"items": len(state.context), "tokens": f"{compaction.state_tokens(state):,}"}
+        return _("%(items)d items, ~%(tokens)s tokens") % {
+            "items": len(state.context),
+            "tokens": f"{compaction.state_tokens(state):,}",
+        }
 
 
 class MessageInline(admin.TabularInline):

@@ -182,7 +182,9 @@ class TurnBudget:
             return None
         except TimeoutError as exc:
             limit = float(settings.CHAT_TURN_TIMEOUT)
-            message = _("The reply did not finish within the turn's time limit (%(seconds)s s).") % {"seconds": f"{limit:g}"}
+            message = _("The reply did not finish within the turn's time limit (%(seconds)s s).") % {
+                "seconds": f"{limit:g}"
+            }
             raise LLMError(message, kind="timeout") from exc
 
     def close(self) -> None:

@@ -150,12 +150,15 @@ def user_group(user_id: int) -> str:
 def notify_user(user_id: int, html: str, *, translations: dict[str, str] | None = None) -> bool:
     """Append `html` (rendered, already-escaped) to the notices area of the user's open chat pages, in
     any process the channel layer reaches. `translations` may give the same notice rendered in other
-    languages (by language code): each page shows the one in its own language, else `html`. False when there is no channel layer; a layer error raises
-    (the caller decides whether a missed notice matters). Call it after commit."""
+    languages (by language code): each page shows the one in its own language, else `html`. False when
+    there is no channel layer; a layer error raises (the caller decides whether a missed notice matters).
+    Call it after commit."""
     layer = get_channel_layer()
     if layer is None:
         return False
-    async_to_sync(layer.group_send)(user_group(user_id), {"type": NOTICE_EVENT, "html": html, "translations": translations or {}})
+    async_to_sync(layer.group_send)(
+        user_group(user_id), {"type": NOTICE_EVENT, "html": html, "translations": translations or {}}
+    )
     return True
 
 

@@ -24,5 +24,7 @@ class ConversationCreateForm(forms.Form):
 
 class ConversationRenameForm(forms.Form):
     title = forms.CharField(
-        max_length=200, label=_("Title"), error_messages={"required": _("A title cannot be empty. Type one, or Cancel.")}
+        max_length=200,
+        label=_("Title"),
+        error_messages={"required": _("A title cannot be empty. Type one, or Cancel.")},
     )

@@ -73,7 +73,7 @@ def text_html(message_id: int, text: str) -> str:
 
 
 def activity_label(tool: str) -> str:
-    return ACTIVITY.get(tool) or extensions.tool_activity_label(tool) or ACTIVITY_DEFAULT
+    return str(ACTIVITY.get(tool) or extensions.tool_activity_label(tool) or ACTIVITY_DEFAULT)
 
 
 def activity_html(message_id: int, tool: str) -> str:

@@ -99,7 +99,10 @@ def _scroll_boxes(html: str) -> str:
         html,
     )
     html = html.replace("</code></pre>", "</code></pre></div>")
-    html = html.replace("<table>", '<div class="table-scroll" tabindex="0" role="region" aria-label="{}"><table>'.format(gettext("Table")))
+    html = html.replace(
+        "<table>",
+        '<div class="table-scroll" tabindex="0" role="region" aria-label="{}"><table>'.format(gettext("Table")),
+    )
     return html.replace("</table>", "</table></div>")
 
 

@@ -200,12 +200,16 @@ class RunningTurn:
         except asyncio.CancelledError:
             # Stopped (or the lease was lost): the turn has saved what arrived; tell everyone, then end.
             message = self.turn._finished or await _reload(self.message_id)
-            last = TurnEvent("error", text=gettext(STOPPED), user_message=started.user_message, assistant_message=message)
+            last = TurnEvent(
+                "error", text=gettext(STOPPED), user_message=started.user_message, assistant_message=message
+            )
             self._emit(last)
         except Exception:
             logger.exception("turn runner failed")
             message = await _reload(self.message_id)
-            last = TurnEvent("error", text=gettext(STOPPED), user_message=started.user_message, assistant_message=message)
+            last = TurnEvent(
+                "error", text=gettext(STOPPED), user_message=started.user_message, assistant_message=message
+            )
             self._emit(last)
         finally:
             with _registry_lock:

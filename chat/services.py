@@ -117,7 +117,10 @@ def message_content_clean(content: object) -> str:
     if len(content) > limit:
         raise InvalidMessage(
             _("Message is too long: %(length)s characters; the limit is %(limit)s.")
-            % {"length": number_format(len(content), force_grouping=True), "limit": number_format(limit, force_grouping=True)}
+            % {
+                "length": number_format(len(content), force_grouping=True),
+                "limit": number_format(limit, force_grouping=True),
+            }
         )
     if "\x00" in content:  # PostgreSQL cannot store it; refuse it here rather than fail mid-write
         raise InvalidMessage(_("Message content contains a NUL character (\\u0000), which is not allowed."))

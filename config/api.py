@@ -100,7 +100,9 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 @api.exception_handler(TurnRejected)
 @api.exception_handler(TokenRejected)
 @api.exception_handler(LanguageRejected)
-def domain_error(request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected | LanguageRejected) -> HttpResponse:
+def domain_error(
+    request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected | LanguageRejected
+) -> HttpResponse:
     """A service refused the request and wrote nothing: its status, its message, and Retry-After when it has one."""
     response = api.create_response(request, {"detail": str(exc)}, status=exc.status)
     retry_after = getattr(exc, "retry_after", None)

@@ -27,7 +27,6 @@ from typing import Any
 from django.utils.translation import gettext
 
 from chat.llm.demo import sentence_separator
-
 from memory.judge import CONVERSATION_BREAK
 
 JUDGE_MARKER = "# Memory judge"

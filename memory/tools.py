@@ -7,11 +7,11 @@ made from the user's own words only.
 
 from __future__ import annotations
 
-from django.utils.translation import gettext_lazy as _
-
 import logging
 import time
 from typing import Any
+
+from django.utils.translation import gettext_lazy as _
 
 from chat.extensions import TurnContext
 from memory import pipeline, retries

@@ -19,10 +19,23 @@ from django.conf import settings
 from django.template.base import Lexer, TokenType
 
 ROOT = Path(settings.BASE_DIR)
-TEMPLATE_DIRS = [ROOT / "templates", ROOT / "accounts" / "templates", ROOT / "chat" / "templates", ROOT / "memory" / "templates"]
+TEMPLATE_DIRS = [
+    ROOT / "templates",
+    ROOT / "accounts" / "templates",
+    ROOT / "chat" / "templates",
+    ROOT / "memory" / "templates",
+]
 SCRIPTS = sorted((ROOT / "static" / "js").glob("*.js"))
 
-TEXT_ATTRIBUTES = {"title", "aria-label", "placeholder", "alt", "hx-confirm", "aria-description", "aria-roledescription"}
+TEXT_ATTRIBUTES = {
+    "title",
+    "aria-label",
+    "placeholder",
+    "alt",
+    "hx-confirm",
+    "aria-description",
+    "aria-roledescription",
+}
 ALLOWED_TEXT = {"Memora"}  # the product's name, the same in every language
 ALLOWED_SCRIPT_LITERALS = {"use strict", "Enter", "Escape", "Tab", "TEXTAREA"}  # never shown
 
@@ -105,7 +118,7 @@ def _templates() -> list[Path]:
 
 
 def test_the_check_finds_text_outside_translate_tags() -> None:
-    assert untranslated_template_text('<p>Hello <b>{{ name }}</b></p>') == ["text: 'Hello'"]
+    assert untranslated_template_text("<p>Hello <b>{{ name }}</b></p>") == ["text: 'Hello'"]
     assert untranslated_template_text('<button aria-label="Close">×</button>') == ["button[aria-label]: 'Close'"]
     assert untranslated_template_text('<p>{% translate "Hello" %} <b>{{ name }}</b></p>') == []
     assert untranslated_template_text("<p>{% blocktranslate %}Hi {{ name }}{% endblocktranslate %}</p>") == []
@@ -122,7 +135,9 @@ def test_every_template_text_is_translatable() -> None:
 # --- scripts ------------------------------------------------------------------------------------------
 
 _COMMENT = re.compile(r"/\*.*?\*/|(?<![:\"'\\])//[^\n]*", re.S)
-_LITERAL = re.compile(r"(?P<call>\b(?:gettext|ngettext)\(\s*)?(?P<quote>[\"'])(?P<text>(?:\\.|(?!(?P=quote)).)*)(?P=quote)")
+_LITERAL = re.compile(
+    r"(?P<call>\b(?:gettext|ngettext)\(\s*)?(?P<quote>[\"'])(?P<text>(?:\\.|(?!(?P=quote)).)*)(?P=quote)"
+)
 _CODE_LIKE = re.compile(r"[#\[\]>={}]|^htmx:|^\.")
 
 
@@ -141,7 +156,10 @@ def untranslated_script_text(source: str) -> list[str]:
 
 
 def test_the_script_check_finds_literal_words() -> None:
-    source = 'a.textContent = "Copied"; b = gettext("Copy"); c.querySelector("#x .y"); e.key === "Enter"; f("htmx:afterSwap")'
+    source = (
+        'a.textContent = "Copied"; b = gettext("Copy"); c.querySelector("#x .y"); e.key === "Enter"; '
+        'f("htmx:afterSwap")'
+    )
     assert untranslated_script_text(source) == ["Copied"]
     assert untranslated_script_text('box.textContent = "Reply stopped. " + x;') == ["Reply stopped. "]
 

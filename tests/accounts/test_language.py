@@ -14,8 +14,8 @@ from accounts.models import User
 
 pytestmark = pytest.mark.django_db
 
-ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}
-EN = {"HTTP_ACCEPT_LANGUAGE": "en-US,en;q=0.9"}
+ZH = {"accept-language": "zh-CN,zh;q=0.9"}
+EN = {"accept-language": "en-US,en;q=0.9"}
 
 
 def _set_language(user: User, language: str) -> None:
@@ -24,10 +24,10 @@ def _set_language(user: User, language: str) -> None:
 
 
 def test_signed_out_pages_follow_the_browser(client: Client) -> None:
-    page = client.get(reverse("login"), **ZH).content.decode()
+    page = client.get(reverse("login"), headers=ZH).content.decode()
     assert '<html lang="zh-hans">' in page
     assert "登录" in page and "Log in" not in page
-    page = client.get(reverse("login"), **EN).content.decode()
+    page = client.get(reverse("login"), headers=EN).content.decode()
     assert '<html lang="en">' in page
     assert "Log in" in page
 
@@ -41,7 +41,7 @@ def test_without_accept_language_pages_use_language_code(client: Client) -> None
 def test_a_chinese_user_gets_chinese_in_an_english_browser(client: Client, user: User) -> None:
     _set_language(user, "zh-hans")
     client.force_login(user)
-    response = client.get(reverse("chat:index"), **EN)
+    response = client.get(reverse("chat:index"), headers=EN)
     page = response.content.decode()
     assert '<html lang="zh-hans">' in page
     assert "新对话" in page and "New conversation" not in page
@@ -51,15 +51,15 @@ def test_a_chinese_user_gets_chinese_in_an_english_browser(client: Client, user:
 def test_an_english_user_gets_english_in_a_chinese_browser(client: Client, user: User) -> None:
     _set_language(user, "en")
     client.force_login(user)
-    page = client.get(reverse("chat:index"), **ZH).content.decode()
+    page = client.get(reverse("chat:index"), headers=ZH).content.decode()
     assert '<html lang="en">' in page
     assert "New conversation" in page
 
 
 def test_a_user_who_follows_the_browser_gets_the_browsers_language(client: Client, user: User) -> None:
     client.force_login(user)
-    assert "新对话" in client.get(reverse("chat:index"), **ZH).content.decode()
-    assert "New conversation" in client.get(reverse("chat:index"), **EN).content.decode()
+    assert "新对话" in client.get(reverse("chat:index"), headers=ZH).content.decode()
+    assert "New conversation" in client.get(reverse("chat:index"), headers=EN).content.decode()
 
 
 def test_after_login_the_users_setting_wins(client: Client, user: User) -> None:
@@ -67,38 +67,38 @@ def test_after_login_the_users_setting_wins(client: Client, user: User) -> None:
     user.language = "zh-hans"
     user.save()
     response = client.post(
-        reverse("login"), {"username": "alice", "password": "correct horse battery"}, follow=True, **EN
+        reverse("login"), {"username": "alice", "password": "correct horse battery"}, follow=True, headers=EN
     )
     assert '<html lang="zh-hans">' in response.content.decode()
 
 
 def test_the_javascript_catalogue_speaks_the_pages_language(client: Client) -> None:
     copied = '"Copied": "\\u5df2\\u590d\\u5236"'  # 已复制, as the catalogue's JSON writes it
-    assert copied in client.get(reverse("javascript-catalog"), **ZH).content.decode()
-    assert copied not in client.get(reverse("javascript-catalog"), **EN).content.decode()
+    assert copied in client.get(reverse("javascript-catalog"), headers=ZH).content.decode()
+    assert copied not in client.get(reverse("javascript-catalog"), headers=EN).content.decode()
 
 
 def test_api_errors_follow_accept_language(client: Client) -> None:
-    response = client.get("/api/me", HTTP_AUTHORIZATION="Bearer mem_wrong", **ZH)
+    response = client.get("/api/me", HTTP_AUTHORIZATION="Bearer mem_wrong", headers=ZH)
     assert response.status_code == 401
     assert response.json()["detail"] == "API 令牌无效、已撤销或已过期。"
-    response = client.get("/api/me", HTTP_AUTHORIZATION="Bearer mem_wrong", **EN)
+    response = client.get("/api/me", HTTP_AUTHORIZATION="Bearer mem_wrong", headers=EN)
     assert response.json()["detail"] == "Invalid, revoked or expired API token."
 
 
 def test_api_not_found_follows_accept_language(api_client: Client) -> None:
-    response = api_client.get("/api/conversations/00000000-0000-0000-0000-000000000000", **ZH)
+    response = api_client.get("/api/conversations/00000000-0000-0000-0000-000000000000", headers=ZH)
     assert response.status_code == 404
     assert response.json() == {"detail": "未找到"}
 
 
 def test_a_token_client_gets_its_users_language(api_client: Client, user: User) -> None:
     _set_language(user, "zh-hans")
-    response = api_client.post("/api/tokens", {"name": "x" * 101}, content_type="application/json", **EN)
+    response = api_client.post("/api/tokens", {"name": "x" * 101}, content_type="application/json", headers=EN)
     assert response.status_code in (400, 422)
-    response = api_client.patch("/api/me", {"language": "en"}, content_type="application/json", **ZH)
+    response = api_client.patch("/api/me", {"language": "en"}, content_type="application/json", headers=ZH)
     assert response.status_code == 200
-    response = api_client.get("/api/conversations/00000000-0000-0000-0000-000000000000", **ZH)
+    response = api_client.get("/api/conversations/00000000-0000-0000-0000-000000000000", headers=ZH)
     assert response.json() == {"detail": "Not Found"}
 
 
@@ -123,14 +123,14 @@ def test_patch_me_refuses_an_unknown_language(api_client: Client, user: User, la
 
 def test_the_language_form_saves_and_comes_back(client: Client, user: User) -> None:
     client.force_login(user)
-    page = client.get(reverse("tokens"), **EN).content.decode()
+    page = client.get(reverse("tokens"), headers=EN).content.decode()
     assert 'id="language-form"' in page
-    response = client.post(reverse("language"), {"language": "zh-hans", "next": "/settings/tokens/"}, **EN)
+    response = client.post(reverse("language"), {"language": "zh-hans", "next": "/settings/tokens/"}, headers=EN)
     assert response.status_code == 302
     assert response["Location"] == "/settings/tokens/"
     user.refresh_from_db()
     assert user.language == "zh-hans"
-    page = client.get(reverse("tokens"), **EN).content.decode()
+    page = client.get(reverse("tokens"), headers=EN).content.decode()
     assert "语言已保存。" in page
     assert '<option value="zh-hans" lang="zh-hans" selected>' in page
 

@@ -35,7 +35,9 @@ ENGLISH_LEFT = """
 ([skip, allowed]) => {
   const words = new Set();
   const visible = (el) => el.checkVisibility ? el.checkVisibility() : el.offsetParent !== null;
-  const note = (text) => (text.match(/[A-Za-z]{2,}/g) || []).forEach((w) => { if (!allowed.includes(w)) words.add(w); });
+  const note = (text) => (text.match(/[A-Za-z]{2,}/g) || []).forEach((w) => {
+    if (!allowed.includes(w)) words.add(w);
+  });
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const el = node.parentElement;
@@ -256,7 +258,9 @@ def test_memory_notice_demo_and_settings_pages_are_chinese(zh_page: Any, demo_ur
     audit_phone(page, "Settings → Memory")
 
 
-def test_english_browser_stays_english_and_a_chinese_setting_wins_after_login(browser: Any, live_server_url: str) -> None:
+def test_english_browser_stays_english_and_a_chinese_setting_wins_after_login(
+    browser: Any, live_server_url: str
+) -> None:
     from playwright.sync_api import expect
 
     base = live_server_url
@@ -317,7 +321,8 @@ def test_enter_while_an_input_method_composes_never_sends(zh_page: Any, live_ser
     page.evaluate(
         """() => {
             const input = document.getElementById("composer-input");
-            input.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", isComposing: true, bubbles: true, cancelable: true}));
+            const init = {key: "Enter", isComposing: true, bubbles: true, cancelable: true};
+            input.dispatchEvent(new KeyboardEvent("keydown", init));
             const legacy = new KeyboardEvent("keydown", {key: "Enter", bubbles: true, cancelable: true});
             Object.defineProperty(legacy, "keyCode", {get: () => 229});
             input.dispatchEvent(legacy);
@@ -327,7 +332,9 @@ def test_enter_while_an_input_method_composes_never_sends(zh_page: Any, live_ser
     cdp = page.context.new_cdp_session(page)
     composer.focus()
     cdp.send("Input.imeSetComposition", {"text": "小", "selectionStart": 1, "selectionEnd": 1})
-    cdp.send("Input.dispatchKeyEvent", {"type": "rawKeyDown", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 229})
+    cdp.send(
+        "Input.dispatchKeyEvent", {"type": "rawKeyDown", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 229}
+    )
     cdp.send("Input.insertText", {"text": "小"})
     page.wait_for_timeout(500)
     expect(page.locator(".message-user")).to_have_count(1)
