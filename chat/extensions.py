@@ -156,9 +156,10 @@ def notify_user(user_id: int, html: str, *, translations: dict[str, str] | None 
     layer = get_channel_layer()
     if layer is None:
         return False
-    async_to_sync(layer.group_send)(
-        user_group(user_id), {"type": NOTICE_EVENT, "html": html, "translations": translations or {}}
-    )
+    event: dict[str, Any] = {"type": NOTICE_EVENT, "html": html}
+    if translations:
+        event["translations"] = translations
+    async_to_sync(layer.group_send)(user_group(user_id), event)
     return True
 
 

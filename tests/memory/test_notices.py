@@ -46,6 +46,11 @@ async def test_receiver_sends_the_notice_to_the_users_group_only() -> None:
         "Memory updated:" in html and "remembered “Prefers small phones, finds them easier to use one-handed”" in html
     )
     assert 'href="/settings/memory/">Review</a>' in html and 'data-memory-run="7"' in html
+    # Rendered in each language too: a page shows the one it speaks (chat.consumers).
+    assert message["translations"]["en"] == html
+    assert "记忆已更新：" in message["translations"]["zh-hans"] and "记住了“Prefers small phones" in (
+        message["translations"]["zh-hans"].replace("</strong>", "")
+    )
     assert await receive_or_none(layer, theirs) is None
     await layer.group_discard("user-41", mine)
     await layer.group_discard("user-42", theirs)
