@@ -72,7 +72,6 @@ class Memory(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        verbose_name = _("memory")
         verbose_name_plural = _("memories")
         ordering = ["created_at", "id"]
         indexes = [

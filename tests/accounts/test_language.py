@@ -176,3 +176,14 @@ async def test_under_asgi_a_signed_in_users_setting_wins(async_client: Any) -> N
     async_client.cookies.clear()
     response = await async_client.get(reverse("login"), headers={"accept-language": "en"})
     assert '<html lang="en">' in response.content.decode()
+
+
+def test_the_admin_follows_the_language_with_our_labels_translated(client: Client, user: User) -> None:
+    user.is_staff = user.is_superuser = True
+    user.save()
+    client.force_login(user)
+    page = client.get("/admin/", headers=ZH).content.decode()
+    assert '<html lang="zh-hans"' in page
+    assert "站点管理" in page  # Django's own translation
+    assert "账户" in page  # our app's name (gettext_lazy)
+    assert "Site administration" in client.get("/admin/", headers=EN).content.decode()
