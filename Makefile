@@ -57,6 +57,7 @@ bench: $(VENV)/.dev
 	$(PY) bench/turn_latency.py
 	$(PY) bench/extraction.py
 	$(PY) bench/long_conversation.py
+	$(PY) bench/search.py
 
 clean:
 	rm -rf $(VENV) var

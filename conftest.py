@@ -58,6 +58,7 @@ def _fresh_cache(settings: Any) -> None:
 def _no_turn_rate_limit(settings: Any) -> None:
     """Tests send turns faster than anyone types; the tests of the limit set their own."""
     settings.CHAT_USER_TURNS_PER_MINUTE = 10_000
+    settings.CHAT_ADDRESS_TURNS_PER_MINUTE = 10_000
 
 
 @pytest.fixture(autouse=True)

@@ -3,20 +3,28 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from django.contrib.auth import authenticate
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from django.utils.translation import gettext as _
+from ninja import Field, Path, Router, Schema
+from ninja.errors import HttpError
 from ninja.responses import Status
-from pydantic import ConfigDict
+from pydantic import AwareDatetime, ConfigDict, StrictBool
 
-from accounts import selectors
+from accounts import export, selectors
+from accounts.auth import is_token_request
 from accounts.models import User
 from accounts.services import (
     TOKEN_NAME_MAX,
+    AccountDeleteRefused,
+    account_delete,
     api_token_create,
     api_token_revoke,
     user_set_language,
     user_set_memory_enabled,
+    user_set_memory_review,
 )
+from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
 
 router = Router(tags=["me"])
 
@@ -26,35 +34,94 @@ class MeOut(Schema):
     username: str
     email: str
     memory_enabled: bool
+    memory_review: Literal["auto", "sensitive", "all"] = Field(
+        description="Which learned memories wait for Keep or Discard: none, sensitive ones, or all"
+    )
     language: str = Field(description="The interface language: “en”, “zh-hans”, or “” to follow the browser.")
 
 
 class MePatch(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
-    memory_enabled: bool | None = None
+    memory_enabled: StrictBool | None = None  # JSON true or false, not 0 or "yes", as the document says
+    memory_review: Literal["auto", "sensitive", "all"] | None = None
     language: Literal["en", "zh-hans", ""] | None = Field(
         None, description="“en” or “zh-hans”; “” follows the browser (Accept-Language)."
     )
 
 
-class MeErrorOut(Schema):
-    detail: str
-
-
-@router.get("/me", response=MeOut)
+@router.get("/me", response={200: MeOut, **AUTH_ERRORS})
 def me_get(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
 
 
-@router.patch("/me", response={200: MeOut, 422: MeErrorOut})
-def me_patch(request: HttpRequest, payload: MePatch) -> Any:
+@router.patch("/me", response={200: MeOut, **WRITE_ERRORS, **BODY_ERRORS})
+def me_patch(request: HttpRequest, payload: MePatch) -> User:
     user: User = request.user  # type: ignore[assignment]
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
+    if payload.memory_review is not None:
+        user = user_set_memory_review(user=user, review=payload.memory_review)
     if payload.language is not None:
         user = user_set_language(user=user, language=payload.language)
     return user
+
+
+# --- Delete my account, download all my data (the same as Settings → Account; SPEC §8) ---
+
+
+class AccountDeleteIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    password: str = Field(description="The account's password, to confirm.")
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+@router.delete(
+    "/me",
+    response={204: None, **WRITE_ERRORS, **BODY_ERRORS},
+    summary="Delete my account and everything in it",
+    description=(
+        "Deletes, in one transaction: every conversation with its messages and agent state, every memory "
+        "with its history and sources, the extraction records, API tokens and sessions. The account's "
+        "tokens answer 401 from then on and its open chat sockets are closed. A wrong password answers "
+        "403 and deletes nothing. Database backups made before keep what they hold until they are replaced."
+    ),
+)
+def me_delete(request: HttpRequest, payload: AccountDeleteIn) -> Any:
+    try:
+        account_delete(user=request.user, password=payload.password)  # type: ignore[arg-type]
+    except AccountDeleteRefused as exc:
+        raise HttpError(403, str(exc)) from exc
+    return Status(204, None)
+
+
+class ExportOut(Schema):
+    format: str = Field(description='"memora-export/1"')
+    exported_at: datetime
+    account: dict[str, Any] = Field(description="id, username, email, date_joined, last_login")
+    settings: dict[str, Any] = Field(description="memory_enabled, memory_review, language")
+    conversations: list[dict[str, Any]] = Field(
+        description="Every conversation (temporary ones that still exist included): id, title, temporary, "
+        "created_at, updated_at, messages [{id, role, content, status, error, memory_status, created_at}]"
+    )
+    memories: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every memory, active, suggested and in history, with this release's fields and sources "
+        "(present when the memory app is installed)",
+    )
+
+
+@router.get(
+    "/me/export",
+    response={200: ExportOut, **AUTH_ERRORS},
+    summary="Download all my data (one JSON document, streamed)",
+)
+def me_export(request: HttpRequest) -> Any:
+    return export.response(request, request.user)  # type: ignore[arg-type]
 
 
 # --- API tokens (the same as Settings → API tokens) ---
@@ -76,26 +143,64 @@ class TokenCreatedOut(TokenOut):
 class TokenIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("", max_length=TOKEN_NAME_MAX)
-    expires_at: datetime | None = Field(None, description="When it stops working; omit for never.")
+    name: str = Field(
+        "", max_length=TOKEN_NAME_MAX, pattern=NO_NUL, description="A label for you; spaces are collapsed."
+    )
+    expires_at: AwareDatetime | None = Field(
+        None, description="When it stops working, with its time zone: must be in the future (else 400). Omit for never."
+    )
+    password: str | None = Field(
+        None, description="The account's password: required when the request is authenticated by a token."
+    )
 
 
-class TokenErrorOut(Schema):
-    detail: str
-
-
-@router.get("/tokens", response=list[TokenOut], tags=["tokens"], summary="Your API tokens, with their last use")
+@router.get(
+    "/tokens",
+    response={200: list[TokenOut], **AUTH_ERRORS},
+    tags=["tokens"],
+    summary="Your API tokens, with their last use",
+)
 def token_list(request: HttpRequest) -> Any:
     return selectors.api_token_list(user=request.user)  # type: ignore[arg-type]
 
 
-@router.post("/tokens", response={201: TokenCreatedOut, 400: TokenErrorOut}, tags=["tokens"])
+def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
+    """Only the person may make or revoke tokens: the signed-in session, or a token request that also
+    gives the password (checked through django-axes, so guesses count as failed sign-ins). 403 otherwise."""
+    if not is_token_request(request):
+        return
+    user: User = request.user  # type: ignore[assignment]
+    if password and authenticate(request, username=user.get_username(), password=password) == user:
+        return
+    raise HttpError(
+        403,
+        _(
+            "An API token cannot create or revoke tokens: use Settings → API tokens while signed in, "
+            "or send the account's password."
+        ),
+    )
+
+
+@router.post(
+    "/tokens",
+    response={201: TokenCreatedOut, **WRITE_ERRORS, **BODY_ERRORS},
+    tags=["tokens"],
+    description="From the signed-in session; a token-authenticated request must also send `password` (else 403).",
+)
 def token_create(request: HttpRequest, payload: TokenIn) -> Any:
+    _signed_in_or_password(request, payload.password)
     token, plain = api_token_create(user=request.user, name=payload.name, expires_at=payload.expires_at)  # type: ignore[arg-type]
     return Status(201, {**TokenOut.from_orm(token).model_dump(), "token": plain})
 
 
-@router.delete("/tokens/{token_id}", response={204: None}, tags=["tokens"], summary="Revoke a token")
-def token_revoke(request: HttpRequest, token_id: int) -> Any:
+@router.delete(
+    "/tokens/{token_id}",
+    response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    tags=["tokens"],
+    summary="Revoke a token",
+    description="From the signed-in session only: a token-authenticated request answers 403.",
+)
+def token_revoke(request: HttpRequest, token_id: int = Path(..., ge=1, le=ID_MAX)) -> Any:
+    _signed_in_or_password(request, None)
     api_token_revoke(token=selectors.api_token_get_for_user(user=request.user, token_id=token_id))  # type: ignore[arg-type]
     return Status(204, None)

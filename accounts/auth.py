@@ -2,8 +2,13 @@
 
 A request that sends a bearer token is judged by that token alone: a wrong, revoked or expired one
 answers 401 (never a CSRF 403 from falling through to the session). Failed tokens are counted per
-address (accounts/throttle.py); past the limit the address gets 429 with Retry-After. Without a
-signed-in session there is nothing for CSRF to protect, so an anonymous request answers 401 as well.
+address (accounts/throttle.py); past the limit the address's failed attempts answer 429 with
+Retry-After, while a valid token is let in (the limit refuses guesses, not the owner sharing an
+address with a guesser, and a valid token never waits for the counters' store). Without a signed-in
+session there is nothing for CSRF to protect, so an anonymous request answers 401 as well.
+
+`is_token_request` tells a route whether the token authenticated it: what only the signed-in person
+may do (create or revoke tokens) answers 403 to a token.
 """
 
 from __future__ import annotations
@@ -31,17 +36,26 @@ class TooManyAuthFailures(HttpError):
         self.retry_after = retry_after
 
 
+TOKEN_AUTHENTICATED = "_memora_token_authenticated"
+
+
+def is_token_request(request: HttpRequest) -> bool:
+    """Whether a bearer token (rather than the signed-in session) authenticated `request`."""
+    return bool(getattr(request, TOKEN_AUTHENTICATED, False))
+
+
 class BearerTokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        retry_after = bearer_retry_after(request)
-        if retry_after is not None:
-            raise TooManyAuthFailures(retry_after)
         user = api_token_authenticate(token=token)
         if user is None:
+            retry_after = bearer_retry_after(request)
+            if retry_after is not None:
+                raise TooManyAuthFailures(retry_after)
             bearer_failure_record(request)
             raise AuthenticationError(401, _("Invalid, revoked or expired API token."))
         request.user = user
         user_language_activate(request, user)  # a token client gets its user's language too
+        setattr(request, TOKEN_AUTHENTICATED, True)
         return user
 
 

@@ -27,3 +27,12 @@ class ApiTokenForm(forms.Form):
     def expires_at(self) -> datetime | None:
         days = self.cleaned_data.get("expires_in")
         return timezone.now() + timedelta(days=int(days)) if days else None
+
+
+class AccountDeleteForm(forms.Form):
+    password = forms.CharField(
+        label=_("Your password"),
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+        help_text=_("To confirm that it is you."),
+    )

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 
 from accounts.models import ApiToken, User
@@ -35,6 +36,8 @@ def api_token_create(*, user: User, name: str = "", expires_at: datetime | None 
         raise TokenRejected(
             _("The name must be at most %(limit)d characters of plain text.") % {"limit": TOKEN_NAME_MAX}
         )
+    if expires_at is not None and timezone.is_naive(expires_at):
+        expires_at = timezone.make_aware(expires_at, UTC)  # documented: a time without a zone is UTC
     if expires_at is not None and expires_at <= timezone.now():
         raise TokenRejected(_("The expiry must be in the future."))
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -99,3 +102,72 @@ def user_set_memory_enabled(*, user: User, enabled: bool) -> User:
     user.memory_enabled = enabled
     user.save(update_fields=["memory_enabled"])
     return user
+
+
+def user_set_memory_review(*, user: User, review: str) -> User:
+    """Which learned memories wait as suggestions: auto (none), sensitive (default), all."""
+    user.memory_review = User.MemoryReview(review)
+    user.save(update_fields=["memory_review"])
+    return user
+
+
+class AccountDeleteRefused(ValueError):
+    """The password did not match: nothing was deleted."""
+
+    status = 403
+
+
+def user_sessions_delete(*, user_id: int) -> int:
+    """Delete the user's stored sessions (the database session backend keeps the user id in an encoded
+    blob, so each live session is decoded once); returns how many went."""
+    from django.contrib.sessions.models import Session
+
+    mine = []
+    for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator(chunk_size=500):
+        if str(session.get_decoded().get("_auth_user_id")) == str(user_id):
+            mine.append(session.pk)
+    deleted, _ = Session.objects.filter(pk__in=mine).delete()
+    return deleted
+
+
+@transaction.atomic
+def account_delete(*, user: User, password: str) -> None:
+    """Delete the account and every row holding its words or memories, in one transaction.
+
+    Each app's eraser (accounts.data) runs first, then the user row goes with every row that has a
+    ForeignKey to it (tokens, conversations, messages, memories, runs, claims). A wrong password raises
+    AccountDeleteRefused and deletes nothing. Open sockets are closed after commit by chat's eraser.
+    """
+
+    if not password or not user.check_password(password):
+        raise AccountDeleteRefused(gettext("The password is not correct; nothing was deleted."))
+    account_erase(user=user)
+
+
+@transaction.atomic
+def account_erase(*, user: User) -> None:
+    """Delete the account and everything in it (account_delete after its password check; the admin's
+    delete of a user)."""
+    from accounts import data
+
+    locked = User.objects.select_for_update().filter(pk=user.pk).first()
+    if locked is None:
+        return
+    for eraser in data.erasers():
+        eraser(locked)
+    ApiToken.objects.filter(user=locked).delete()
+    user_sessions_delete(user_id=locked.pk)
+    _login_records_delete(username=locked.get_username())
+    locked.delete()
+
+
+def _login_records_delete(*, username: str) -> None:
+    """django-axes' records of failed sign-ins name the username; they go with the account."""
+    from django.apps import apps
+
+    if not apps.is_installed("axes"):
+        return
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+
+    for model in (AccessAttempt, AccessFailureLog, AccessLog):
+        model.objects.filter(username=username).delete()

@@ -1,17 +1,33 @@
-"""Failed bearer-token authentications, counted per client address in fixed windows.
+"""Counters of failed bearer tokens and of sign-ups, per client address, in fixed windows.
 
 Counters live in Django's cache: Redis when REDIS_URL is set (shared by every process), else the
-process's own memory. Sign-ins with a password are throttled by django-axes (settings, "Login throttling").
+process's own memory. Sign-ins with a password are throttled by django-axes (settings, "Login
+throttling"); chat turns by the database (chat.services, CHAT_USER_TURNS_PER_MINUTE and
+CHAT_ADDRESS_TURNS_PER_MINUTE).
+
+A counter whose store is down (Redis unreachable) fails open: the request is judged as if nothing had
+been counted, and the outage is logged once (again only after the store has answered in between). A
+throttle must never turn an outage of its store into an outage of the API. The client's address is
+REMOTE_ADDR, which the web server sets from X-Forwarded-For only for the proxies it trusts
+(MEMORA_TRUSTED_PROXIES, scripts/serve.py).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_store_down = False  # the last call failed: logged once, not again until the store answers
 
 
 def _now() -> float:
@@ -19,29 +35,84 @@ def _now() -> float:
     return time.time()
 
 
-def _window() -> tuple[str, float]:
-    size = max(1, settings.API_AUTH_FAILURE_WINDOW)
-    start = math.floor(_now() / size) * size
-    return str(int(start)), start + size
+def client_address(request: HttpRequest) -> str:
+    return str(request.META.get("REMOTE_ADDR") or "")
 
 
-def _key(request: HttpRequest, window: str) -> str:
-    return f"api-auth-failures:{request.META.get('REMOTE_ADDR', '')}:{window}"
+def _guarded(call: Callable[[], T], fallback: T) -> T:
+    """`call()`, or `fallback` when the cache cannot be reached (logged once per outage)."""
+    global _store_down
+    try:
+        result = call()
+    except Exception as exc:  # redis-py's ConnectionError, TimeoutError, …: any failure of the store
+        if not _store_down:
+            _store_down = True
+            logger.warning(
+                "the throttle counters' cache is unavailable (%s); throttles fail open until it is back", exc
+            )
+        return fallback
+    if _store_down:
+        _store_down = False
+        logger.warning("the throttle counters' cache is available again")
+    return result
+
+
+class WindowCounter:
+    """Events per client address in fixed windows of `window` seconds, refused past `limit`."""
+
+    def __init__(self, name: str, *, limit: Callable[[], int], window: Callable[[], int]) -> None:
+        self.name, self._limit, self._window = name, limit, window
+
+    def _bounds(self) -> tuple[str, float]:
+        size = max(1, self._window())
+        start = math.floor(_now() / size) * size
+        return str(int(start)), start + size
+
+    def _key(self, address: str, window: str) -> str:
+        return f"{self.name}:{address}:{window}"
+
+    def retry_after(self, address: str) -> int | None:
+        """Seconds until `address` may try again, or None when it may now (also when the store is down)."""
+        window, end = self._bounds()
+        limit = self._limit()
+        if limit <= 0:
+            return None
+        count = _guarded(lambda: cache.get(self._key(address, window), 0), 0)
+        if count < limit:
+            return None
+        return max(1, math.ceil(end - _now()))
+
+    def record(self, address: str) -> None:
+        window, end = self._bounds()
+        key = self._key(address, window)
+        timeout = math.ceil(end - _now()) + 1
+
+        def increment() -> None:
+            cache.add(key, 0, timeout=timeout)
+            try:
+                cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.set(key, 1, timeout=timeout)
+
+        _guarded(increment, None)
+
+
+bearer_failures = WindowCounter(
+    "api-auth-failures",
+    limit=lambda: int(settings.API_AUTH_FAILURE_LIMIT),
+    window=lambda: int(settings.API_AUTH_FAILURE_WINDOW),
+)
+signups = WindowCounter(
+    "signups",
+    limit=lambda: int(settings.ACCOUNTS_SIGNUPS_PER_HOUR),
+    window=lambda: 3600,
+)
 
 
 def bearer_retry_after(request: HttpRequest) -> int | None:
-    """Seconds until this address may try a token again, or None when it may now."""
-    window, end = _window()
-    if cache.get(_key(request, window), 0) < settings.API_AUTH_FAILURE_LIMIT:
-        return None
-    return max(1, math.ceil(end - _now()))
+    """Seconds until this address may try a failed token again, or None when it may now."""
+    return bearer_failures.retry_after(client_address(request))
 
 
 def bearer_failure_record(request: HttpRequest) -> None:
-    window, end = _window()
-    key = _key(request, window)
-    cache.add(key, 0, timeout=math.ceil(end - _now()) + 1)
-    try:
-        cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=settings.API_AUTH_FAILURE_WINDOW)
+    bearer_failures.record(client_address(request))

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -15,21 +15,43 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import selectors
-from accounts.forms import ApiTokenForm, SignupForm
+from accounts import data, export, selectors, throttle
+from accounts.forms import AccountDeleteForm, ApiTokenForm, SignupForm
+from accounts.layout import layout_context
 from accounts.models import User
-from accounts.services import LanguageRejected, TokenRejected, api_token_create, api_token_revoke, user_set_language
+from accounts.services import (
+    AccountDeleteRefused,
+    LanguageRejected,
+    TokenRejected,
+    account_delete,
+    api_token_create,
+    api_token_revoke,
+    user_set_language,
+)
+from accounts.throttle import client_address
 
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
+    """Create an account, unless the operator closed sign-up (ACCOUNTS_SIGNUP=closed: 403) or this
+    address created ACCOUNTS_SIGNUPS_PER_HOUR accounts this hour (429 with Retry-After)."""
     if request.user.is_authenticated:
         return redirect("chat:index")
+    if settings.ACCOUNTS_SIGNUP != "open":
+        return render(request, "accounts/signup.html", {"closed": True}, status=403)
     form = SignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("chat:index")
+    if request.method == "POST":
+        address = client_address(request)
+        retry_after = throttle.signups.retry_after(address)
+        if retry_after is not None:
+            response = render(request, "accounts/signup.html", {"form": form, "throttled": True}, status=429)
+            response["Retry-After"] = str(retry_after)
+            return response
+        if form.is_valid():
+            user = form.save()
+            throttle.signups.record(address)
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("chat:index")
     return render(request, "accounts/signup.html", {"form": form})
 
 
@@ -45,7 +67,7 @@ def locked_out(request: HttpRequest, original_response: Any = None, credentials:
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_page(request: HttpRequest) -> HttpResponse:
-    """Settings → API tokens: list (with last use), create (shown once), revoke."""
+    """Settings → API tokens: list (with last use), create (shown once, with a Copy button), revoke."""
     user: User = request.user  # type: ignore[assignment]
     form = ApiTokenForm(request.POST or None)
     created = None
@@ -53,14 +75,26 @@ def token_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid():
             try:
-                _, created = api_token_create(user=user, name=form.cleaned_data["name"], expires_at=form.expires_at())
+                _token, created = api_token_create(
+                    user=user, name=form.cleaned_data["name"], expires_at=form.expires_at()
+                )
             except TokenRejected as exc:
                 form.add_error(None, str(exc))
         if created is None:
             status = 422
         else:
             form = ApiTokenForm()
-    context = {"form": form, "tokens": selectors.api_token_list(user=user), "created": created}
+    return _tokens(request, user, status=status, form=form, created=created)
+
+
+def _tokens(request: HttpRequest, user: User, *, status: int = 200, **extra: Any) -> HttpResponse:
+    context = {
+        **layout_context(user),
+        "form": ApiTokenForm(),
+        "tokens": selectors.api_token_list(user=user),
+        "created": None,
+        **extra,
+    }
     return render(request, "accounts/tokens.html", context, status=status)
 
 
@@ -79,15 +113,57 @@ def language_set(request: HttpRequest) -> HttpResponse:
         messages.success(request, _("Language saved."))
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        back = reverse("tokens")
+        back = reverse("account")
     return redirect(back)
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
-    token = selectors.api_token_get_for_user(user=request.user, token_id=token_id)  # type: ignore[arg-type]
+    """GET: the token's row asks first. POST: revoke it."""
+    user: User = request.user  # type: ignore[assignment]
+    token = selectors.api_token_get_for_user(user=user, token_id=token_id)
+    if request.method == "GET":
+        return _tokens(request, user, confirm_id=token.pk)
     api_token_revoke(token=token)
     name = token.name or _("unnamed")
     messages.success(request, _("Revoked the token %(prefix)s… (%(name)s).") % {"prefix": token.prefix, "name": name})
     return redirect("tokens")
+
+
+# --- Settings → Account: download all my data, delete my account (SPEC §8) ---
+
+
+@login_required
+@require_http_methods(["GET"])
+def account_export(request: HttpRequest) -> StreamingHttpResponse:
+    return export.response(request, request.user)  # type: ignore[arg-type]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account_page(request: HttpRequest) -> HttpResponse:
+    """Settings → Account. POST deletes the account (password confirmed), then signs out."""
+    user: User = request.user  # type: ignore[assignment]
+    form = AccountDeleteForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                account_delete(user=user, password=form.cleaned_data["password"])
+            except AccountDeleteRefused as exc:
+                form.add_error("password", str(exc))
+            else:
+                logout(request)
+                return redirect("account_deleted")
+        status = 403 if form.has_error("password") and form.data.get("password") else 422
+    context = {
+        "layout": "accounts/_layout_plain.html",
+        **data.page_context(request),
+        "delete_form": form,
+    }
+    return render(request, "accounts/account.html", context, status=status)
+
+
+def account_deleted(request: HttpRequest) -> HttpResponse:
+    return render(request, "accounts/deleted.html")

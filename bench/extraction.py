@@ -69,6 +69,7 @@ def setup_django(var_dir: Path, *, redis_url: str = "") -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ["CHAT_USER_TURNS_PER_MINUTE"] = "1000000"  # a benchmark sends turns faster than anyone types
+    os.environ["CHAT_ADDRESS_TURNS_PER_MINUTE"] = "0"  # and from one address
     sys.path.insert(0, str(ROOT))
     import django
 

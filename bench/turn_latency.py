@@ -21,6 +21,11 @@ own: the bench writes users into them), and `--web-processes N` runs the product
    errors, first-token times, and each stream's token rate (tokens after the first / time from first
    to last token) compared with the provider's own rate measured the same way with N direct streams.
 
+With `--memories N` part 1 also runs WebSocket turns of a user holding N memories (the recall golden
+set's, memory/evals/recall.yaml) about something they remember, interleaved with the others: the added
+first-token time of choosing and recording the turn's memories, beside a user with none and the
+provider alone, in one run.
+
 The machine (CPUs, load average before and after) is printed with the figures: on a shared machine
 they are only comparable within one run. Everything it starts is stopped at the end, and the whole run
 is bounded in time.
@@ -84,6 +89,17 @@ def make_accounts(count: int, prefix: str) -> list[Account]:
         conversation = conversation_create(user=user, title=f"Bench {i}")
         accounts.append(Account(client.cookies[settings.SESSION_COOKIE_NAME].value, token, str(conversation.pk)))
     return accounts
+
+
+def add_memories(account: Account, count: int) -> None:
+    """Give the account's user `count` memories: the recall golden set's user of that size."""
+    from chat.models import Conversation
+    from memory.evals.recall_set import load, user_memories
+    from memory.models import Memory
+
+    owner = Conversation.objects.get(pk=account.conversation).owner
+    memories, _ = user_memories(load(), count)
+    Memory.objects.bulk_create([Memory(owner=owner, content=m.content, pinned=m.pinned, key=m.key) for m in memories])
 
 
 # --- one streamed turn, three ways ------------------------------------------------------------------
@@ -300,6 +316,7 @@ async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: 
 
     latency_prompt = f"bench tokens={args.latency_tokens} delay={args.latency_delay}"
     load_prompt = f"bench tokens={args.tokens} delay={args.token_delay}"
+    memory_account = accounts.pop() if args.memories else None
     ws_account, api_account, *load_accounts = accounts
 
     print(
@@ -321,21 +338,31 @@ async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: 
             conversation = await new_conversation(client, account)
             return await turn_api(client, Account(account.session, account.token, conversation), prompt)
 
+        # A message about things the user with memories has told Memora (their cat, their phone).
+        memory_prompt = f"{latency_prompt} my cat and my phone"
         for _ in range(3):  # warm up: imports, connection pools, template caches
             await turn_direct(provider, latency_prompt)
             await ws_turn(ws_account, latency_prompt)
             await api_turn(api_account, latency_prompt)
+            if memory_account is not None:
+                await ws_turn(memory_account, memory_prompt)
         direct_ws, direct_api, ws_timings, api_timings = [], [], [], []
+        direct_memory, memory_timings = [], []
         for _ in range(args.turns):
             direct_ws.append(await turn_direct(provider, latency_prompt))
             ws_timings.append(await ws_turn(ws_account, latency_prompt))
             direct_api.append(await turn_direct(provider, latency_prompt))
             api_timings.append(await api_turn(api_account, latency_prompt))
+            if memory_account is not None:
+                direct_memory.append(await turn_direct(provider, latency_prompt))
+                memory_timings.append(await ws_turn(memory_account, memory_prompt))
         direct_first = statistics.median([t.first for t in direct_ws + direct_api])
         direct_total = statistics.median([t.total for t in direct_ws + direct_api])
         print(f"  direct     first token: median {ms(direct_first)}   completion: median {ms(direct_total)}")
         ws_fig = report_latency(direct_ws, "WebSocket", ws_timings)
         api_fig = report_latency(direct_api, "API (SSE)", api_timings)
+        if memory_account is not None:
+            report_latency(direct_memory, f"WebSocket, a user with {args.memories} memories", memory_timings)
 
         # The same, deep into one conversation: the model input grows with the context.
         long_direct, long_ws = [], []
@@ -409,6 +436,7 @@ def main() -> int:
     parser.add_argument("--redis-url", default="", help="Redis (a db number of your own)")
     parser.add_argument("--web-processes", type=int, default=1, help="scripts/serve.py --workers N")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--memories", type=int, default=0, help="also time turns of a user with this many memories")
     args = parser.parse_args()
     if bool(args.database_url) != bool(args.redis_url):
         parser.error("--database-url and --redis-url go together (PostgreSQL + Redis)")
@@ -425,6 +453,7 @@ def main() -> int:
         OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="bench", CHAT_MODEL="bench", PYTHONPATH=str(ROOT),
         # The benchmark sends more turns per user and minute than a person would.
         CHAT_USER_TURNS_PER_MINUTE="100000",
+        CHAT_ADDRESS_TURNS_PER_MINUTE="0",  # every simulated user comes from 127.0.0.1
         DJANGO_DEBUG="1",  # as the Makefile's run target sets it
     )  # fmt: skip
     if args.database_url:
@@ -455,7 +484,9 @@ def main() -> int:
             serve += ["--workers", str(args.web_processes)]
         app = subprocess.Popen(serve, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         processes.append(app)
-        accounts = make_accounts(2 + args.streams, prefix=f"bench{os.getpid()}x")
+        accounts = make_accounts(2 + args.streams + (1 if args.memories else 0), prefix=f"bench{os.getpid()}x")
+        if args.memories:
+            add_memories(accounts[-1], args.memories)
         wait_for_port(provider_port, provider)
         wait_for_port(app_port, app, seconds=90, log=log_path)
         time.sleep(1.0 if args.web_processes > 1 else 0.2)  # every worker process listening

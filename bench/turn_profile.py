@@ -123,6 +123,7 @@ def main() -> int:
         OPENAI_API_KEY="bench", CHAT_MODEL="bench", LLM_MAX_RETRIES="0", LOG_LEVEL="WARNING",
         DJANGO_DEBUG="1",  # as `make run` serves (no secret key needed)
         CHAT_USER_TURNS_PER_MINUTE="0",  # one user sends every turn here; the quota is not what is measured
+        CHAT_ADDRESS_TURNS_PER_MINUTE="0",
     )  # fmt: skip
     from tests.fake_openai import FakeOpenAIServer, FakeResponse
 

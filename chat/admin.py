@@ -1,9 +1,30 @@
+from typing import Any
+
 from django.contrib import admin
+from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from chat import compaction
+from chat import compaction, services
 from chat.models import AgentState, Conversation, Message
+from chat.search.index import search_index_title
+
+
+def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: str) -> list[LogEntry]:
+    """The admin's log names a deleted object by its `str()`: a message's words, a conversation's title,
+    a memory's sentence. These are logged by id only, so the log keeps no copy of them (SPEC §8)."""
+    return [
+        LogEntry.objects.create(
+            user_id=int(request.user.pk or 0),
+            content_type_id=ContentType.objects.get_for_model(obj).pk,
+            object_id=str(obj.pk),
+            object_repr=f"{label} {obj.pk}",
+            action_flag=DELETION,
+        )
+        for obj in queryset
+    ]
 
 
 class StateSizeMixin:
@@ -50,6 +71,22 @@ class ConversationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:  # conversations belong to a user's chat
         return False
 
+    # Deleted the way the user's own delete does it: with every copy of its messages kept elsewhere.
+    def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
+        services.conversation_delete(conversation=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
+        for conversation in queryset:
+            services.conversation_delete(conversation=conversation)
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
+        return log_deletions_by_id(request, queryset, "conversation")
+
+    def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if "title" in form.changed_data:  # search finds the title as it now reads (chat.search)
+            search_index_title(conversation=obj)
+
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
@@ -71,6 +108,15 @@ class MessageAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: object) -> bool:  # messages are written by chat turns only
         return False
+
+    def delete_model(self, request: HttpRequest, obj: Message) -> None:
+        services.messages_delete(message_ids=[obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        services.messages_delete(message_ids=list(queryset.values_list("pk", flat=True)))
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Message]) -> Any:
+        return log_deletions_by_id(request, queryset, "message")
 
 
 @admin.register(AgentState)

@@ -86,7 +86,8 @@ def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[d
         if block:
             parts.append(block)
     system = {"role": "system", "content": "\n\n".join(parts)}
-    return single_system_message([system, *context, {"role": "user", "content": ctx.user_message.content}])
+    replayed = [compaction.framed(context[0]), *context[1:]] if context else []
+    return single_system_message([system, *replayed, {"role": "user", "content": ctx.user_message.content}])
 
 
 def _run_tool(ctx: TurnContext, call: ToolCall) -> str:
@@ -131,6 +132,7 @@ def _begin(
     content: str,
     retry: bool = False,
     message_id: int | None = None,
+    origin: services.TurnOrigin | None = None,
 ) -> tuple[services.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
@@ -139,11 +141,16 @@ def _begin(
     if not isinstance(conversation, Conversation):
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
-        started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id)
+        started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id, origin=origin)
     else:
-        started = services.turn_start(user=user, conversation=conversation, content=content)
+        started = services.turn_start(user=user, conversation=conversation, content=content, origin=origin)
     try:
-        ctx = TurnContext(user=started.user, conversation=started.conversation, user_message=started.user_message)
+        ctx = TurnContext(
+            user=started.user,
+            conversation=started.conversation,
+            user_message=started.user_message,
+            assistant_message=started.assistant_message,
+        )
         return started, build_model_input(ctx, started.context)
     except Exception:  # the turn is started and must run (and be saved) whatever happens here
         logger.exception("could not build the model input with the turn's start")
@@ -207,21 +214,32 @@ class Turn:
     _too_long: bool = False
     _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
     _saving: bool = False
+    # Set when this turn applied a summary: where the page's "earlier messages were summarized" goes now.
+    summary_divider: selectors.SummaryDivider | None = None
 
     @classmethod
-    async def begin(cls, *, user: User, conversation: Conversation | UUID, content: str) -> Turn:
+    async def begin(
+        cls, *, user: User, conversation: Conversation | UUID, content: str, origin: services.TurnOrigin | None = None
+    ) -> Turn:
         """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
-        started, messages = await _begin_async(user=user, conversation=conversation, content=content)
+        started, messages = await _begin_async(user=user, conversation=conversation, content=content, origin=origin)
         return cls._started(started, model, messages)
 
     @classmethod
-    async def begin_retry(cls, *, user: User, conversation: Conversation | UUID, message_id: int | None = None) -> Turn:
+    async def begin_retry(
+        cls,
+        *,
+        user: User,
+        conversation: Conversation | UUID,
+        message_id: int | None = None,
+        origin: services.TurnOrigin | None = None,
+    ) -> Turn:
         """Lock and reopen the failed latest reply, to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()
         started, messages = await _begin_async(
-            user=user, conversation=conversation, content="", retry=True, message_id=message_id
+            user=user, conversation=conversation, content="", retry=True, message_id=message_id, origin=origin
         )
         return cls._started(started, model, messages)
 
@@ -243,7 +261,9 @@ class Turn:
     @property
     def ctx(self) -> TurnContext:
         s = self.started
-        return TurnContext(user=s.user, conversation=s.conversation, user_message=s.user_message)
+        return TurnContext(
+            user=s.user, conversation=s.conversation, user_message=s.user_message, assistant_message=s.assistant_message
+        )
 
     async def events(self) -> AsyncGenerator[TurnEvent, None]:
         s = self.started
@@ -374,6 +394,8 @@ class Turn:
             self._too_long = True
             raise
         s.context, s.state_version = fit.context, fit.version
+        # Where the page's divider goes now (the runner sends it before the reply's next piece).
+        self.summary_divider = await database_sync_to_async(selectors.summary_divider)(conversation=s.conversation)
         messages = await database_sync_to_async(build_model_input)(self.ctx, s.context)
         request = [*messages, *self._items]
         return request, budget.measure(request, tools)

@@ -13,22 +13,24 @@ from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.auth import streaming_auth
 from accounts.models import User
-from chat import runner, selectors, services
+from accounts.throttle import client_address
+from chat import extensions, runner, selectors, services
 from chat.agent import TurnEvent
 from chat.models import Message
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
+    TURN_EVENT_STREAM,
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
     ConversationPage,
     ConversationPatch,
-    ErrorOut,
     MessageIn,
     MessageOut,
     TurnErrorOut,
     TurnOut,
 )
+from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 
 router = Router(tags=["conversations"])
 
@@ -40,9 +42,21 @@ def _user(request: HttpRequest) -> User:
 
 @router.get(
     "",
-    response=list[ConversationOut],
+    response={200: list[ConversationOut], **AUTH_ERRORS, **PARAM_ERRORS},
     summary="List conversations, newest first (all of them, or a page with limit and offset)",
     description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total.",
+    openapi_extra={
+        "responses": {
+            200: {
+                "headers": {
+                    "X-Total-Count": {
+                        "description": "How many conversations there are in all (sent when a page was asked for).",
+                        "schema": {"type": "integer", "minimum": 0},
+                    }
+                }
+            }
+        }
+    },
 )
 def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[ConversationPage]) -> Any:
     conversations = selectors.conversation_list(user=_user(request)).order_by("-updated_at", "-id")
@@ -53,13 +67,13 @@ def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[
     return conversations[page.offset : end]
 
 
-@router.post("", response={201: ConversationOut})
+@router.post("", response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS})
 def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
     conversation = services.conversation_create(user=_user(request), title=payload.title, temporary=payload.temporary)
     return Status(201, conversation)
 
 
-@router.get("/{conversation_id}", response=ConversationDetailOut)
+@router.get("/{conversation_id}", response={200: ConversationDetailOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
 def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     size = selectors.conversation_context_size(conversation=conversation)
@@ -67,23 +81,32 @@ def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     return conversation
 
 
-@router.patch("/{conversation_id}", response=ConversationOut)
+@router.patch("/{conversation_id}", response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS})
 def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     return services.conversation_rename(conversation=conversation, title=payload.title)
 
 
-@router.delete("/{conversation_id}", response={204: None})
+@router.delete(
+    "/{conversation_id}",
+    response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    description="Deletes the conversation with its messages, markers and agent state, and every copy of its "
+    "messages kept elsewhere: their lines in extraction-run records, the memories' links to them (the memories "
+    "stay), other conversations' tool results that quoted them, the search index.",
+)
 def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)
     return Status(204, None)
 
 
-@router.get("/{conversation_id}/messages", response=list[MessageOut])
+@router.get(
+    "/{conversation_id}/messages",
+    response={200: list[MessageOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+)
 def message_list(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    return selectors.message_list(conversation=conversation)
+    return extensions.annotate_messages(list(selectors.message_list(conversation=conversation)))
 
 
 def _message(message: Message | None) -> dict[str, Any]:
@@ -123,17 +146,19 @@ def _sse_for(event: TurnEvent) -> bytes:
 
 
 # What a turn answers (a message sent, or a reply written again): JSON, or with Accept: text/event-stream
-# server-sent events.
+# server-sent events. 409: another reply is being written (or, for a retry, nothing to retry); 429: too many
+# turns a minute (with Retry-After) or too many replies at once; 502: the provider failed.
 _TURN_STATUSES: dict[int, Any] = {
-    200: TurnOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 429: ErrorOut, 502: TurnErrorOut,
+    200: TurnOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut, 502: TurnErrorOut,
 }  # fmt: skip
 _TURN_RESPONSES: dict[str, Any] = {
     "responses": {
-        "200": {
+        200: {
+            "description": "The turn's messages as saved (JSON), or the reply as it is written (server-sent events).",
             "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/TurnOut"}},
-                "text/event-stream": {"schema": {"type": "string"}},
-            }
+                "text/event-stream": {"schema": TURN_EVENT_STREAM},
+            },
         }
     }
 }
@@ -141,7 +166,7 @@ _TURN_RESPONSES: dict[str, Any] = {
 
 @router.post(
     "/{conversation_id}/messages",
-    response=_TURN_STATUSES,
+    response=_TURN_STATUSES | BODY_ERRORS,
     auth=streaming_auth,
     summary="Send a message and run one turn (JSON, or server-sent events with Accept: text/event-stream)",
     openapi_extra=_TURN_RESPONSES,
@@ -178,7 +203,10 @@ async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
 async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False) -> Any:
     # The conversation is looked up (404 unless it is the user's) with the turn's start, in its one trip to
     # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
-    running = await runner.start_turn(user=_user(request), conversation=conversation_id, content=content, retry=retry)
+    origin = services.TurnOrigin(address=client_address(request))
+    running = await runner.start_turn(
+        user=_user(request), conversation=conversation_id, content=content, retry=retry, origin=origin
+    )
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
@@ -194,7 +222,7 @@ async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str
 
 @router.post(
     "/{conversation_id}/stop",
-    response={204: None, 404: ErrorOut},
+    response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="Stop the reply being written in this conversation",
     description=(
         "Stops the running turn wherever it runs (any tab, any server process); the reply is saved as "

@@ -22,7 +22,10 @@ chat.extensions.notify_user, which sends
     {"type": "chat.notice", "html": "<rendered fragment>"}
 
 to that group; the fragment is appended to the page's notices area. {"type": "session.close"}
-closes every socket of the user (sent on logout and password change).
+closes every socket of the user (sent on logout and password change). A socket does not rely on that
+message alone (the channel layer may miss it): every turn it starts re-checks, in the statement that
+starts it, that the user is still active (and still exists) and that the session the socket was opened
+with still exists and matches the current password (services.TurnOrigin); if not, the socket closes.
 
 Without a channel layer (Redis down) the socket still opens: its page follows this process's turns
 as always and otherwise polls the saved reply, as the notices poll.
@@ -43,6 +46,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
+from django.contrib.auth import HASH_SESSION_KEY
 from django.core.exceptions import ValidationError
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -84,6 +88,16 @@ def _conversation_for(user: User, conversation_id: str) -> Conversation | None:
 
 
 @database_sync_to_async
+def _origin(scope: Any) -> services.TurnOrigin:
+    """Where this socket's turns come from: the client's address and the session it was opened with."""
+    client = scope.get("client") or ("", 0)
+    session = scope.get("session")
+    key = getattr(session, "session_key", None)
+    session_hash = session.get(HASH_SESSION_KEY) if session is not None and key else None
+    return services.TurnOrigin(address=str(client[0] or ""), session_key=key, session_hash=session_hash)
+
+
+@database_sync_to_async
 def _streaming_reply(conversation: Conversation) -> Message | None:
     messages = selectors.message_list(conversation=conversation)
     return messages.filter(role=Message.Role.ASSISTANT, status=Message.Status.STREAMING).last()
@@ -92,6 +106,7 @@ def _streaming_reply(conversation: Conversation) -> Message | None:
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     user: User
     conversation: Conversation
+    origin: services.TurnOrigin
     joined: list[str]
     live = False  # in the channel layer's groups; otherwise degraded (see the module docstring)
     _unwatch: Callable[[], None] | None = None
@@ -174,6 +189,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # What this socket renders (and the turns it starts) speaks the page's language: the handlers
         # below run in this same task, so the activation holds for the whole connection.
         translation.activate(socket_language(self.scope))
+        self.origin = await _origin(self.scope)
         self._send_lock = asyncio.Lock()
         self._closed = False
         self._shown: dict[int, int] = {}
@@ -229,7 +245,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def decode_json(cls, text_data: str) -> Any:
         try:
             return json.loads(text_data)
-        except ValueError:
+        except (ValueError, RecursionError):  # garbage, or nesting too deep for the parser
             return None  # answered as an unknown request below, without dropping the connection
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
@@ -250,8 +266,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _start(self, *, content: object = None, retry: bool = False, message_id: int | None = None) -> None:
         try:
             await runner.start_turn(
-                user=self.user, conversation=self.conversation, content=content, retry=retry, message_id=message_id
+                user=self.user,
+                conversation=self.conversation,
+                content=content,
+                retry=retry,
+                message_id=message_id,
+                origin=self.origin,
             )
+        except services.AccessEnded:
+            await self.close(code=CLOSE_UNAUTHENTICATED)  # deactivated, deleted, signed out elsewhere
         except services.TurnRejected as exc:
             await self.push(notice_html(str(exc), level="error") + turn_state_html("rejected"))
 
@@ -323,6 +346,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """A conversation marker (chat.markers): appended to this page's timeline if it is ours."""
         if event.get("conversation_id") == str(self.conversation.pk):
             await self.push(messages_append_html(event["html"]))
+
+    async def chat_fragment(self, event: dict[str, Any]) -> None:
+        """Rendered out-of-band pieces for one conversation's pages (chat.tasks: the summary divider)."""
+        if event.get("conversation_id") == str(self.conversation.pk):
+            await self.push(event["html"])
 
     async def session_close(self, event: dict[str, Any]) -> None:
         """The user logged out or changed their password (accounts.sessions): close this socket."""

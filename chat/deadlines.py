@@ -25,9 +25,29 @@ class Deadline:
         self.cancelling = self.task.cancelling() if self.task else 0
         self.expired = self.waiting = False
         self.handle: asyncio.TimerHandle | None = None
+        self.end = when
+        # With `stall_after`: also expire when `progress()` was not called for `stall` seconds.
+        self.stall: float | None = None
+        self.last_progress = 0.0
+        self.stalled = False  # expired by the stall limit rather than by `end`
         self.move(when)
 
     def move(self, when: float) -> None:
+        self.end = when
+        self._arm(when)
+
+    def stall_after(self, seconds: float) -> None:
+        """From now on, also expire when no `progress()` is reported for `seconds` (a provider that
+        sends only keep-alives). Still one timer: it is re-armed when it fires, not at every progress."""
+        self.stall = seconds
+        self.progress()
+        self._arm(min(self.end, self.last_progress + seconds))
+
+    def progress(self) -> None:
+        """Something worth waiting for arrived (a token): the stall limit counts from now."""
+        self.last_progress = time.monotonic()
+
+    def _arm(self, when: float) -> None:
         self.cancel()
         self.handle = self.loop.call_at(self.loop.time() + (when - time.monotonic()), self._expire)
 
@@ -37,6 +57,14 @@ class Deadline:
             self.handle = None
 
     def _expire(self) -> None:
+        self.handle = None
+        if self.stall is not None:
+            quiet_until = self.last_progress + self.stall
+            limit = min(self.end, quiet_until)
+            if time.monotonic() + 0.001 < limit:  # progress since the timer was set: wait on
+                self._arm(limit)
+                return
+            self.stalled = quiet_until < self.end
         self.expired = True
         if self.waiting and self.task is not None:
             self.task.cancel()

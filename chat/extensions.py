@@ -14,10 +14,18 @@ Chat works, and its pages render, with nothing registered here.
 - demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
   tool trigger (which tool the demo calls for a user's text) and a JSON responder (answers JSON calls).
 - conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
+- message annotators: set attributes on saved messages before the API or a page shows them (the memory
+  app sets `memories_used`, what a reply's memory block held, and fills the "reply" page slot).
+- state filters: rewrite the agent state a turn is about to save, in the save's transaction (the state
+  row locked): how a deletion that happened while the turn ran reaches what the turn writes.
+- conversation erasers: called in the transaction that deletes conversations, before the rows go,
+  for every copy of their messages kept outside them (run records, other conversations' tool results,
+  a search index).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.dispatch import Signal
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -38,6 +48,8 @@ class TurnContext:
     user: User
     conversation: Conversation
     user_message: Message
+    # The reply being written (None outside a turn, e.g. a tool run by hand).
+    assistant_message: Message | None = None
 
 
 ContextProvider = Callable[[TurnContext], "str | None"]
@@ -103,6 +115,43 @@ def tool_schemas(ctx: TurnContext | None = None) -> list[dict[str, Any]]:
     ]
 
 
+# --- state filters and conversation erasers (forgetting, SPEC §8) ----------------------------------
+
+# (user_id, user_message_id, context) -> the context to save.
+StateFilter = Callable[[int, int, list[dict[str, Any]]], list[dict[str, Any]]]
+_state_filters: dict[str, StateFilter] = {}
+
+
+def register_state_filter(name: str, state_filter: StateFilter) -> None:
+    _state_filters[name] = state_filter
+
+
+def state_filters() -> list[StateFilter]:
+    return list(_state_filters.values())
+
+
+@dataclass(frozen=True)
+class ConversationsErased:
+    """Conversations about to be deleted: their owner, ids, and their messages' ids and text."""
+
+    user_id: int
+    conversation_ids: list[Any]
+    messages: dict[int, str]
+
+
+ConversationEraser = Callable[[ConversationsErased], None]
+_conversation_erasers: dict[str, ConversationEraser] = {}
+
+
+def register_conversation_eraser(name: str, eraser: ConversationEraser) -> None:
+    """Register a copy of conversation text kept outside the conversation's own rows (which cascade)."""
+    _conversation_erasers[name] = eraser
+
+
+def conversation_erasers() -> list[ConversationEraser]:
+    return list(_conversation_erasers.values())
+
+
 # --- page blocks ---------------------------------------------------------------------------------
 
 # The slots of the chat pages (chat/templates/chat/) where other apps add markup. Where a slot has
@@ -117,6 +166,7 @@ PAGE_SLOTS = {
     "delete-note": "the delete page, after 'This cannot be undone.': what else the deletion keeps or removes",
     "delete-confirm": "appended to the delete confirmation, an attribute value: plain text, led by a space",
     "conversation": "the conversation page, before the messages (e.g. a poller)",
+    "reply": "under an assistant reply (`message` in the context, as annotated by the message annotators)",
 }
 
 # A block is the name of a template rendered with the page's own context (as `{% include %}` would:
@@ -135,6 +185,30 @@ def register_page_block(slot: str, name: str, block: PageBlock) -> None:
 
 def page_blocks(slot: str) -> list[PageBlock]:
     return list(_page_blocks.get(slot, {}).values())
+
+
+# --- message annotators ---------------------------------------------------------------------------
+
+# Sets attributes on saved messages (all of one conversation, or one reply), with a constant number of
+# queries for the whole list: run before the API serialises messages (MessageOut.memories_used, [] when
+# nothing set it) and before the pages render them (the "reply" slot reads what it set).
+MessageAnnotator = Callable[["list[Message]"], None]
+
+_message_annotators: dict[str, MessageAnnotator] = {}
+
+
+def register_message_annotator(name: str, annotator: MessageAnnotator) -> None:
+    _message_annotators[name] = annotator
+
+
+def annotate_messages(messages: list[Message]) -> list[Message]:
+    """`messages`, annotated by every registered annotator (a failing one is logged and skipped)."""
+    for annotator in _message_annotators.values():
+        try:
+            annotator(messages)
+        except Exception:  # another app's extra must not break chat
+            logger.exception("message annotator failed")
+    return messages
 
 
 # --- notices -------------------------------------------------------------------------------------
@@ -166,9 +240,9 @@ def notify_user(user_id: int, html: str, *, translations: dict[str, str] | None 
 # --- the offline demo model's hooks (chat.llm.demo) ----------------------------------------------
 
 # A tool trigger returns the name of a tool the demo model calls for the latest user text (given the
-# names of the tools offered), or None. A JSON responder answers a JSON call (complete_json) or says
-# None to leave it to the next one.
-DemoToolTrigger = Callable[[str, set[str]], "str | None"]
+# names of the tools offered), or `(name, arguments)` for a tool that takes some, or None. A JSON
+# responder answers a JSON call (complete_json) or says None to leave it to the next one.
+DemoToolTrigger = Callable[[str, set[str]], "str | tuple[str, dict[str, Any]] | None"]
 DemoJsonResponder = Callable[[list[dict[str, Any]]], "str | None"]
 
 _demo_tool_triggers: dict[str, DemoToolTrigger] = {}

@@ -17,6 +17,7 @@ from chat import extensions
 from chat.agent import TurnEvent
 from chat.compaction import SUMMARIZING
 from chat.models import Conversation, Message
+from chat.selectors import SummaryDivider
 
 RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 
@@ -104,3 +105,8 @@ def final_html(message: Message) -> str:
 def streaming_html(message: Message) -> str:
     """A reply still being written, as a page that opened mid-reply gets it once its socket is live."""
     return message_html(message, live=True, oob=True) + turn_state_html("streaming")
+
+
+def summary_divider_html(divider: SummaryDivider) -> str:
+    """The "earlier messages were summarized" divider, moved to where the new summary puts it."""
+    return render_to_string("chat/_summary_divider_live.html", {"divider": divider})

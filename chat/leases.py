@@ -38,6 +38,7 @@ from django.utils.translation import gettext_noop as _
 
 from chat import services
 from chat.models import AgentState, Conversation, Message
+from chat.search.index import search_index_messages
 
 logger = logging.getLogger(__name__)
 
@@ -190,9 +191,12 @@ def _close(conversation: Conversation, message: Message, *, with_state: bool) ->
     """Save one orphaned reply as interrupted; with `with_state`, as its turn would have (state, lock, hook)."""
     if not with_state:
         # An older reply in a conversation whose lock a later turn holds: only the display is fixed.
-        return Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
+        closed = Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
             status=Message.Status.INTERRUPTED, error=RECOVERED_ERROR, updated_at=services._now()
         )
+        if closed:  # its text as the last heartbeat saved it becomes searchable, as a finished reply's
+            search_index_messages(messages=[message])
+        return closed
     from chat.agent import CUT_SHORT  # the agent's own marker for a reply cut short
 
     lock = Q(lock_token=conversation.lock_token) if conversation.lock_token else Q(lock_token__isnull=True)

@@ -7,6 +7,7 @@ touching what the user sees, and memory extraction reads the user's original wor
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -135,3 +136,60 @@ class ConversationMarker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.text[:60]}"
+
+
+class TurnStart(models.Model):
+    """One model turn started (a retry is one too): what CHAT_USER_TURNS_PER_MINUTE and
+    CHAT_ADDRESS_TURNS_PER_MINUTE count. Apart from the conversation and its messages on purpose, so
+    deleting them resets no limit; a deleted account leaves its rows (user null) to its address's count.
+    Holds no words, only who, from where and when; rows older than a few minutes are pruned."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    # The client's address as the web server saw it (REMOTE_ADDR; "" when unknown).
+    address = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user", "started_at"], name="turnstart_user"),
+            models.Index(fields=["address", "started_at"], name="turnstart_address"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} from {self.address or '?'} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class SearchTermsField(models.TextField):
+    """A text's index terms (chat.terms), space-separated. On PostgreSQL the column is a `tsvector` of the
+    built-in `simple` configuration (one lexeme per term, no stemming of its own, no positions); elsewhere
+    it is text that a full-text table indexes (SQLite: FTS5, chat/search/sqlite.py). Never read back."""
+
+    def db_type(self, connection: Any) -> str | None:
+        return "tsvector" if connection.vendor == "postgresql" else super().db_type(connection)
+
+    def get_placeholder(self, value: Any, compiler: Any, connection: Any) -> str:
+        return "strip(to_tsvector('simple', %s))" if connection.vendor == "postgresql" else "%s"
+
+
+class SearchEntry(models.Model):
+    """One searchable text of a user's, for conversation search (chat/search/): a message (either role) or,
+    with no message, a conversation's title. Written in the transaction that writes the text; removed with
+    its message, conversation or user by the database's cascade (and, on SQLite, from the FTS5 table by
+    a trigger), so deleting the source leaves no copy of its words here."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    message = models.OneToOneField(Message, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # The message's time (a title's: its conversation's), so results sort without a join.
+    created_at = models.DateTimeField()
+    terms = SearchTermsField()
+
+    class Meta:
+        verbose_name_plural = "search entries"
+        indexes = [models.Index(fields=["user", "-created_at", "-id"], name="search_user_newest")]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation"], condition=Q(message=None), name="search_one_title")
+        ]
+
+    def __str__(self) -> str:
+        return f"Search entry of {'message ' + str(self.message_id) if self.message_id else 'a title'}"

@@ -42,6 +42,7 @@ import copy
 import dataclasses
 import logging
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -59,8 +60,16 @@ from django.utils.translation import gettext, gettext_noop
 from accounts.models import User
 from chat import leases, pages, services
 from chat.agent import Turn, TurnEvent
-from chat.fragments import activity_html, final_html, notice_html, start_html, turn_state_html
+from chat.fragments import (
+    activity_html,
+    final_html,
+    notice_html,
+    start_html,
+    summary_divider_html,
+    turn_state_html,
+)
 from chat.models import Conversation, Message
+from chat.selectors import SummaryDivider
 
 logger = logging.getLogger(__name__)
 
@@ -100,10 +109,12 @@ async def start_turn(
     content: object = None,
     retry: bool = False,
     message_id: int | None = None,
+    origin: services.TurnOrigin | None = None,
 ) -> RunningTurn:
     """Begin a turn (raises services.TurnRejected, writing nothing) and run it in the background.
     With `retry`, the turn writes the conversation's failed latest reply again (`message_id`, when
-    given, must be that reply) instead of answering a new message.
+    given, must be that reply) instead of answering a new message. `origin` is where the turn comes from
+    (its address counts towards the per-address limit; a socket's session is re-checked).
 
     `conversation` may be its id: then it is looked up with the turn's start (Http404 unless it is the
     user's), in the same trip to the database.
@@ -111,7 +122,9 @@ async def start_turn(
     Call `listen()` on the result before awaiting anything else to get every event from the start.
     """
     try:
-        turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
+        turn = await _begin(
+            user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
+        )
     except services.ConversationBusy:
         # The lock may be held by a turn whose process died (chat/leases.py): close that turn, then try
         # once more. Only then: on the way to every first token, it would be one more database trip.
@@ -119,7 +132,9 @@ async def start_turn(
         conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
         if not await recover(conversation_id=conversation_id):
             raise
-        turn = await _begin(user=user, conversation=conversation, content=content, retry=retry, message_id=message_id)
+        turn = await _begin(
+            user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
+        )
     running = RunningTurn(turn, language=translation.get_language())
     pages.turn_started_here(running.message_id)
     with _registry_lock:
@@ -131,11 +146,17 @@ async def start_turn(
 
 
 async def _begin(
-    *, user: User, conversation: Conversation | UUID, content: object, retry: bool, message_id: int | None
+    *,
+    user: User,
+    conversation: Conversation | UUID,
+    content: object,
+    retry: bool,
+    message_id: int | None,
+    origin: services.TurnOrigin | None,
 ) -> Turn:
     if retry:
-        return await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id)
-    return await Turn.begin(user=user, conversation=conversation, content=content)  # type: ignore[arg-type]
+        return await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id, origin=origin)
+    return await Turn.begin(user=user, conversation=conversation, content=content, origin=origin)  # type: ignore[arg-type]
 
 
 def stop(*, conversation: Conversation) -> bool:
@@ -338,6 +359,7 @@ class Fanout:
         self.last_flush = float("-inf")  # the first piece goes at once
         self.remote: list[str] | None = []  # other processes' pages (None: the whole group)
         self.remote_checked = float("-inf")
+        self.divider_sent: SummaryDivider | None = None
         self.task = asyncio.create_task(self._run())
 
     def event(self, event: TurnEvent, turn: Turn) -> None:
@@ -345,6 +367,10 @@ class Fanout:
         gets it: the turn goes on to the provider at once (an API client needs no HTML at all), from copies
         of the messages as they are now."""
         started = turn.started
+        divider = turn.summary_divider
+        if divider is not None and divider is not self.divider_sent:  # a summary was applied: show where
+            self.divider_sent = divider
+            self._send_html("turn.html", lambda: summary_divider_html(divider))
         if event.type == "delta":
             self.pending.append(event.text)
             self.wake.set()
@@ -464,11 +490,20 @@ class Fanout:
 # --- the web process's lifecycle (ASGI lifespan) ----------------------------------------------------
 
 
+PRUNE_SECONDS = 60.0
+_pruned_at = 0.0
+
+
 async def recover_once() -> None:
-    """Close the turns whose process died (see chat/leases.py); a failure is logged, not raised."""
+    """Close the turns whose process died (see chat/leases.py), and once a minute delete the turn starts
+    too old to count for a limit; a failure is logged, not raised."""
+    global _pruned_at
     try:
         async with ThreadSensitiveContext():
             await database_sync_to_async(leases.turns_recover)()
+            if time.monotonic() - _pruned_at >= PRUNE_SECONDS:
+                _pruned_at = time.monotonic()
+                await database_sync_to_async(services.turn_starts_prune)()
     except Exception:
         logger.warning("could not sweep for interrupted replies", exc_info=True)
 

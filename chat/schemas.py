@@ -3,8 +3,13 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
+from django.conf import settings
 from ninja import Field, Schema
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict, StrictBool, field_validator
+
+from config.api_errors import NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
+
+TITLE_MAX = 200
 
 
 class ConversationOut(Schema):
@@ -21,37 +26,30 @@ class ConversationDetailOut(ConversationOut):
     compactions: int
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("Title contains a NUL character (\\u0000), which is not allowed.")
-    return value
-
-
 class ConversationPage(Schema):
-    limit: int | None = Field(None, ge=1, le=100)
-    offset: int = Field(0, ge=0)
+    limit: int | None = Field(None, ge=1, le=100, description="Page size; without it and offset, the whole list.")
+    offset: int = Field(0, ge=0, le=OFFSET_MAX, description="How many conversations to skip.")
 
 
 class ConversationIn(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
-    title: str = Field("", max_length=200)
-    temporary: bool = False
-
-    _title_has_no_nul = field_validator("title")(_no_nul)
+    title: str = Field("", max_length=TITLE_MAX, pattern=NO_NUL, description="Leading and trailing spaces are removed.")
+    # Strict: JSON true or false, not 0 or "yes", as the document says.
+    temporary: StrictBool = Field(False, description="Nothing is learned from a temporary conversation.")
 
 
 class ConversationPatch(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    title: str = Field(..., min_length=1, max_length=200)
+    title: str = Field(..., min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)
 
     @field_validator("title")
     @classmethod
     def title_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("Title is empty.")
-        return _no_nul(value.strip())
+        return value.strip()
 
 
 class MessageOut(Schema):
@@ -64,13 +62,26 @@ class MessageOut(Schema):
     memory_status: str
     created_at: datetime
     updated_at: datetime
+    # The ids of the memories the reply's memory block held (chat.extensions message annotators); [] for a
+    # user message, or without the memory app.
+    memories_used: list[int] = Field(default_factory=list)
+
+    @staticmethod
+    def resolve_memories_used(obj: object) -> list[int]:
+        return list(getattr(obj, "memories_used", None) or [])
 
 
 class MessageIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    # Length and blankness are checked by chat.services.message_content_clean for one clear message.
-    content: str
+    # chat.services.message_content_clean checks the same again, for callers other than the API.
+    content: str = Field(
+        ...,
+        min_length=1,
+        max_length=settings.CHAT_MAX_MESSAGE_CHARS,
+        pattern=NOT_BLANK,
+        description="The user's message: not blank, no NUL character.",
+    )
 
 
 class TurnOut(Schema):
@@ -78,11 +89,56 @@ class TurnOut(Schema):
     assistant_message: MessageOut
 
 
-class TurnErrorOut(Schema):
-    detail: str
+class TurnErrorOut(ErrorOut):
+    """A turn whose reply failed (502): the error, and both messages as saved (the reply with status `error`;
+    null when the turn stopped before its reply was written)."""
+
     user_message: MessageOut
-    assistant_message: MessageOut
+    assistant_message: MessageOut | None
 
 
-class ErrorOut(Schema):
-    detail: str
+# --- The server-sent events of a turn (Accept: text/event-stream) -------------------------------------------
+# The wire format chat/api.py writes (`event: <name>` and `data: <JSON>` per event), as the OpenAPI document
+# describes it: one schema per event, each event's `data` a JSON text with a schema of its own.
+
+_MESSAGE: dict[str, object] = {"$ref": "#/components/schemas/MessageOut"}
+_BOTH_MESSAGES: dict[str, object] = {"$ref": "#/components/schemas/TurnOut"}
+
+
+def _event(name: str, data: dict[str, object], description: str) -> dict[str, object]:
+    return {
+        "type": "object",
+        "title": f"{name} event",
+        "description": description,
+        "properties": {
+            "event": {"const": name},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
+        },
+        "required": ["event", "data"],
+    }
+
+
+def _object(**properties: dict[str, object]) -> dict[str, object]:
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+TURN_EVENT_STREAM = {
+    "description": (
+        "With `Accept: text/event-stream`: `start`, then any number of `delta` and `tool`, then `done` or `error`."
+    ),
+    "oneOf": [
+        _event("start", _BOTH_MESSAGES, "The saved user message and the (empty, streaming) assistant message."),
+        _event("delta", _object(text={"type": "string"}), "The next piece of the reply's text."),
+        _event("tool", _object(name={"type": "string"}), "A tool runs (its name)."),
+        _event("done", _BOTH_MESSAGES, "Both messages as saved: the reply is complete."),
+        _event(
+            "error",
+            _object(
+                detail={"type": "string"},
+                assistant_message={"anyOf": [_MESSAGE, {"type": "object", "maxProperties": 0}]},
+            ),
+            "The reply failed or was stopped (its status is then `error` or `interrupted`); the reply as saved, "
+            "or `{}` when none was written.",
+        ),
+    ],
+}

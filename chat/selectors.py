@@ -62,16 +62,43 @@ def conversation_context_size(*, conversation: Conversation) -> ContextSize:
     )
 
 
+@dataclass(frozen=True)
+class SummaryDivider:
+    """Where the page shows "earlier messages were summarized": before the first user message the summary
+    does not cover, or after the last message when it covers them all (`before_message_id` None)."""
+
+    summary: str
+    before_message_id: int | None
+
+
+def _divider_before(size: ContextSize, user_message_ids: list[int]) -> int | None:
+    assert size.summarized_through_id is not None
+    return next((pk for pk in user_message_ids if pk > size.summarized_through_id), None)
+
+
 def with_summary_divider(messages: list[Message], size: ContextSize) -> list[Message]:
-    """Mark where the page shows "earlier messages were summarized": before the first user message the
-    summary does not cover (`summary_before` holds the summary text)."""
-    if size.summary is None or size.summarized_through_id is None:
+    """Mark the divider's place on the page's messages: `summary_before` on the first user message the
+    summary does not cover, else `summary_after` on the last message (every earlier one is summarized)."""
+    if size.summary is None or size.summarized_through_id is None or not messages:
         return messages
+    before = _divider_before(size, [m.pk for m in messages if m.role == Message.Role.USER])
     for message in messages:
-        if message.role == Message.Role.USER and message.pk > size.summarized_through_id:
+        if message.pk == before:
             message.summary_before = size.summary  # type: ignore[attr-defined]
-            break
+            return messages
+    messages[-1].summary_after = size.summary  # type: ignore[attr-defined]
     return messages
+
+
+def summary_divider(*, conversation: Conversation) -> SummaryDivider | None:
+    """The conversation's divider as it is now (None without a summary): what a live page is sent when
+    a summary is applied."""
+    size = conversation_context_size(conversation=conversation)
+    if size.summary is None or size.summarized_through_id is None:
+        return None
+    users = Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__gt=size.summarized_through_id)
+    first = users.order_by("created_at", "id").values_list("pk", flat=True).first()
+    return SummaryDivider(summary=size.summary, before_message_id=first)
 
 
 SIDEBAR_PAGE = 50

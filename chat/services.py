@@ -2,97 +2,42 @@
 
 from __future__ import annotations
 
-import math
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from accounts.models import User
 from chat import extensions
-from chat.models import AgentState, Conversation, Message
+from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, turn_starts_prune, user_row
+from chat.models import AgentState, Conversation, Message, TurnStart
+from chat.rejections import (
+    AccessEnded,
+    ConversationBusy,
+    ConversationGone,
+    InvalidMessage,
+    NothingToRetry,
+    RunSlotsFull,
+    TooManyTurns,
+    TurnRejected,
+)
+
+# Kept importable from here: the turn's callers name them as services.<name>.
+__all__ = [
+    "AccessEnded", "ConversationBusy", "ConversationGone", "InvalidMessage", "NothingToRetry", "RunSlotsFull",
+    "TooManyTurns", "TurnOrigin", "TurnRejected", "turn_rate_check", "turn_starts_prune", "user_row",
+]  # fmt: skip
+from chat.search.index import search_index_messages, search_index_title
 
 TITLE_MAX = 60
-
-
-class TurnRejected(Exception):
-    """A turn that cannot start. Nothing has been written. `status` is the HTTP status to answer."""
-
-    status = 400
-    retry_after: int | None = None  # seconds, sent as Retry-After when set
-
-
-class InvalidMessage(TurnRejected):
-    """The message is not a string, empty or too long (the text says which)."""
-
-
-class ConversationBusy(TurnRejected):
-    status = 409
-
-    def __init__(self) -> None:
-        super().__init__(_("Another reply is still being written in this conversation. Wait for it or stop it."))
-
-
-class ConversationGone(TurnRejected):
-    status = 404
-
-    def __init__(self) -> None:
-        super().__init__(_("This conversation no longer exists; it may have been deleted in another window."))
-
-
-class RunSlotsFull(TurnRejected):
-    status = 429
-
-    def __init__(self, slots: int) -> None:
-        super().__init__(
-            ngettext(
-                "You already have %(count)d reply being written. Wait for it to finish.",
-                "You already have %(count)d replies being written. Wait for one to finish.",
-                slots,
-            )
-            % {"count": slots}
-        )
-
-
-class NothingToRetry(TurnRejected):
-    status = 409
-
-    def __init__(self) -> None:
-        super().__init__(_("Only the latest reply can be retried, and only when it failed or was stopped."))
-
-
-class TooManyTurns(TurnRejected):
-    status = 429
-
-    def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__(
-            _("Too many messages: the limit is %(limit)d a minute. Wait %(seconds)d s, then send again.")
-            % {"limit": limit, "seconds": retry_after}
-        )
-        self.retry_after = retry_after
-
-
-def turn_rate_check(*, user: User, now: Any, recent: int | None = None) -> None:
-    """Raise TooManyTurns when `user` started CHAT_USER_TURNS_PER_MINUTE turns in the last 60 s;
-    `recent` is that count when the caller already has it (turn_start reads it with the user row)."""
-    limit = settings.CHAT_USER_TURNS_PER_MINUTE
-    if recent is None:
-        rows = user_row(user_id=user.pk, now=now)
-        recent = rows[0][1] if rows else 0
-    if limit <= 0 or (recent or 0) < limit:
-        return
-    window = now - timedelta(seconds=60)
-    times = Message.objects.filter(user=user, role=Message.Role.USER, created_at__gt=window).order_by("-created_at")
-    oldest = list(times.values_list("created_at", flat=True)[:limit])[-1]
-    raise TooManyTurns(limit, max(1, math.ceil((oldest - window).total_seconds())))
 
 
 def leases_owner() -> str:
@@ -164,6 +109,8 @@ def title_from(content: str) -> str:
 def conversation_create(*, user: User, title: str = "", temporary: bool = False) -> Conversation:
     conversation = Conversation.objects.create(owner=user, title=title.strip()[:200], temporary=temporary)
     AgentState.objects.create(conversation=conversation)
+    if conversation.title:
+        search_index_title(conversation=conversation)
     return conversation
 
 
@@ -171,12 +118,69 @@ def conversation_create(*, user: User, title: str = "", temporary: bool = False)
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     conversation.title = title.strip()[:200]
     conversation.save(update_fields=["title", "updated_at"])
+    search_index_title(conversation=conversation)
     return conversation
 
 
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
+    """Delete the conversation with its messages, markers and agent state, and every copy of its
+    messages kept elsewhere (the conversation erasers, chat.extensions: run records, other
+    conversations' tool results, a search index)."""
+    conversations_erase(user_id=conversation.owner_id, conversation_ids=[conversation.pk])
     conversation.delete()
+
+
+@transaction.atomic
+def messages_delete(*, message_ids: list[int]) -> None:
+    """Delete single messages (the admin's delete), with every copy of them kept elsewhere."""
+    by_user: dict[int, dict[int, str]] = {}
+    for pk, user_id, content in Message.objects.filter(pk__in=message_ids).values_list("pk", "user_id", "content"):
+        by_user.setdefault(user_id, {})[pk] = content
+    for user_id, messages in by_user.items():
+        erased = extensions.ConversationsErased(user_id=user_id, conversation_ids=[], messages=messages)
+        for eraser in extensions.conversation_erasers():
+            eraser(erased)
+    Message.objects.filter(pk__in=message_ids).delete()
+
+
+def conversations_erase(*, user_id: int, conversation_ids: list[Any]) -> None:
+    """Run the conversation erasers for these conversations of the user (inside the caller's
+    transaction, before the rows are deleted)."""
+    erasers = extensions.conversation_erasers()
+    if not erasers or not conversation_ids:
+        return
+    rows = Message.objects.filter(user_id=user_id, conversation_id__in=conversation_ids).values_list("pk", "content")
+    erased = extensions.ConversationsErased(
+        user_id=user_id, conversation_ids=list(conversation_ids), messages=dict(rows.iterator(chunk_size=2000))
+    )
+    for eraser in erasers:
+        eraser(erased)
+
+
+def temporary_conversations_expired(*, now: Any = None) -> models.QuerySet[Conversation]:
+    """Temporary chats whose last message (or, with none, whose start) is older than CHAT_TEMPORARY_HOURS,
+    and in which no reply is being written."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(hours=settings.CHAT_TEMPORARY_HOURS)
+    last = Coalesce(models.Max("messages__created_at"), F("created_at"))
+    return (
+        Conversation.objects.filter(temporary=True)
+        .annotate(last_message_at=last)
+        .filter(last_message_at__lt=cutoff)
+        .exclude(lock_expires_at__gt=now)
+    )
+
+
+def temporary_conversations_sweep(*, now: Any = None) -> int:
+    """Delete the temporary chats that expired (the worker's sweep); how many went. Each goes as the
+    owner's delete would, with everything that hangs on it."""
+    deleted = 0
+    for conversation in temporary_conversations_expired(now=now).only("pk", "owner_id"):
+        with transaction.atomic():
+            conversation_delete(conversation=conversation)
+        deleted += 1
+    return deleted
 
 
 @dataclass
@@ -194,17 +198,24 @@ class StartedTurn:
     token_ratio: float | None = None
 
 
-def _turn_claim(*, user: User, conversation: Conversation, now: Any, title: str | None = None) -> uuid.UUID:
-    """Within the caller's transaction: check the user's turn rate, take the conversation lock and a
-    run slot; the lock token. Raises TurnRejected (rolling back with the caller's transaction).
+def _turn_claim(
+    *, user: User, conversation: Conversation, now: Any, title: str | None = None, origin: TurnOrigin | None = None
+) -> uuid.UUID:
+    """Within the caller's transaction: check that the user may still start turns (active, the socket's
+    session alive) and the turn rates, take the conversation lock and a run slot, and count the turn
+    started; the lock token. Raises TurnRejected (rolling back with the caller's transaction).
     With `title`, the same statement moves the conversation to the top, titled from it unless it has one."""
+    origin = origin or TurnOrigin()
     # Serialise turn starts per user, so two of them cannot both take the last run slot
     # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
-    # memory switch: the `user` object may be stale (a long-lived WebSocket's, say).
-    # The same statement counts the user's turns in the last minute (CHAT_USER_TURNS_PER_MINUTE).
-    locked = user_row(user_id=user.pk, now=now, lock=True)
-    user.memory_enabled = bool(locked and locked[0][0])
-    turn_rate_check(user=user, now=now, recent=(locked[0][1] or 0) if locked else 0)
+    # memory switch: the `user` object may be stale (a long-lived WebSocket's, say). The same statement
+    # counts the turns started in the last minute and checks the user's access.
+    row = user_row(user_id=user.pk, now=now, lock=True, origin=origin)
+    if row is None or not row.has_access(origin):
+        raise AccessEnded()
+    user.memory_enabled = row.memory_enabled
+    turn_rate_check(user=user, now=now, recent=row.user_turns)
+    address_rate_check(address=origin.address, now=now, recent=row.address_turns)
     token = uuid.uuid4()
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
@@ -219,35 +230,8 @@ def _turn_claim(*, user: User, conversation: Conversation, now: Any, title: str 
     running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
     if running >= settings.CHAT_USER_RUN_SLOTS:
         raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
+    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
     return token
-
-
-def user_row(*, user_id: int, now: Any, lock: bool = False) -> list[tuple[bool, int | None]]:
-    """`[(memory_enabled, turns started in the 60 s before now)]` of the user's row (`[]` when it is gone),
-    with `lock` locked for update. Every turn saves one user message, and they are counted in the
-    database, so the limit (CHAT_USER_TURNS_PER_MINUTE) holds across processes.
-
-    In SQL rather than the ORM on purpose: it is on every turn's way to its first token, and Django's
-    resolving of the counting subquery (it deep-copies the inner query) took about a third of the CPU
-    of a turn's start; a burst of turns is limited by how fast they start."""
-    quote = connection.ops.quote_name
-
-    def column(model: type[models.Model], name: str) -> str:
-        field = model._meta.get_field(name)
-        assert isinstance(field, models.Field)
-        return quote(str(field.column))
-
-    for_update = " FOR UPDATE" if lock and connection.features.has_select_for_update else ""
-    sql = (
-        f"SELECT u.{column(User, 'memory_enabled')}, (SELECT COUNT(*) FROM {quote(Message._meta.db_table)} m"
-        f" WHERE m.{column(Message, 'user')} = u.{column(User, 'id')} AND m.{column(Message, 'role')} = %s"
-        f" AND m.{column(Message, 'created_at')} > %s)"
-        f" FROM {quote(User._meta.db_table)} u WHERE u.{column(User, 'id')} = %s{for_update}"
-    )
-    since = connection.ops.adapt_datetimefield_value(now - timedelta(seconds=60))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [Message.Role.USER.value, since, user_id])
-        return cursor.fetchall()
 
 
 @dataclass
@@ -284,7 +268,9 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
 
 
 @transaction.atomic
-def turn_start(*, user: User, conversation: Conversation, content: str) -> StartedTurn:
+def turn_start(
+    *, user: User, conversation: Conversation, content: str, origin: TurnOrigin | None = None
+) -> StartedTurn:
     """Take the conversation lock and a run slot, then save the user's message.
 
     Both happen in one transaction: a refused turn writes nothing, an accepted one has its user
@@ -292,7 +278,8 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
     """
     content = message_content_clean(content)
     now = _now()
-    token = _turn_claim(user=user, conversation=conversation, now=now, title=content)
+    title_before = conversation.title
+    token = _turn_claim(user=user, conversation=conversation, now=now, title=content, origin=origin)
     learns = user.memory_enabled and not conversation.temporary
     # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
     user_message, assistant_message = Message.objects.bulk_create(
@@ -308,6 +295,9 @@ def turn_start(*, user: User, conversation: Conversation, content: str) -> Start
         ]
     )
     state = _turn_state(conversation, title=None, now=now)  # touched with the lock
+    # Searchable from now on, like the title the first message gave the conversation.
+    retitled = conversation if conversation.title != title_before else None
+    search_index_messages(messages=[user_message], replace=False, retitled=retitled)
     return StartedTurn(
         user, conversation, user_message, assistant_message, token, state.context, state.version,
         context_window=state.context_window, token_ratio=state.token_ratio,
@@ -337,12 +327,14 @@ def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str
 
 
 @transaction.atomic
-def turn_retry_start(*, user: User, conversation: Conversation, message_id: int | None = None) -> StartedTurn:
+def turn_retry_start(
+    *, user: User, conversation: Conversation, message_id: int | None = None, origin: TurnOrigin | None = None
+) -> StartedTurn:
     """Regenerate the conversation's failed (or stopped) latest reply in place: the same user message,
     the same reply row, emptied and streaming again. Refused like turn_start, writing nothing; also
     with NothingToRetry when the latest message is not such a reply (or is not `message_id`)."""
     now = _now()
-    token = _turn_claim(user=user, conversation=conversation, now=now)
+    token = _turn_claim(user=user, conversation=conversation, now=now, origin=origin)
     reply = retryable_reply(conversation)
     if reply is None or (message_id is not None and reply.pk != message_id):
         raise NothingToRetry()
@@ -355,7 +347,11 @@ def turn_retry_start(*, user: User, conversation: Conversation, message_id: int 
         raise NothingToRetry()
     reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
     reply.save(update_fields=["content", "error", "status", "updated_at"])
+    search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
+    title_before = conversation.title
     state = _turn_state(conversation, title=user_message.content, now=now)
+    if conversation.title != title_before:
+        search_index_title(conversation=conversation)
     context = context_before(state.context, user_message.content)
     return StartedTurn(
         user, conversation, user_message, reply, token, context, state.version, retry=True,
@@ -379,8 +375,14 @@ def turn_finish(
         # Deleted with its conversation, or already closed by crash recovery (chat/leases.py) after this
         # turn's lease ran out: nothing left to save or announce.
         return Message.objects.filter(pk=message.pk).first() or message
+    search_index_messages(messages=[message])  # the reply as saved, whatever its status
 
     context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
+    # The state row is locked before the filters re-check what was deleted while the turn ran (SPEC §8):
+    # a deletion that redacts agent states either finished before (and the filters see it) or waits.
+    list(AgentState.objects.select_for_update().filter(conversation=turn.conversation).values_list("pk"))
+    for state_filter in extensions.state_filters():
+        context = state_filter(turn.user.pk, turn.user_message.pk, context)
     saved = AgentState.objects.filter(conversation=turn.conversation, version=turn.state_version).update(
         context=context, version=turn.state_version + 1, updated_at=_now()
     )
@@ -404,4 +406,5 @@ def turn_finish(
     transaction.on_commit(lambda: extensions.turn_finished.send(sender=Message, **payload))
     # A tool may have processed the user's message for memory during the turn (flush_memory).
     turn.user_message.refresh_from_db(fields=["memory_status"])
+    extensions.annotate_messages([message])  # what the reply used, for the "done" event and the final push
     return message

@@ -5,9 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from celery import shared_task
+from channels.layers import get_channel_layer
 
-from chat import compaction
+from chat import compaction, selectors, services
+from chat.extensions import user_group
+from chat.fragments import summary_divider_html
+from chat.models import Conversation
 
 logger = logging.getLogger(__name__)
 
@@ -16,7 +21,31 @@ logger = logging.getLogger(__name__)
 def compact_conversation_task(conversation_id: str) -> str:
     """Summarize the oldest part of a conversation's agent state if it is still above CHAT_COMPACT_AT.
     Applied only if the state is unchanged and no turn holds the lock; running it twice is harmless."""
-    return compaction.compact_in_background(conversation_id=conversation_id)
+    outcome = compaction.compact_in_background(conversation_id=conversation_id)
+    if outcome == "compacted":
+        _push_summary_divider(conversation_id)
+    return outcome
+
+
+def _push_summary_divider(conversation_id: Any) -> None:
+    """Show the conversation's open pages where the summary now ends, without a reload."""
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    layer = get_channel_layer()
+    divider = selectors.summary_divider(conversation=conversation) if conversation is not None else None
+    if conversation is None or layer is None or divider is None:
+        return
+    event = {"type": "chat.fragment", "conversation_id": str(conversation.pk), "html": summary_divider_html(divider)}
+    try:
+        async_to_sync(layer.group_send)(user_group(conversation.owner_id), event)
+    except Exception:  # the divider shows on the next load; a missed push must not fail the task
+        logger.exception("could not push the summary divider of conversation %s", conversation_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_temporary_conversations_task() -> int:
+    """Delete temporary chats CHAT_TEMPORARY_HOURS after their last message (sent by the worker's sweep,
+    config/celery.py). Idempotent."""
+    return services.temporary_conversations_sweep()
 
 
 def enqueue_compaction(conversation_id: Any) -> None:

@@ -50,3 +50,28 @@ def terms(text: str) -> list[str]:
         else:
             out.append(stem(token))
     return out
+
+
+def term_spans(text: str) -> list[tuple[str, int, int]]:
+    """The index terms of `text` with where each stands in it, `(term, start, end)`, for marking what a
+    search matched: the terms `terms` gives (a word's span is the whole word, a Han pair's its two
+    characters). Tokens are found in the text as given, so the offsets are the text's own."""
+    out: list[tuple[str, int, int]] = []
+    for match in _TOKEN.finditer(text):
+        token, start = match.group(), match.start()
+        if _IS_HAN.match(token):
+            normal = unicodedata.normalize("NFKC", token)
+            token = normal if len(normal) == len(token) else token  # compatibility ideographs, as `terms`
+            if len(token) < 2:
+                out.append((token, start, start + 1))
+            else:
+                out.extend((token[i : i + 2], start + i, start + i + 2) for i in range(len(token) - 1))
+            continue
+        for word in terms(token):
+            out.append((word, start, match.end()))
+    return out
+
+
+def is_han(term: str) -> bool:
+    """Whether a term is Chinese (a Han character or pair), not a word."""
+    return bool(_IS_HAN.match(term))

@@ -6,6 +6,7 @@ app_name = "chat"
 urlpatterns = [
     path("", views.index, name="index"),
     path("c/new/", views.conversation_new, name="conversation_new"),
+    path("search/", views.search, name="search"),
     path("c/more/", views.conversation_more, name="conversation_more"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation"),
     path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),

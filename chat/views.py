@@ -13,8 +13,9 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
@@ -22,10 +23,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import markers, selectors, services
+from chat import extensions, markers, selectors, services
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
+from chat.search.query import SearchRejected
+from chat.search.query import search as search_conversations
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
 SUGGESTIONS = [
@@ -59,11 +62,17 @@ def sidebar_context(
     return {"conversations": conversations, "conversations_more": more}
 
 
+def layout_sidebar(user: User) -> dict[str, Any]:
+    """The sidebar for a page drawn in the chat's layout that is not a conversation (accounts.layout)."""
+    return {**sidebar_context(user), "current": None}
+
+
 def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
     return {
         **sidebar_context(_user(request), current=conversation),
         "current": conversation,
         "suggestions": SUGGESTIONS,
+        "temporary_hours": settings.CHAT_TEMPORARY_HOURS,
     }
 
 
@@ -105,7 +114,7 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
-    chat_messages = with_retry(selectors.message_list(conversation=conversation))
+    chat_messages = with_retry(extensions.annotate_messages(list(selectors.message_list(conversation=conversation))))
     # Opened mid-reply (the turn runs on without any page): Stop is offered, the reply follows live.
     streaming = any(m.status == Message.Status.STREAMING for m in chat_messages[-1:])
     context = {
@@ -164,4 +173,43 @@ def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int)
     messages = selectors.message_list(conversation=conversation)
     message = get_object_or_404(messages, pk=message_id)
     latest = not messages.filter(pk__gt=message.pk).exists()
+    extensions.annotate_messages([message])
     return HttpResponse(message_html(message, retryable=latest))
+
+
+SEARCH_SIDEBAR_HITS = 20  # while typing, in the sidebar; the page shows more
+SEARCH_PAGE_HITS = 50
+
+
+def _search_current(request: HttpRequest) -> Conversation | None:
+    """The conversation open beside the search (searched even when temporary), when it is the user's."""
+    try:
+        return selectors.conversation_get_for_user(user=_user(request), conversation_id=request.GET["current"])
+    except (KeyError, ValueError, Http404):
+        return None
+
+
+@login_required
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    """Search results: for the sidebar while typing (HTMX: the results partial), or as a plain page."""
+    current = _search_current(request)
+    text = request.GET.get("q", "")
+    try:
+        offset = max(0, int(request.GET.get("offset", 0)))
+    except ValueError:
+        offset = 0
+    limit = SEARCH_SIDEBAR_HITS if request.htmx else SEARCH_PAGE_HITS  # type: ignore[attr-defined]
+    context: dict[str, Any] = {"search_query": text, "search_current": current, "hits": [], "total": 0}
+    if text.strip():
+        try:
+            page = search_conversations(user=_user(request), text=text, limit=limit, offset=offset, current=current)
+        except SearchRejected as exc:
+            context["search_error"] = str(exc)
+        else:
+            context.update(hits=page.hits, total=page.total, searched=True)
+            if offset + limit < page.total:
+                context["more_offset"] = offset + limit
+    if request.htmx:  # type: ignore[attr-defined]
+        return render(request, "chat/_search_results.html", context)
+    return render(request, "chat/search.html", {**_chat_context(request, current), **context})

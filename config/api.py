@@ -4,12 +4,15 @@ Bad input answers 4xx with a JSON `detail` and writes nothing (SPEC §5): text t
 store (lone UTF-16 surrogates) is refused while parsing, a body over DATA_UPLOAD_MAX_MEMORY_SIZE
 answers 413, unknown fields 422 (the input schemas forbid extras), a failed token 401, and a throttled
 address or user 429 with Retry-After. A service's domain error (a rejected turn, memory write or token)
-is translated here, once, into its status and `detail`.
+is translated here, once, into its status and `detail`. Every one of them is an ErrorOut
+(config/api_errors.py); what ninja itself answers (validation errors, 404) is reshaped here to match,
+and config.middleware.ApiErrorMiddleware does the same for Django's own failures under /api/.
 """
 
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
@@ -20,14 +23,17 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from ninja import NinjaAPI
-from ninja.errors import HttpError
+from ninja.errors import HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
 from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import LanguageRejected, TokenRejected
 from chat.api import router as chat_router
+from chat.search.api import router as search_router
 from chat.services import TurnRejected
+from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER
 
 if TYPE_CHECKING:
     from memory.services import MemoryRejected
@@ -62,9 +68,39 @@ class StrictJSONParser(Parser):
         return data
 
 
-api = NinjaAPI(title="Memora API", version="1.0", auth=api_auth, urls_namespace="api", parser=StrictJSONParser())
+class MemoraAPI(NinjaAPI):
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None
+    ) -> OpenAPISchema:
+        """The document ninja builds from the routes, with what every error response shares: what each status
+        means (unless the route says it itself) and the Retry-After header of a 429."""
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                for status, response in operation["responses"].items():
+                    code = int(status)
+                    if code in DESCRIPTIONS and response.get("description") == HTTPStatus(code).phrase:
+                        response["description"] = DESCRIPTIONS[code]
+                    if code == 429:
+                        response.setdefault("headers", {}).update(RETRY_AFTER)
+        return schema
+
+
+api = MemoraAPI(
+    title="Memora API",
+    version="1.0",
+    description=(
+        'Every error (4xx and 5xx) answers one JSON shape, `ErrorOut`: `{"detail": "…"}`, with `errors` '
+        "(each refused field: `loc`, `msg`, `type`) beside it when a request failed validation (422). "
+        "Each operation lists every status it answers and every limit it enforces."
+    ),
+    auth=api_auth,
+    urls_namespace="api",
+    parser=StrictJSONParser(),
+)
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
+api.add_router("/search", search_router)
 
 
 # Django Ninja's own words (its stock errors), in the request's language.
@@ -90,8 +126,9 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return body_too_big(request, cause)
     if isinstance(cause, UnstorableText):
         return api.create_response(request, {"detail": str(cause)}, status=400)
-    detail = STOCK_DETAILS[exc.message] if exc.message in STOCK_DETAILS else str(exc)
-    response = api.create_response(request, {"detail": str(detail)}, status=exc.status_code)
+    detail = str(exc)
+    detail = str(STOCK_DETAILS.get(detail, detail))
+    response = api.create_response(request, {"detail": detail}, status=exc.status_code)
     if isinstance(exc, TooManyAuthFailures):
         response["Retry-After"] = str(exc.retry_after)
     return response
@@ -124,3 +161,24 @@ def body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     limit = number_format(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, force_grouping=True)
     detail = _("The request body is over the limit of %(limit)s bytes.") % {"limit": limit}
     return api.create_response(request, {"detail": detail}, status=413)
+
+
+@api.exception_handler(ValidationError)
+def invalid_input(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    """422 in the one error shape: a sentence naming each refused field, and the fields in `errors`."""
+    errors = [_field_error(error) for error in exc.errors]
+    where = "; ".join(f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in errors)
+    detail = _("Invalid input: %(errors)s") % {"errors": where}
+    return api.create_response(request, {"detail": detail, "errors": errors}, status=422)
+
+
+def _field_error(error: dict[str, Any]) -> dict[str, Any]:
+    # ninja's loc starts with where the value came from ("body", "query", "path"); the payload's parameter
+    # name after "body" says nothing to a client and is left out.
+    loc = list(error.get("loc", ()))
+    if len(loc) > 1 and loc[0] == "body" and loc[1] == "payload":
+        del loc[1]
+    message = str(error.get("msg", ""))
+    if error.get("type") == "string_pattern_mismatch":
+        message = str(PATTERN_MESSAGES.get(str((error.get("ctx") or {}).get("pattern")), message))
+    return {"loc": loc, "msg": message, "type": str(error.get("type", ""))}

@@ -6,7 +6,9 @@ whole queue (an unrecoverable worker error, or a worker stuck retrying) when one
 decoded: a 0-byte file left by a writer that died, a half-written one, garbage. Here a message is
 written under a temporary name and renamed into place (atomic on one filesystem), so readers never see
 it half-written; a reader claims a file by renaming it (only one reader can), and a file that is empty
-or does not decode is moved aside to `<broker>/bad/` with a warning, and the next message is read.
+or does not decode is moved aside to `<broker>/bad/` with a warning, and the next message is read; so is
+one that decodes but is not a message kombu can take (not an object, no properties or delivery tag, a
+body that is not text in its stated encoding), which would otherwise fail inside kombu, in the worker.
 A 0-byte file younger than a few seconds is left alone: a writer using kombu's own transport may still
 be writing it.
 
@@ -74,13 +76,37 @@ class FilesystemChannel(filesystem.Channel):
                 continue  # taken by another reader meanwhile
             try:
                 payload = loads(bytes_to_str(claimed.read_bytes()))
-            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                self._check(payload)
+            except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
                 self._quarantine(claimed, exc)
                 continue
             if not self.store_processed:
                 claimed.unlink(missing_ok=True)
             return payload
         raise filesystem.Empty()
+
+    def _check(self, payload: Any) -> None:
+        """Raise ValueError unless `payload` has the shape kombu's virtual Message reads."""
+        if not isinstance(payload, dict):
+            raise ValueError("not a JSON object")
+        properties = payload.get("properties")
+        if not isinstance(properties, dict) or "delivery_tag" not in properties:
+            raise ValueError("no properties with a delivery tag")
+        if not isinstance(properties.get("delivery_info", {}), dict):
+            raise ValueError("delivery_info is not an object")
+        if not isinstance(payload.get("headers") or {}, dict):
+            raise ValueError("headers is not an object")
+        for name in ("content-type", "content-encoding"):
+            if not isinstance(payload.get(name) or "", str):
+                raise ValueError(f"{name} is not a string")
+        body = payload.get("body")
+        if body:
+            if not isinstance(body, str):
+                raise ValueError("the body is not a string")
+            try:
+                self.decode_body(body, properties.get("body_encoding"))
+            except Exception as exc:
+                raise ValueError(f"the body does not decode ({exc})") from exc
 
     def _claimed_folder(self) -> Path:
         # On the queue's filesystem, so the claiming rename is atomic (kombu uses the system temp folder).

@@ -17,8 +17,8 @@ logger = logging.getLogger(__name__)
 
 
 class ExtractionSweep(bootsteps.StartStopStep):
-    """Every worker sends the extraction sweep (memory/recovery.py) a second after it starts, then every
-    MEMORY_SWEEP_SECONDS.
+    """Every worker sends the sweeps a second after it starts, then every MEMORY_SWEEP_SECONDS: the
+    extraction sweep (memory/recovery.py) and the deletion of expired temporary chats (chat.tasks).
 
     A worker step rather than Celery beat: it needs no schedule file and no separate beat process to
     keep alive (or to forget), it runs as soon as a worker is back (which is when left-behind work can
@@ -48,14 +48,18 @@ class ExtractionSweep(bootsteps.StartStopStep):
     def send(self) -> None:
         from django.apps import apps
 
-        if not apps.is_installed("memory"):
-            return
-        from memory.tasks import sweep_extractions_task
+        from chat.tasks import sweep_temporary_conversations_task
 
-        try:
-            sweep_extractions_task.apply_async(retry=False)
-        except Exception as exc:  # the broker is away: the next tick tries again
-            logger.warning("could not send the extraction sweep: %s", exc)
+        tasks = [sweep_temporary_conversations_task]  # temporary chats past CHAT_TEMPORARY_HOURS
+        if apps.is_installed("memory"):
+            from memory.tasks import sweep_extractions_task
+
+            tasks.append(sweep_extractions_task)
+        for task in tasks:
+            try:
+                task.apply_async(retry=False)
+            except Exception as exc:  # the broker is away: the next tick tries again
+                logger.warning("could not send the sweep %s: %s", task.name, exc)
 
 
 app.steps["worker"].add(ExtractionSweep)

@@ -6,11 +6,16 @@ from typing import Any
 
 import csp.middleware as csp
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.middleware import common, locale
+from django.utils.deprecation import MiddlewareMixin
+from django.utils.translation import gettext_lazy
 from whitenoise.middleware import WhiteNoiseMiddleware
+
+from config.api_errors import error_response, is_api_request
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
@@ -100,3 +105,43 @@ class MessageMiddleware(_InlineHooks, messages.MessageMiddleware):
 
 class CSPMiddleware(_InlineHooks, csp.CSPMiddleware):
     pass
+
+
+class ApiErrorMiddleware(_InlineHooks, MiddlewareMixin):
+    """Under /api/, Django's own failures answer the API's one error shape (config/api_errors.py), not HTML.
+
+    The routes answer ErrorOut themselves; what reaches here in another form comes from Django around
+    them: an unknown path (404), a method the route does not have (405, ninja's empty answer), a request
+    Django refused before any route ran (400, or 413 when the body was over DATA_UPLOAD_MAX_MEMORY_SIZE),
+    and an unhandled exception (500, Django's error page). Headers (Allow, Retry-After) are kept.
+    """
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if response.status_code < 400 or not is_api_request(request):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        status = response.status_code
+        if status == 400 and _declared_length(request) > (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) > 0:
+            status = 413
+        replaced = error_response(status, str(_DETAILS.get(status) or response.reason_phrase))
+        for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+            if header in response:
+                replaced[header] = response[header]
+        return replaced
+
+
+def _declared_length(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+_DETAILS = {
+    400: gettext_lazy("Bad request."),
+    404: gettext_lazy("No such API route."),
+    405: gettext_lazy("This method is not allowed on this route."),
+    413: gettext_lazy("The request body is too large."),
+    500: gettext_lazy("The server failed while answering this request."),
+}

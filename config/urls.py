@@ -14,6 +14,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("settings/tokens/", accounts_views.token_page, name="tokens"),
     path("settings/language/", accounts_views.language_set, name="language"),
     path("settings/tokens/<int:token_id>/revoke/", accounts_views.token_revoke, name="token_revoke"),
+    path("settings/account/", accounts_views.account_page, name="account"),
+    path("settings/account/export/", accounts_views.account_export, name="account_export"),
+    path("accounts/deleted/", accounts_views.account_deleted, name="account_deleted"),
 ]
 if apps.is_installed("memory"):  # chat works without it (config/settings/test_without_memory.py)
     urlpatterns.append(path("", include("memory.urls")))

@@ -12,8 +12,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from chat.admin import log_deletions_by_id
 from chat.models import Message
-from memory import pipeline, selectors
+from memory import pipeline, selectors, services
 from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
 from memory.tasks import enqueue_extraction
 
@@ -58,10 +59,34 @@ def _memory_link(memory: Memory) -> str:
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = ("id", "owner", "content", "origin", "is_active", "invalid_reason", "created_at", "invalid_at")
-    list_filter = (ActiveFilter, "origin", "invalid_reason", ("owner", admin.RelatedOnlyFieldListFilter))
+    list_filter = (
+        ActiveFilter,
+        "suggested",
+        "sensitive",
+        "pinned",
+        "key",
+        "origin",
+        "invalid_reason",
+        ("owner", admin.RelatedOnlyFieldListFilter),
+    )
     search_fields = ("content", "owner__username")
     list_select_related = ("owner",)
-    fields = ("owner", "content", "origin", "created_at", "invalid_at", "invalid_reason", "run", "version_chain")
+    fields = (
+        "owner",
+        "content",
+        "origin",
+        "suggested",
+        "sensitive",
+        "pinned",
+        "key",
+        "expires_at",
+        "last_used_at",
+        "created_at",
+        "invalid_at",
+        "invalid_reason",
+        "run",
+        "version_chain",
+    )
     readonly_fields = fields
     inlines = [MemorySourceInline]
 
@@ -70,6 +95,16 @@ class MemoryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    # A permanent delete, as the owner's: every copy of the sentence goes too (memory.forgetting).
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        services.memory_rows_delete(memory_ids=[obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        services.memory_rows_delete(memory_ids=list(queryset.values_list("pk", flat=True)))
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Memory]) -> Any:
+        return log_deletions_by_id(request, queryset, "memory")
 
     @admin.display(boolean=True, description=_("Active"))
     def is_active(self, obj: Memory) -> bool:
@@ -108,6 +143,7 @@ class ExtractionRunAdmin(admin.ModelAdmin):
         "started_at",
         "finished_at",
         "judge_ms",
+        "text_removed",
         "error",
         "judge_input_pretty",
         "raw_output",
@@ -141,6 +177,15 @@ class ExtractionRunAdmin(admin.ModelAdmin):
             retried,
         )
         self.message_user(request, text % {"count": retried}, messages.SUCCESS)
+
+    @admin.display(description=_("Text"))
+    def text_removed(self, obj: ExtractionRun) -> str:
+        if obj.text_removed_at is None:
+            return str(_("kept"))
+        when = timezone.localtime(obj.text_removed_at).strftime("%Y-%m-%d %H:%M")
+        return str(
+            _("removed by retention on %(when)s (MEMORY_RUN_RETENTION_DAYS); counts, status and timings kept")
+        ) % {"when": when}
 
     @admin.display(description=_("Started"), ordering="started_at")
     def started(self, obj: ExtractionRun) -> str:

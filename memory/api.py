@@ -1,4 +1,4 @@
-"""Memory routes (SPEC §5): list, add, get, edit, delete, restore, forget everything, export.
+"""Memory routes (SPEC §5): list, add, get, edit, delete, retract, restore, forget everything, export.
 
 Everything reached by id goes through selectors.memory_get_for_user: another user's id is a 404.
 A rejected write (services.MemoryRejected) is answered by config/api.py with its status.
@@ -9,15 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Query, Router
+from ninja import Path, Query, Router
 from ninja.responses import Status
 
 from accounts.models import User
+from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from memory import selectors, services
 from memory.models import Memory
-from memory.schemas import ErrorOut, ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut
+from memory.schemas import ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut, MemoryPatch
 
 router = Router(tags=["memories"])
+
+# A memory's id in a path: an integer the database can hold (config/api_errors.py).
+MemoryId = Path(..., ge=1, le=ID_MAX)
 
 
 def _user(request: HttpRequest) -> User:
@@ -28,53 +32,114 @@ def _fresh(request: HttpRequest, memory_id: int) -> Memory:
     return selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
 
 
-@router.get("", response=list[MemoryOut], summary="List memories: active (default), invalid (history) or all")
+@router.get(
+    "",
+    response={200: list[MemoryOut], **AUTH_ERRORS, **PARAM_ERRORS},
+    summary="List memories: active (default), invalid (history) or all",
+)
 def memory_list(request: HttpRequest, filters: Query[MemoryListQuery]) -> Any:
     return selectors.memory_list(user=_user(request), status=filters.status)
 
 
-@router.post("", response={201: MemoryOut, 400: ErrorOut, 409: ErrorOut})
+@router.post("", response={201: MemoryOut, **WRITE_ERRORS, **BODY_ERRORS, 409: ErrorOut})
 def memory_add(request: HttpRequest, payload: MemoryIn) -> Any:
     memory = services.memory_add(user=_user(request), content=payload.content)
     return Status(201, _fresh(request, memory.pk))
 
 
-@router.delete("", response=ForgetAllOut, summary="Forget everything (purge=true also deletes the history)")
+COPIES = (
+    "every copy of its text goes too: conversation markers, extraction-run records (judge input, raw output, "
+    "operations, errors) and what is replayed to the model in every conversation (tool results, assistant items and "
+    'summaries that quoted it now say "(a memory that was since deleted)"). The replies shown in conversations '
+    "(the display log) keep what the user saw until the conversation is deleted."
+)
+
+
+@router.delete(
+    "",
+    response={200: ForgetAllOut, **WRITE_ERRORS, **PARAM_ERRORS},
+    summary="Forget everything (purge=true also deletes the history)",
+    description="Without purge, every active memory moves to history (restorable; the text is kept). With "
+    "purge=true every memory is deleted permanently, and " + COPIES,
+)
 def memory_forget_all(request: HttpRequest, purge: bool = False) -> Any:
     count = services.memory_forget_all(user=_user(request), purge=purge)
     return {"forgotten": count, "purged": purge}
 
 
-@router.get("/export", response=MemoryExportOut, summary="Everything remembered, with history and sources")
+@router.get(
+    "/export",
+    response={200: MemoryExportOut, **AUTH_ERRORS},
+    summary="Everything remembered, with history and sources",
+)
 def memory_export(request: HttpRequest) -> Any:
     return selectors.memory_export(user=_user(request))
 
 
-@router.get("/{memory_id}", response=MemoryOut)
-def memory_get(request: HttpRequest, memory_id: int) -> Any:
+@router.get("/{memory_id}", response={200: MemoryOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
+def memory_get(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     return _fresh(request, memory_id)
 
 
 @router.patch(
-    "/{memory_id}", response={200: MemoryOut, 400: ErrorOut, 409: ErrorOut}, summary="Edit: returns the new version"
+    "/{memory_id}",
+    response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS, 409: ErrorOut},
+    summary="Edit any subset of content, pinned, expires_at; a new content returns the new version",
 )
-def memory_edit(request: HttpRequest, memory_id: int, payload: MemoryIn) -> Any:
+def memory_edit(request: HttpRequest, payload: MemoryPatch, memory_id: int = MemoryId) -> Any:
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    given = payload.model_fields_set
+    if "content" in given:
+        memory = services.memory_edit(user=user, memory=memory, content=payload.content)
+    changes = {name: getattr(payload, name) for name in ("pinned", "expires_at") if name in given}
+    if changes.get("pinned", False) is None:
+        changes.pop("pinned")
+    if changes:
+        memory = services.memory_settings(user=user, memory=memory, **changes)
+    return Status(200, _fresh(request, memory.pk))
+
+
+@router.post(
+    "/{memory_id}/confirm",
+    response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    summary="Keep a suggestion: it becomes active (replacing the value it updates)",
+)
+def memory_confirm(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    new = services.memory_edit(user=_user(request), memory=memory, content=payload.content)
-    return Status(200, _fresh(request, new.pk))
+    kept = services.memory_confirm(user=_user(request), memory=memory)
+    return Status(200, _fresh(request, kept.pk))
 
 
-@router.delete("/{memory_id}", response={204: None}, summary="Delete the memory and its earlier versions permanently")
-def memory_delete(request: HttpRequest, memory_id: int) -> Any:
+@router.delete(
+    "/{memory_id}",
+    response={204: None, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    summary="Delete the memory and its earlier versions permanently (for a suggestion: discard it)",
+    description="Permanent, and " + COPIES,
+)
+def memory_delete(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     services.memory_delete(user=_user(request), memory=memory)
     return Status(204, None)
 
 
 @router.post(
-    "/{memory_id}/restore", response={201: MemoryOut, 409: ErrorOut}, summary="Make an invalidated memory active again"
+    "/{memory_id}/retract",
+    response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    summary="Outdated: move an active memory to history (restorable)",
 )
-def memory_restore(request: HttpRequest, memory_id: int) -> Any:
+def memory_retract(request: HttpRequest, memory_id: int = MemoryId) -> Any:
+    memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
+    retracted = services.memory_retract(user=_user(request), memory=memory)
+    return Status(200, _fresh(request, retracted.pk))
+
+
+@router.post(
+    "/{memory_id}/restore",
+    response={201: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    summary="Make an invalidated memory active again",
+)
+def memory_restore(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     new = services.memory_restore(user=_user(request), memory=memory)
     return Status(201, _fresh(request, new.pk))

@@ -8,17 +8,26 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         """Plug memory into chat's extension points (chat works on its own without them)."""
+        from accounts import data
         from chat import extensions
-        from memory import demo
+        from memory import data as memory_data
+        from memory import demo, forgetting
         from memory.context import memory_block
+        from memory.history import demo_tool_trigger as demo_search_trigger
+        from memory.history import search_history
         from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
-        from memory.receivers import on_turn_finished
+        from memory.receivers import on_memories_written, on_turn_finished
+        from memory.selectors import memory_uses_annotate
         from memory.signals import memories_changed
         from memory.tools import flush_memory
 
         extensions.register_context_provider("memory", memory_block)
         extensions.register_tool(flush_memory)
+        extensions.register_tool(search_history)
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
+        # What a reply used: `memories_used` in the API, "Used N memories" under the reply.
+        extensions.register_message_annotator("memory-uses", memory_uses_annotate)
+        extensions.register_page_block("reply", "memory-uses", "memory/chat/_reply.html")
         # Links to Settings → Memory, and what the chat pages say about memory (memory/chat/).
         slots = ("header", "user-menu", "start-lead", "empty-conversation", "noscript", "delete-note", "delete-confirm")
         for slot in slots:
@@ -26,6 +35,20 @@ class MemoryConfig(AppConfig):
         extensions.turn_finished.connect(on_turn_finished, dispatch_uid="memory.on_turn_finished")
         memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
+        memories_changed.connect(on_memories_written, dispatch_uid="memory.on_memories_written")
         extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
+        # A question about something said before ("do you remember what I said about …") searches
+        # rather than flushes: tried first.
+        extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
         extensions.register_demo_result_wording("memory-flush", demo.demo_result_wording)
+        # Forgetting that forgets (memory/forgetting.py, SPEC §8): every copy of a memory's text is
+        # registered there; work in flight re-checks what it saves; an account's memories for its
+        # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
+        forgetting.register_defaults()
+        extensions.register_context_provider("memory-forgetting", forgetting.turn_memories_capture)
+        extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
+        extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
+        data.register_exporter("memories", memory_data.memories_export)
+        data.register_eraser("memory", memory_data.account_erase)
+        data.register_page_context("memory", memory_data.account_page_context)

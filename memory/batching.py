@@ -13,7 +13,8 @@ with a note. What is left over simply waits for the next batch: nothing is skipp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date
 
 from django.conf import settings
 
@@ -49,47 +50,55 @@ class Fitted:
     note: str = ""  # what was left out of the judge's view, for the run record
 
 
-def _size(memories: list[judge.ActiveMemory], pending: list[judge.PendingMessage]) -> tuple[int, judge.JudgeInput]:
-    rendered = judge.render_input(memories=memories, pending=pending)
+def _size(
+    memories: list[judge.ActiveMemory], pending: list[judge.PendingMessage], today: date | None = None
+) -> tuple[int, judge.JudgeInput]:
+    rendered = judge.render_input(memories=memories, pending=pending, today=today)
     return estimate_request(rendered.messages), rendered
 
 
 def fit(
-    *, memories: list[judge.ActiveMemory], pending: list[judge.PendingMessage], budget: int | None = None
+    *,
+    memories: list[judge.ActiveMemory],
+    pending: list[judge.PendingMessage],
+    budget: int | None = None,
+    today: date | None = None,
 ) -> Fitted:
     """The largest prefix of `pending` whose judge request fits `budget` (see the module docstring)."""
     budget = request_budget() if budget is None else budget
-    size, rendered = _size(memories, pending)
+    size, rendered = _size(memories, pending, today)
     if size <= budget:
         return Fitted(pending, memories, rendered, size)
     # Binary search for the longest prefix that fits (sizes grow with every message).
     low, high = 0, len(pending)  # pending[:low] fits (or low == 0), pending[:high] does not
     while high - low > 1:
         middle = (low + high) // 2
-        if _size(memories, pending[:middle])[0] <= budget:
+        if _size(memories, pending[:middle], today)[0] <= budget:
             low = middle
         else:
             high = middle
     if low:
-        size, rendered = _size(memories, pending[:low])
+        size, rendered = _size(memories, pending[:low], today)
         return Fitted(pending[:low], memories, rendered, size)
-    return _fit_one(memories=memories, message=pending[0], budget=budget)
+    return _fit_one(memories=memories, message=pending[0], budget=budget, today=today)
 
 
-def _fit_one(*, memories: list[judge.ActiveMemory], message: judge.PendingMessage, budget: int) -> Fitted:
+def _fit_one(
+    *, memories: list[judge.ActiveMemory], message: judge.PendingMessage, budget: int, today: date | None
+) -> Fitted:
     """One message that does not fit beside every memory: show fewer memories, then less of the message."""
     notes: list[str] = []
     shown = list(memories)
-    while shown and _size(shown, [message])[0] > budget:
+    while shown and _size(shown, [message], today)[0] > budget:
         shown = shown[len(shown) // 2 + 1 :] if len(shown) > 1 else []  # keep the newest half
     if len(shown) < len(memories):
         notes.append(f"{len(memories) - len(shown)} of {len(memories)} active memories were not shown (too large).")
-    size, rendered = _size(shown, [message])
+    size, rendered = _size(shown, [message], today)
     if size > budget:
         content = message.content
         while content and size > budget:
             content = content[: len(content) // 2]
-            cut = judge.PendingMessage(message.id, message.conversation_id, content + CUT_NOTE)
-            size, rendered = _size(shown, [cut])
+            cut = replace(message, content=content + CUT_NOTE)
+            size, rendered = _size(shown, [cut], today)
         notes.append(f"Message {message.id} was shown cut to {len(content)} characters (too large).")
     return Fitted([message], shown, rendered, size, ("Note: " + " ".join(notes)) if notes else "")

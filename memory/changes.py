@@ -24,10 +24,14 @@ class MemoryChange:
     # update: the memory it replaced, and that memory's sentence when known.
     previous_id: int | None = None
     previous_content: str = ""
+    # add, update: written as a suggestion, waiting for the user's Keep or Discard.
+    suggested: bool = False
 
     def sentence(self) -> str:
         """The change in words, as the flush tool reports it to the model: "Remembered: …" and so on."""
         if self.kind == "clear":
             return "Forgot everything"
+        if self.suggested:
+            return f"Suggested, waiting for the user to keep it (not remembered yet): {self.content}"
         verb = {"add": "Remembered", "update": "Updated", "retract": "Forgot"}[self.kind]
         return f"{verb}: {self.content}"

@@ -22,19 +22,28 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 
 from django.utils.translation import gettext
 
 from chat.llm.demo import sentence_separator
+from memory import lexicon
 from memory.judge import CONVERSATION_BREAK
 
 JUDGE_MARKER = "# Memory judge"
 
 # --- reading the judge input ---------------------------------------------------------------------
 
-_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*)$")
-_MESSAGE_LINE = re.compile(r"^(\d+)\. (.*)$")
+_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:key|until): [^()]*\))?$")
+_MESSAGE_LINE = re.compile(r"^(\d+)\. (?:\[(\d{4}-\d{2}-\d{2})\] )?(.*)$")
+
+
+def message_days(text: str) -> dict[int, date]:
+    """The day each numbered message was sent, from the judge's user message."""
+    return {
+        int(m[1]): date.fromisoformat(m[2]) for line in text.splitlines() if (m := _MESSAGE_LINE.match(line)) and m[2]
+    }
 
 
 def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]:
@@ -51,7 +60,7 @@ def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]
             memories[int(m[1])] = m[2]
         elif section == "messages" and line != CONVERSATION_BREAK:
             if m := _MESSAGE_LINE.match(line):
-                messages.append((int(m[1]), m[2]))
+                messages.append((int(m[1]), m[3]))
             elif line.startswith("   ") and messages:
                 number, previous = messages[-1]
                 messages[-1] = (number, previous + " " + line.strip())
@@ -68,17 +77,6 @@ _FORGET = re.compile(
     r"\b(?:forget|stop remembering|don't remember|do not remember)\b\s*(?P<rest>.*)|(?:忘掉|忘记|别记)(?P<zh>.*)", re.I
 )
 _REMEMBER = re.compile(r"^\s*(?:please\s+)?remember(?:\s+that)?[:,]?\s*|^\s*(?:请)?记住[:：，,]?\s*", re.I)
-# Permissions and skipped confirmations: never stored (a preference about how to be served is).
-_PERMISSION = re.compile(
-    r"\bwithout (?:asking|checking|confirm\w*|my (?:ok|approval|permission))\b"
-    r"|\b(?:don'?t|do not|no need to|never|don'?t bother(?: to)?)\s+(?:ask|check|confirm)\w*"
-    r"|\byou have my permission\b|\bautomatically\b|\bon my behalf\b"
-    r"|\byou (?:can|may|are allowed to) (?:just )?(?:submit|order|buy|pay|book|send|delete|transfer|approve|sign"
-    r"|share|spend|charge|reorder|cancel|use my)\b"
-    r"|不用确认|无需确认|不需要(?:再)?确认|不用(?:再)?问我|不要问|别问我|直接替我|直接(?:付款|下单|提交|转)"
-    r"|自动(?:付款|下单|提交|转)|你可以直接",
-    re.I,
-)
 _OTHER_PERSON = re.compile(
     r"\b(?:friend|friend's|friends|he|she|his|her|him|my (?:wife|husband|son|daughter|mother|father|mom|dad|boss|"
     r"colleague|brother|sister|partner|kids?))\b|朋友|同事|他|她|老婆|老公|孩子|妈妈|爸爸",
@@ -292,13 +290,61 @@ def _chinese_statement(sentence: str) -> str | None:
 def statement_content(sentence: str) -> str | None:
     """The memory a sentence states about the user, or None (question, other people, one-off, rule)."""
     sentence = _REMEMBER.sub("", sentence).strip()
-    if not sentence or _PERMISSION.search(sentence) or _OTHER_PERSON.search(sentence) or _ONE_OFF.search(sentence):
+    refused = lexicon.permission_grant(sentence) or lexicon.has_credential(sentence)
+    if not sentence or refused or _OTHER_PERSON.search(sentence) or _ONE_OFF.search(sentence):
         return None
     if preference := service_preference(sentence):
         return preference
     if _REQUEST.search(sentence):
         return None
     return _english_statement(sentence) or _chinese_statement(sentence)
+
+
+# The single-valued preference a memory holds (memory.models.MemoryKey), by what it says.
+_KEYS = [
+    (re.compile(r"^Prefers replies in |^希望用.+回答"), "reply_language"),
+    (re.compile(r"metric|imperial|公制|英制"), "units"),
+    (re.compile(r"short answers|detailed answers|简短的回答|详细的回答"), "answer_length"),
+    (re.compile(r"tone|语气"), "tone"),
+    (re.compile(r"^Lives in |^住在"), "home_city"),
+    (re.compile(r"^Is (?:a )?(?:vegetarian|vegan)$|^吃素$"), "diet"),
+]
+# Pinned: how the user wants to be served, and facts never to miss.
+_PIN = re.compile(r"^Prefers replies in |^希望用.+回答|metric|imperial|公制|英制|allergic|过敏|vegetarian|vegan|吃素")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_UNTIL = re.compile(
+    r"^\s*i(?:'m| am)\s+(?:in|staying in|visiting|working from)\s+(?P<place>[A-Z][\w -]*?)\s+until\s+"
+    r"(?:(?P<weekday>" + "|".join(_WEEKDAYS) + r")|(?P<day>\d{4}-\d{2}-\d{2}))\b",
+    re.I,
+)
+_ZH_THIS_WEEK = re.compile(
+    r"^\s*我(?:这周|本周|这个星期)(?:都|一直)?在(?P<place>[^，,。；;！!\s]+?)(?:出差|旅游|度假|开会)?(?:[，,。！!]|$)"
+)
+
+
+def time_bound(sentence: str, sent: date | None) -> tuple[str, str] | None:
+    """A time-bound fact and its end date ("I'm in Tokyo until Friday"), or None."""
+    if sent is None:
+        return None
+    if m := _UNTIL.match(sentence):
+        if m["day"]:
+            return f"Is in {m['place'].strip()}", m["day"]
+        ahead = (_WEEKDAYS.index(m["weekday"].lower()) - sent.weekday()) % 7 or 7
+        return f"Is in {m['place'].strip()}", (sent + timedelta(days=ahead)).isoformat()
+    if m := _ZH_THIS_WEEK.match(sentence):
+        return f"这周在{m['place']}", (sent + timedelta(days=6 - sent.weekday() or 7)).isoformat()
+    return None
+
+
+def _extras(content: str) -> dict[str, Any]:
+    """The key and pin the demo judge gives a memory."""
+    extras: dict[str, Any] = {}
+    key = next((name for pattern, name in _KEYS if pattern.search(content)), None)
+    if key:
+        extras["key"] = key
+    if _PIN.search(content):
+        extras["pin"] = True
+    return extras
 
 
 @dataclass
@@ -324,12 +370,15 @@ class _Judgement:
                 self.operations[index] = {"op": "noop"}
                 del self.pending_adds[content]
 
-    def state(self, content: str, number: int) -> None:
+    def state(self, content: str, number: int, expires: str | None = None) -> None:
         if any(_same(content, known) for known in [*self.memories.values(), *self.pending_adds]):
             return
+        extras = _extras(content) | ({"expires": expires} if expires else {})
         for memory_id, existing in list(self.memories.items()):
             if _related(content, existing):
-                self.operations.append({"op": "update", "id": memory_id, "content": content, "sources": [number]})
+                self.operations.append(
+                    {"op": "update", "id": memory_id, "content": content, "sources": [number], **extras}
+                )
                 del self.memories[memory_id]
                 self.pending_adds[content] = len(self.operations) - 1
                 return
@@ -339,10 +388,10 @@ class _Judgement:
                 del self.pending_adds[existing]
                 self.pending_adds[content] = index
                 return
-        self.operations.append({"op": "add", "content": content, "sources": [number]})
+        self.operations.append({"op": "add", "content": content, "sources": [number], **extras})
         self.pending_adds[content] = len(self.operations) - 1
 
-    def read(self, number: int, text: str) -> None:
+    def read(self, number: int, text: str, sent: date | None = None) -> None:
         if _CLEAR.search(text):
             self.clear()
             return
@@ -350,6 +399,9 @@ class _Judgement:
             self.forget(m["rest"] or m["zh"] or "")
             return
         for sentence in _SENTENCES.findall(text) or [text]:
+            if bound := time_bound(_REMEMBER.sub("", sentence), sent):
+                self.state(bound[0], number, expires=bound[1])
+                continue
             content = statement_content(sentence)
             if content:
                 self.state(content, number)
@@ -357,9 +409,10 @@ class _Judgement:
 
 def judge_answer(user_text: str) -> str:
     memories, messages = parse_judge_input(user_text)
+    days = message_days(user_text)
     judgement = _Judgement(memories=dict(memories))
     for number, text in messages:
-        judgement.read(number, text)
+        judgement.read(number, text, days.get(number))
     return json.dumps({"operations": [o for o in judgement.operations if o["op"] != "noop"]}, ensure_ascii=False)
 
 
@@ -374,21 +427,16 @@ def demo_judge(messages: list[dict[str, Any]]) -> str | None:
     return judge_answer(str(user.get("content", "")) if user else "")
 
 
-# Explicit requests and corrections: what makes the demo chat model call flush_memory. "From now on …"
-# triggers it too: the judge stores a preference about how to be served and refuses a permission.
-_EXPLICIT = re.compile(
-    r"\bremember\b|\bforget\b|\bno longer\b|\bany ?more\b|\bactually\b|\bfrom now on\b"
-    r"|记住|忘记|忘掉|别记|现在更喜欢|不再|以后请|从现在起",
-    re.I,
-)
 _NOW = re.compile(r"\bnow\b", re.I)
+_CORRECTION = re.compile(r"\bany ?more\b|现在更喜欢", re.I)
 
 
 def explicit_request(text: str) -> bool:
-    """Whether the user asks to remember, correct or forget something (not a fact said in passing)."""
-    if _EXPLICIT.search(text) or _CLEAR.search(text):
+    """Whether the user asks to remember, correct or forget something (not a fact said in passing): the
+    shared vocabulary (memory.lexicon), a forget-everything, or a stated fact that replaces an earlier
+    one ("I prefer big screens now")."""
+    if lexicon.is_explicit_request(text) or _CLEAR.search(text) or _CORRECTION.search(text):
         return True
-    # "I prefer big screens now": a stated fact that replaces an earlier one.
     return any(_NOW.search(s) and statement_content(s) for s in _SENTENCES.findall(text) or [text])
 
 

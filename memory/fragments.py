@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils.translation import ngettext
 
 from accounts.models import User
 from memory import selectors
-from memory.context import memory_prompt_usage
+from memory.context import memory_recall_summary
 from memory.models import CONTENT_MAX, Memory
 
 # --- what the partials read ------------------------------------------------------------------------
@@ -31,11 +32,21 @@ def list_context(user: User, query: str) -> dict[str, Any]:
 
 
 def summary_context(user: User) -> dict[str, Any]:
-    return {"usage": memory_prompt_usage(user=user), "memory_enabled": user.memory_enabled}
+    return {"usage": memory_recall_summary(user=user), "memory_enabled": user.memory_enabled}
+
+
+def review_context(user: User) -> dict[str, Any]:
+    return {"memory_review": user.memory_review, "review_choices": User.MemoryReview.choices}
+
+
+def suggested_context(user: User) -> dict[str, Any]:
+    rows = selectors.memories_suggested(user_id=user.pk).annotate(supersedes_content=F("supersedes__content"))
+    return {"suggestions": list(rows), **review_context(user)}
 
 
 def history_context(user: User, query: str = "") -> dict[str, Any]:
-    return {"history": list(selectors.memory_history(user=user, query=query)), "query": query}
+    history = list(selectors.memory_history(user=user, query=query))
+    return {"history": selectors.memory_history_restorations(user=user, rows=history), "query": query}
 
 
 # --- the pieces of an answer -----------------------------------------------------------------------

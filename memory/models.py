@@ -115,6 +115,33 @@ class MemorySource(models.Model):
         return f"memory {self.memory_id} ← message {self.message_id}"
 
 
+class MemoryUse(models.Model):
+    """A memory a reply's memory block held (SPEC §8 "Recall"): shown under the reply as "Used N
+    memories", and gone with the memory or the message."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="uses")
+    message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="memory_uses")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["message", "memory"], name="memory_use_unique")]
+
+    def __str__(self) -> str:
+        return f"message {self.message_id} used memory {self.memory_id}"
+
+
+class MemoryVector(models.Model):
+    """A memory's embedding (EMBEDDING_MODEL), made when the memory is written: normalised float32 values,
+    packed. A row's content never changes, so neither does its vector (but for another model's)."""
+
+    memory = models.OneToOneField(Memory, on_delete=models.CASCADE, primary_key=True, related_name="vector")
+    model = models.CharField(max_length=200)
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"vector of memory {self.memory_id} ({self.model})"
+
+
 class ExtractionRun(models.Model):
     """One attempt of the pipeline for one user and one batch of their messages (SPEC §4)."""
 
@@ -150,6 +177,9 @@ class ExtractionRun(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     judge_ms = models.PositiveIntegerField(null=True, blank=True)
+    # When the retention sweep removed the run's text (MEMORY_RUN_RETENTION_DAYS): judge input, raw
+    # output, the operations' content and error details; counts, status and timings stay.
+    text_removed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]

@@ -10,9 +10,13 @@ Two ways to the browser:
   that changed memories since the last one it saw. Each notice carries its run id, so a page that
   gets one run both ways shows it once (static/js/memory.js).
 
-Its Review link goes to the changed memory on Settings → Memory (`review_link`), which highlights it.
-The conversation the run learned from also keeps a lasting marker where the memory changed
-(`mark_conversation`, through chat's conversation markers).
+Its Review link goes to the changed memories on Settings → Memory (`review_link`): the page highlights
+every one it names and moves focus to the first. A learned memory waiting for the user (a suggestion,
+SPEC §8) is shown as "Memora would like to remember …" with Keep and Discard, in the notice, and the
+marker says so and links to it. The conversation the run learned from also keeps a lasting marker
+where the memory changed (`mark_conversation`, through chat's conversation markers); on the embedded
+channel layer, whose pushes cannot leave the worker, the poll brings the open conversation's new
+markers too (`markers_after`), so the marker shows at once, not after a reload.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import translation
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from accounts.middleware import background_language
 from accounts.models import User
 from chat import extensions, markers
-from chat.models import Message
+from chat.fragments import messages_append_html
+from chat.models import ConversationMarker, Message
 from memory import selectors
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
@@ -63,7 +69,11 @@ def _phrase(change: MemoryChange) -> str:
 
 
 def describe(changes: list[MemoryChange]) -> str:
-    """ "remembered “Prefers small phones…”, forgot “Lives in Paris” and 1 more change." """
+    """ "remembered “Prefers small phones…”, forgot “Lives in Paris” and 1 more change"; suggestions are
+    not changes yet (the notice lists them with Keep and Discard), so "" when there is nothing else."""
+    changes = [change for change in changes if not change.suggested]
+    if not changes:
+        return ""
     phrases = [_phrase(change) for change in changes]
     shown, rest = phrases[:SHOWN_ITEMS], len(phrases) - SHOWN_ITEMS
     text = gettext(", ").join(shown) if shown else gettext("your memories changed")
@@ -78,14 +88,19 @@ def describe(changes: list[MemoryChange]) -> str:
 MARKER_KIND = "memory"
 
 
-def review_link(*, new_memory_id: int | None, applied_ops: list[dict[str, Any]]) -> str:
-    """Settings → Memory at the changed memory: the one the run added or updated, else the first one
-    it forgot (now in History), else the History."""
+def review_link(*, new_memory_id: int | None, applied_ops: list[dict[str, Any]], ids: list[int] | None = None) -> str:
+    """Settings → Memory at the changed memories: every memory the run wrote (`ids`, or the one
+    `new_memory_id`), else the ones it forgot (now in History), else the History. Several memories are
+    named in `?review=` (the page highlights them all) and the first in the fragment (focus goes there)."""
     page = reverse("memory:page")
-    if new_memory_id is not None:
-        return f"{page}#memory-{new_memory_id}"
-    retracted = [op["id"] for op in applied_ops if op.get("op") == "retract" and "id" in op]
-    return f"{page}#memory-{retracted[0]}" if retracted else f"{page}#memory-history"
+    named = list(ids or ([new_memory_id] if new_memory_id is not None else []))
+    if not named:
+        named = [op["id"] for op in applied_ops if op.get("op") == "retract" and "id" in op]
+    if not named:
+        return f"{page}#memory-history"
+    if len(named) == 1:
+        return f"{page}#memory-{named[0]}"
+    return f"{page}?review={','.join(str(pk) for pk in named)}#memory-{named[0]}"
 
 
 def _new_memory_ids(run_ids: list[int]) -> dict[int, int]:
@@ -94,20 +109,56 @@ def _new_memory_ids(run_ids: list[int]) -> dict[int, int]:
     return {run_id: pk for run_id, pk in rows if run_id is not None}
 
 
+def _written_ids(run_ids: list[int]) -> dict[int, list[int]]:
+    """Every memory each run wrote that is still active or waiting, oldest first, by run id (one query)."""
+    rows = Memory.objects.filter(run_id__in=run_ids, invalid_at__isnull=True).order_by("id").values_list("run_id", "pk")
+    written: dict[int, list[int]] = {}
+    for run_id, pk in rows:
+        if run_id is not None:
+            written.setdefault(run_id, []).append(pk)
+    return written
+
+
+def _suggestions(run_ids: list[int]) -> dict[int, list[Memory]]:
+    """The suggestions each run made that still wait for the user, with the version each would replace."""
+    rows = selectors.memory_suggestions_of_runs(run_ids=run_ids)
+    found: dict[int, list[Memory]] = {}
+    for memory in rows:
+        if memory.run_id is not None:
+            found.setdefault(memory.run_id, []).append(memory)
+    return found
+
+
+def _waiting_for(run_id: int) -> list[Memory]:
+    """The run's suggestions for the notice's Keep and Discard; none when they cannot be read."""
+    try:
+        return _suggestions([run_id]).get(run_id, [])
+    except Exception:  # the notice without buttons (the page lists the suggestions), never a missed notice
+        logger.exception("could not read the suggestions of run %s", run_id)
+        return []
+
+
 def _review_for(run_id: int) -> str:
     """The run's Review link; "" (the page itself) when it cannot be worked out."""
     try:
         run = ExtractionRun.objects.filter(pk=run_id).only("applied_ops").first()
         if run is None:
             return ""
-        return review_link(new_memory_id=_new_memory_ids([run_id]).get(run_id), applied_ops=run.applied_ops)
+        return review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=_written_ids([run_id]).get(run_id))
     except Exception:  # a plainer link, never a missed notice
         logger.exception("could not find what run %s changed", run_id)
         return ""
 
 
-def notice_html(*, run_id: int, changes: list[MemoryChange], review: str = "") -> str:
-    context = {"run_id": run_id, "description": describe(changes), "review": review or reverse("memory:page")}
+def notice_html(
+    *, run_id: int, changes: list[MemoryChange], review: str = "", suggestions: list[Memory] | None = None
+) -> str:
+    context = {
+        "run_id": run_id,
+        "description": describe(changes),
+        "review": review or reverse("memory:page"),
+        "suggestions": suggestions or [],
+    }
     return render_to_string("memory/_updated_notice.html", context)
 
 
@@ -115,14 +166,39 @@ def _marker_item(change: MemoryChange) -> str:
     if change.kind == "retract":
         return gettext("Forgot %(memory)s") % {"memory": _quote(change.content)}
     text = gettext("Forgot everything") if change.kind == "clear" else " ".join(change.content.split())
+    if change.suggested:
+        return gettext("Memora would like to remember %(memory)s") % {"memory": _quote(text)}
     return text if len(text) <= CONTENT_CHARS else text[: CONTENT_CHARS - 1].rstrip() + "…"
 
 
+def marker_excerpts(content: str) -> list[str]:
+    """Every way a marker may show `content` (memory.forgetting redacts them all when it is deleted):
+    quoted for a retract, bare for an add or update, whole or shortened."""
+    add = _marker_item(MemoryChange("add", content=content))
+    return list(dict.fromkeys([_quote(content), add, " ".join(content.split())]))
+
+
 def marker_text(changes: list[MemoryChange]) -> str:
-    """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)" """
+    """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)";
+    only suggestions: "Memora would like to remember “…”"."""
     shown, rest = changes[:SHOWN_ITEMS], len(changes) - SHOWN_ITEMS
-    text = " · ".join([gettext("Memory updated"), *(_marker_item(change) for change in shown)])
-    return text + (gettext(" (and %(count)d more)") % {"count": rest} if rest > 0 else "")
+    lead = [] if all(change.suggested for change in shown) else [gettext("Memory updated")]
+    text = " · ".join([*lead, *(_marker_item(change) for change in shown)])
+    more = ngettext(" (and %(count)d more)", " (and %(count)d more)", rest) % {"count": rest} if rest > 0 else ""
+    return text + more
+
+
+def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
+    """`changes` without the text of a memory deleted since the run committed (the marker is written
+    after commit: it re-checks, SPEC §8)."""
+    ids = {change.memory_id for change in changes if change.memory_id is not None}
+    kept = set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    return [
+        change
+        if change.memory_id is None or change.memory_id in kept
+        else MemoryChange(change.kind, content=gettext("(deleted)"))
+        for change in changes
+    ]
 
 
 def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any) -> None:
@@ -135,13 +211,13 @@ def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: lis
         message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation", "user").first()
         if message is None:  # its conversation was deleted meanwhile
             return
-        link = review_link(new_memory_id=_new_memory_ids([run.pk]).get(run.pk), applied_ops=run.applied_ops)
+        link = review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=_written_ids([run.pk]).get(run.pk))
         # A marker is kept, written once: in the user's language setting (no browser to ask here).
         with translation.override(background_language(message.user)):
             markers.marker_add(
                 conversation=message.conversation,
                 kind=MARKER_KIND,
-                text=marker_text(changes),
+                text=marker_text(_still_kept(changes)),
                 link=link,
                 link_text=gettext("Review"),
             )
@@ -153,12 +229,12 @@ def on_memories_changed(
     sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any
 ) -> None:
     """memories_changed receiver: push the notice to the user's open chat pages."""
-    review = _review_for(run_id)
+    review, suggestions = _review_for(run_id), _waiting_for(run_id)
     # Rendered in each language: every open page shows the one it speaks (its user's setting or browser).
     rendered = {}
     for code, _name in settings.LANGUAGES:
         with translation.override(code):
-            rendered[code] = notice_html(run_id=run_id, changes=changes, review=review)
+            rendered[code] = notice_html(run_id=run_id, changes=changes, review=review, suggestions=suggestions)
     html = rendered.get(settings.LANGUAGE_CODE) or next(iter(rendered.values()))
     try:
         extensions.notify_user(user_id, html, translations=rendered)
@@ -185,11 +261,15 @@ def run_changes(run: ExtractionRun, *, retracted: dict[int, str]) -> list[Memory
             changes.append(MemoryChange("clear"))
         elif kind == "retract":
             memory_id = op.get("id", 0)
-            changes.append(MemoryChange("retract", memory_id=memory_id, content=retracted.get(memory_id, "a memory")))
+            content = retracted.get(memory_id) or gettext("a memory")
+            changes.append(MemoryChange("retract", memory_id=memory_id, content=content))
         elif kind == "add":
-            changes.append(MemoryChange("add", content=op.get("content", "")))
+            changes.append(MemoryChange("add", content=op.get("content", ""), suggested=bool(op.get("suggested"))))
         elif kind == "update":
-            changes.append(MemoryChange("update", content=op.get("content", ""), previous_id=op.get("id")))
+            suggested = bool(op.get("suggested"))
+            changes.append(
+                MemoryChange("update", content=op.get("content", ""), previous_id=op.get("id"), suggested=suggested)
+            )
     return changes
 
 
@@ -199,30 +279,63 @@ def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
     runs = selectors.extraction_runs_changed_after(user=user, after_run_id=after_run_id)
     ids = [op["id"] for run in runs for op in run.applied_ops if op.get("op") == "retract" and "id" in op]
     retracted = selectors.memory_contents_by_id(user=user, ids=ids)
-    new_ids = _new_memory_ids([run.pk for run in runs]) if runs else {}
+    written = _written_ids([run.pk for run in runs]) if runs else {}
+    waiting = _suggestions([run.pk for run in runs]) if runs else {}
     notices = [
         notice_html(
             run_id=run.pk,
             changes=run_changes(run, retracted=retracted),
-            review=review_link(new_memory_id=new_ids.get(run.pk), applied_ops=run.applied_ops),
+            review=review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=written.get(run.pk)),
+            suggestions=waiting.get(run.pk),
         )
         for run in runs
     ]
     return notices, max([after_run_id, *(run.pk for run in runs)])
 
 
-def notice_poller_html(*, user: Any) -> str:
-    """The chat page's poller for notices. Always polling on the in-memory channel layer, whose pushes
-    cannot cross processes; on Redis only while the page's socket is not live (the channel layer is
-    away, see chat/consumers.py). Empty for anonymous users."""
+def markers_after(*, user: User, conversation_id: str, after_marker_id: int) -> tuple[str, int]:
+    """The open conversation's memory markers newer than `after_marker_id`, ready to append to its
+    timeline, and the id to ask from next time (the poll's way to show a marker the worker added)."""
+    rows = list(
+        ConversationMarker.objects.filter(
+            conversation_id=conversation_id,
+            conversation__owner=user,
+            kind=MARKER_KIND,
+            pk__gt=after_marker_id,
+        ).order_by("pk")[:20]
+    )
+    html = SafeString("".join(messages_append_html(markers.marker_html(marker)) for marker in rows))
+    return html, max([after_marker_id, *(marker.pk for marker in rows)])
+
+
+def last_marker_id(*, conversation_id: str) -> int:
+    query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)
+    return query.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def notice_poller_html(*, user: Any, conversation_id: str = "") -> str:
+    """The chat page's poller for notices (and the open conversation's new markers). Always polling on
+    the in-memory channel layer, whose pushes cannot cross processes; on Redis only while the page's
+    socket is not live (the channel layer is away, see chat/consumers.py). Empty for anonymous users."""
     if user is None or not user.is_authenticated:
         return ""
     after = selectors.extraction_run_last_changed_id(user=user)
-    context = {"enabled": True, "after": after, "with_script": True, "offline_only": push_is_cross_process()}
+    context = {
+        "enabled": True,
+        "after": after,
+        "with_script": True,
+        "offline_only": push_is_cross_process(),
+        "conversation_id": conversation_id,
+        "marker": last_marker_id(conversation_id=conversation_id) if conversation_id else 0,
+    }
     return render_to_string("memory/_notice_poller.html", context)
 
 
 def conversation_page_block(context: dict[str, Any]) -> str:
     """The conversation page's "conversation" block (chat.extensions.PAGE_SLOTS, memory/apps.py)."""
     request: HttpRequest | None = context.get("request")
-    return notice_poller_html(user=request.user if request is not None else None)
+    conversation = context.get("conversation")
+    return notice_poller_html(
+        user=request.user if request is not None else None,
+        conversation_id=str(conversation.pk) if conversation is not None else "",
+    )

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from memory.selectors import messages_pending
-from memory.tasks import enqueue_extraction
+from memory.tasks import embed_memories_later, enqueue_extraction
 
 logger = logging.getLogger(__name__)
 
@@ -25,3 +25,8 @@ def on_turn_finished(sender: object, *, user_id: int, user_message_id: int, **kw
             enqueue_extraction(user_id=user_id, message_id=user_message_id)
     except Exception:  # the reply has been delivered; a hook failure must not surface in chat
         logger.exception("post-turn memory hook failed for user %s", user_id)
+
+
+def on_memories_written(sender: object, *, user_id: int, **kwargs: Any) -> None:
+    """memory.signals.memories_changed receiver (after an extraction run committed): embed the new rows."""
+    embed_memories_later(user_id=user_id)

@@ -4,12 +4,13 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from ninja import Schema
-from pydantic import ConfigDict
+from ninja import Field, Schema
+from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from chat.models import Message
-from memory.models import Memory
-from memory.selectors import source_excerpt
+from config.api_errors import NOT_BLANK
+from memory.models import CONTENT_MAX, Memory
+from memory.selectors import memory_status, source_excerpt
 
 
 class MemorySourceOut(Schema):
@@ -41,6 +42,20 @@ class MemoryOut(Schema):
     supersedes: int | None
     superseded_by: int | None
     sources: list[MemorySourceOut]
+    # SPEC §8 extensions.
+    status: Literal["active", "suggested", "invalid"] = Field(
+        description="suggested: learned, waiting for Keep (confirm) or Discard (DELETE)"
+    )
+    pinned: bool
+    key: str = Field(description="The single-valued preference it holds (reply_language, units, …), or empty")
+    sensitive: bool
+    expires_at: datetime | None = Field(description="End of a time-bound fact; out of the block from then on")
+    # When a reply's memory block last held it (SPEC §8 "Recall"); null until then.
+    last_used_at: datetime | None
+
+    @staticmethod
+    def resolve_status(memory: Memory) -> str:
+        return memory_status(memory)
 
     @staticmethod
     def resolve_supersedes(memory: Memory) -> int | None:
@@ -54,12 +69,39 @@ class MemoryOut(Schema):
 class MemoryIn(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
-    # Blankness and length are checked by memory.services.memory_content_clean for one clear message.
-    content: str
+    # memory.services.memory_content_clean checks the same again (after collapsing white space), for callers
+    # other than the API.
+    content: str = Field(
+        ...,
+        min_length=1,
+        max_length=CONTENT_MAX,
+        pattern=NOT_BLANK,
+        description="One sentence about you: not blank, no NUL character; runs of white space become one space.",
+    )
+
+
+class MemoryPatch(Schema):
+    """Any subset: only a change of `content` makes a new version; `expires_at` null clears the end date."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = Field(
+        None,
+        min_length=1,
+        max_length=CONTENT_MAX,
+        pattern=NOT_BLANK,
+        description="A new wording (makes a new version): not blank, no NUL character.",
+    )
+    pinned: StrictBool | None = None
+    expires_at: AwareDatetime | None = Field(
+        None, description="Any future moment with its time zone, or null for no end date"
+    )
 
 
 class MemoryListQuery(Schema):
-    status: Literal["active", "invalid", "all"] = "active"
+    status: Literal["active", "invalid", "suggested", "all"] = Field(
+        "active", description="all = active + invalid + suggested"
+    )
 
 
 class ForgetAllOut(Schema):
@@ -73,7 +115,3 @@ class MemoryExportOut(Schema):
     memory_enabled: bool
     active: int
     memories: list[MemoryOut]
-
-
-class ErrorOut(Schema):
-    detail: str

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import Message
-from memory.models import ExtractionRun, Memory
+from memory.models import ExtractionRun, Memory, MemoryUse
 
-MemoryStatusFilter = Literal["active", "invalid", "all"]
+MemoryStatusFilter = Literal["active", "invalid", "suggested", "all"]
 EXCERPT_CHARS = 200
 
 
@@ -42,6 +42,28 @@ def memories_active(*, user_id: int) -> QuerySet[Memory]:
     )
 
 
+def memories_suggested(*, user_id: int) -> QuerySet[Memory]:
+    """The user's suggestions waiting for Keep or Discard, newest first."""
+    return Memory.objects.filter(owner_id=user_id, suggested=True, invalid_at__isnull=True).order_by(
+        "-created_at", "-id"
+    )
+
+
+def memories_invalid(*, user_id: int) -> QuerySet[Memory]:
+    """The user's history: invalidated memories, and ended ones the sweep has not moved yet."""
+    ended = Q(invalid_at__isnull=True, suggested=False, expires_at__lte=timezone.now())
+    return Memory.objects.filter(Q(owner_id=user_id) & (Q(invalid_at__isnull=False) | ended))
+
+
+def memory_status(memory: Memory) -> str:
+    """ "suggested", "invalid" (in history, or past its end date) or "active" (SPEC §8)."""
+    if memory.suggested and memory.invalid_at is None:
+        return "suggested"
+    if memory.invalid_at is not None or (memory.expires_at is not None and memory.expires_at <= timezone.now()):
+        return "invalid"
+    return "active"
+
+
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
     """Sources (one extra query for the whole list) and the id of the version each row replaced."""
     sources = Message.objects.only("id", "conversation_id", "content").order_by("id")
@@ -55,10 +77,20 @@ def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySe
     if status == "active":
         query = memories_active(user_id=user.pk)
     elif status == "invalid":
-        query = Memory.objects.filter(owner=user, invalid_at__isnull=False).order_by("-invalid_at", "-id")
+        query = memories_invalid(user_id=user.pk).order_by(F("invalid_at").desc(nulls_first=True), "-id")
+    elif status == "suggested":
+        query = memories_suggested(user_id=user.pk)
     else:
         query = Memory.objects.filter(owner=user).order_by("created_at", "id")
     return _with_relations(query)
+
+
+def memory_suggestions_of_runs(*, run_ids: list[int]) -> list[Memory]:
+    """The suggestions the given runs made that still wait, with the sentence each would replace."""
+    if not run_ids:
+        return []
+    query = Memory.objects.filter(run_id__in=run_ids, suggested=True, invalid_at__isnull=True).order_by("id")
+    return list(query.annotate(supersedes_content=F("supersedes__content")))
 
 
 def memory_get_for_user(*, user: User, memory_id: int) -> Memory:
@@ -82,7 +114,7 @@ def memory_export(*, user: User) -> dict[str, Any]:
         "user": user.get_username(),
         "exported_at": timezone.now(),
         "memory_enabled": user.memory_enabled,
-        "active": sum(1 for m in memories if m.invalid_at is None),
+        "active": sum(1 for m in memories if memory_status(m) == "active"),
         "memories": memories,
     }
 
@@ -91,17 +123,19 @@ def memory_export(*, user: User) -> dict[str, Any]:
 
 
 def _matching(rows: QuerySet[Memory], query: str) -> QuerySet[Memory]:
-    """Rows whose sentence, or a message it was learned from, contains `query`."""
-    if not query:
-        return rows
-    ids = rows.filter(Q(content__icontains=query) | Q(sources__content__icontains=query)).values("pk")
-    return rows.filter(pk__in=ids)
+    """Rows where every word of `query` is in the sentence or in a message it was learned from (the
+    excerpt the row shows), so words found apart, or across a line break, still match."""
+    for word in query.split():
+        ids = rows.filter(Q(content__icontains=word) | Q(sources__content__icontains=word)).values("pk")
+        rows = rows.filter(pk__in=ids)
+    return rows
 
 
 def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
-    """Active memories newest first (the settings page), optionally only those matching `query`."""
+    """Active memories, pinned first (the ones every chat carries), then newest first (the settings page),
+    optionally only those matching `query`."""
     rows = _matching(memories_active(user_id=user.pk), query)
-    return _with_relations(rows.order_by("-created_at", "-id"))
+    return _with_relations(rows.order_by("-pinned", "-created_at", "-id"))
 
 
 def memory_has_history(*, user: User) -> bool:
@@ -113,6 +147,29 @@ def memory_history(*, user: User, query: str = "") -> QuerySet[Memory]:
     """Invalidated memories, newest change first, with the version that replaced each one;
     optionally only those matching `query`."""
     return _matching(memory_list(user=user, status="invalid"), query).select_related("superseded_by")
+
+
+def memory_history_restorations(*, user: User, rows: list[Memory]) -> list[Memory]:
+    """Set `restored_as` on each history row: the later version that restored its very wording (active
+    or since invalidated too), or None. History says so instead of naming the version that once
+    replaced it. One query for the user's version chains."""
+    if not rows:
+        return rows
+    versions = {
+        m.pk: m
+        for m in Memory.objects.filter(owner=user).only("id", "content", "origin", "superseded_by_id", "invalid_at")
+    }
+    for row in rows:
+        restored, seen, later = None, set(), row.superseded_by_id
+        while later is not None and later not in seen and later in versions:
+            seen.add(later)
+            version = versions[later]
+            if version.origin == Memory.Origin.RESTORED and version.content == row.content:
+                restored = version
+                break
+            later = version.superseded_by_id
+        row.restored_as = restored  # type: ignore[attr-defined]
+    return rows
 
 
 def _changed_runs(*, user: User) -> QuerySet[ExtractionRun]:
@@ -135,3 +192,26 @@ def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     return dict(Memory.objects.filter(owner=user, pk__in=ids).values_list("pk", "content"))
+
+
+# --- what a reply used ---------------------------------------------------------------------------
+
+
+def memory_uses_annotate(messages: list[Message]) -> None:
+    """chat.extensions message annotator: on each assistant message, `memories_used` (ids) and
+    `used_memories` (rows, for "Used N memories"), in one query. Only the message owner's memories count."""
+    replies = {m.pk: m for m in messages if m.role == Message.Role.ASSISTANT}
+    for message in replies.values():
+        message.memories_used = []  # type: ignore[attr-defined]
+        message.used_memories = []  # type: ignore[attr-defined]
+    if not replies:
+        return
+    uses = (
+        MemoryUse.objects.filter(message_id__in=list(replies), memory__owner_id=F("message__user_id"))
+        .select_related("memory")
+        .order_by("message_id", "-memory__pinned", "id")
+    )
+    for use in uses:
+        message = replies[use.message_id]
+        message.memories_used.append(use.memory_id)  # type: ignore[attr-defined]
+        message.used_memories.append(use.memory)  # type: ignore[attr-defined]

@@ -9,26 +9,35 @@ before touching memories, it locks messages before memories, so the two never de
 PostgreSQL; and an extraction committing meanwhile makes the user's write wait, then see it.
 
 A memory row's content is never changed in place: an edit invalidates the old row and inserts a
-new version.
+new version. Its pin and end date are settings of the row and change in place (`memory_settings`).
+
+Suggestions (SPEC §8): a learned memory under review waits with `suggested=True`. Keep
+(`memory_confirm`) makes it active; a suggested update replaces the version it names
+(`superseded_by` of the old row points at the suggestion), and a keyed suggestion replaces whichever
+memory holds its key now. Discard is `memory_delete`. A suggestion cannot be edited: keep it first.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
 from django.utils.formats import number_format
+from django.utils.translation import gettext, gettext_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from chat.models import Message
+from memory import forgetting, lifecycle
 from memory.judge import is_storable
-from memory.models import CONTENT_MAX, Memory, MemorySource
+from memory.models import CONTENT_MAX, Memory, MemorySource, MemoryUse
 from memory.selectors import memories_active, messages_pending
+from memory.tasks import embed_memories_later
 
 
 class MemoryRejected(Exception):
@@ -99,8 +108,10 @@ def _create_active(**fields: object) -> Memory:
 
 
 def _lock_user(user: User) -> None:
-    """Serialise one user's memory writes (a no-op on SQLite, whose writers queue anyway)."""
+    """Serialise one user's memory writes (a no-op on SQLite, whose writers queue anyway); memories
+    whose end date passed leave the active set first, so their sentence and key are free again."""
     list(User.objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+    lifecycle.memories_expire(user_id=user.pk, now=_now())
 
 
 def _ensure_room(*, user: User) -> None:
@@ -112,6 +123,11 @@ def _ensure_room(*, user: User) -> None:
 def _copy_sources(*, source: Memory, target: Memory) -> None:
     ids = MemorySource.objects.filter(memory=source).values_list("message_id", flat=True)
     MemorySource.objects.bulk_create([MemorySource(memory=target, message_id=mid) for mid in ids])
+
+
+def _drop_suggestion_of(*, user: User, content: str) -> None:
+    """A memory the user writes takes the place of a suggestion of the same sentence."""
+    Memory.objects.filter(owner=user, suggested=True, invalid_at__isnull=True, content=content).delete()
 
 
 def _check_owner(user: User, memory: Memory) -> None:
@@ -126,11 +142,13 @@ def memory_add(*, user: User, content: str) -> Memory:
     _lock_user(user)
     _ensure_not_duplicate(user=user, content=text)
     _ensure_room(user=user)
+    embed_memories_later(user_id=user.pk)
+    _drop_suggestion_of(user=user, content=text)
     return _create_active(owner=user, content=text, origin=Memory.Origin.USER)
 
 
 @transaction.atomic
-def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
+def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
     """Replace an active memory with a corrected version; returns the new version."""
     _check_owner(user, memory)
     text = memory_content_clean(content)
@@ -138,17 +156,34 @@ def memory_edit(*, user: User, memory: Memory, content: str) -> Memory:
         return memory  # nothing to change, so nothing to skip either
     now = _now()
     pending_messages_skip(user=user, before=now)
+    _lock_user(user)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is not None:
-        raise MemoryConflict(_("Only active memories can be edited; restore this one first."))
+        raise MemoryConflict(gettext("Only active memories can be edited; restore this one first."))
+    if current.suggested:
+        raise MemoryConflict(gettext("This is a suggestion: keep it first, then edit it."))
     if text == current.content:
         return current
     _ensure_not_duplicate(user=user, content=text)
-    new = _create_active(owner=user, content=text, origin=Memory.Origin.USER)
+    _drop_suggestion_of(user=user, content=text)
+    # The user's own wording wins over a suggested change of this memory still waiting.
+    Memory.objects.filter(owner=user, suggested=True, supersedes=current).delete()
+    # The key leaves the old row first: one active row per key.
+    Memory.objects.filter(pk=current.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED)
+    new = _create_active(
+        owner=user,
+        content=text,
+        origin=Memory.Origin.USER,
+        key=current.key,
+        pinned=current.pinned,
+        sensitive=current.sensitive,
+        expires_at=current.expires_at,
+    )
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=current.pk).update(
         invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED, superseded_by=new
     )
+    embed_memories_later(user_id=user.pk)
     return new
 
 
@@ -167,18 +202,63 @@ def _chain_before(*, user: User, memory: Memory) -> set[int]:
 
 @transaction.atomic
 def memory_delete(*, user: User, memory: Memory) -> int:
-    """Remove the memory and its earlier versions permanently; returns how many rows went."""
+    """Remove the memory and its earlier versions permanently, with every copy of their text
+    (memory.forgetting); returns how many rows went."""
     _check_owner(user, memory)
     pending_messages_skip(user=user, before=_now())
+    if memory.suggested and memory.invalid_at is None:
+        # Discard: only the suggestion goes (with every copy of its text); the version it would have
+        # replaced stays as it is.
+        forgetting.memories_forget(user_id=user.pk, memory_ids={memory.pk})
+        deleted, _ = Memory.objects.filter(owner=user, pk=memory.pk).delete()
+        return 1 if deleted else 0
     ids = _chain_before(user=user, memory=memory)
+    # A suggested change of a deleted memory goes with it.
+    ids |= set(Memory.objects.filter(owner=user, suggested=True, supersedes__pk__in=ids).values_list("pk", flat=True))
+    forgetting.memories_forget(user_id=user.pk, memory_ids=ids)  # every copy of their text, first
     deleted, _ = Memory.objects.filter(owner=user, pk__in=ids).delete()
     return len(ids) if deleted else 0
+
+
+@transaction.atomic
+def memory_retract(*, user: User, memory: Memory) -> Memory:
+    """Move an active memory to history as no longer true ("Outdated" under a reply): out of the next
+    turn's block, kept and restorable. Returns the row as it is now."""
+    _check_owner(user, memory)
+    now = _now()
+    pending_messages_skip(user=user, before=now)
+    retracted = (
+        memories_active(user_id=user.pk)
+        .filter(pk=memory.pk)
+        .update(invalid_at=now, invalid_reason=Memory.InvalidReason.RETRACTED)
+    )
+    if not retracted:
+        raise MemoryConflict(gettext("Only an active memory can be marked outdated."))
+    memory.refresh_from_db()
+    return memory
+
+
+def memory_uses_record(*, user_id: int, message_id: int, memory_ids: list[int]) -> None:
+    """Record the memories a reply's block held, replacing what an earlier build of the same turn's block
+    recorded (the last block is the one the reply was written with), and stamp their last use. Only the
+    user's own memories are recorded, whatever the ids say."""
+    with transaction.atomic():
+        MemoryUse.objects.filter(message_id=message_id).exclude(memory_id__in=memory_ids).delete()
+        if not memory_ids:
+            return
+        owned = list(Memory.objects.filter(owner_id=user_id, pk__in=memory_ids).values_list("pk", flat=True))
+        uses = [MemoryUse(memory_id=pk, message_id=message_id) for pk in owned]
+        MemoryUse.objects.bulk_create(uses, ignore_conflicts=True)
+        Memory.objects.filter(pk__in=owned).update(last_used_at=_now())
 
 
 def _chain_head(*, user: User, memory: Memory) -> Memory:
     head = memory
     while head.superseded_by_id is not None:
-        head = Memory.objects.select_for_update().get(owner=user, pk=head.superseded_by_id)
+        successor = Memory.objects.select_for_update().get(owner=user, pk=head.superseded_by_id)
+        if successor.suggested:  # a suggested change is not a version yet
+            break
+        head = successor
     return head
 
 
@@ -192,6 +272,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     Pending messages are left alone: restoring contradicts nothing the user said since.
     """
     _check_owner(user, memory)
+    _lock_user(user)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is None:
         raise MemoryConflict(_("This memory is already active."))
@@ -204,10 +285,36 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
         Memory.objects.filter(pk=head.pk).update(invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED)
     else:
         _ensure_room(user=user)
-    new = _create_active(owner=user, content=current.content, origin=Memory.Origin.RESTORED)
+    if current.key:
+        # A restored value of a single-valued preference replaces the one active now.
+        memories_active(user_id=user.pk).filter(key=current.key).update(
+            invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED
+        )
+    _drop_suggestion_of(user=user, content=current.content)
+    new = _create_active(
+        owner=user,
+        content=current.content,
+        origin=Memory.Origin.RESTORED,
+        key=current.key,
+        pinned=current.pinned,
+        sensitive=current.sensitive,
+    )
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=head.pk).update(superseded_by=new)
+    embed_memories_later(user_id=user.pk)
     return new
+
+
+@transaction.atomic
+def memory_rows_delete(*, memory_ids: list[int]) -> int:
+    """Delete these rows (of any users; the admin's delete) with every copy of their text."""
+    owners: dict[int, list[int]] = {}
+    for pk, owner_id in Memory.objects.filter(pk__in=memory_ids).values_list("pk", "owner_id"):
+        owners.setdefault(owner_id, []).append(pk)
+    for owner_id, ids in owners.items():
+        forgetting.memories_forget(user_id=owner_id, memory_ids=ids)
+    deleted, _ = Memory.objects.filter(pk__in=memory_ids).delete()
+    return deleted
 
 
 @transaction.atomic
@@ -217,8 +324,73 @@ def memory_forget_all(*, user: User, purge: bool = False) -> int:
     now = _now()
     pending_messages_skip(user=user, before=now)
     if purge:
-        count = Memory.objects.filter(owner=user).count()
+        ids = list(Memory.objects.filter(owner=user).values_list("pk", flat=True))
+        forgetting.memories_forget(user_id=user.pk, memory_ids=ids)  # every copy of their text, first
+        count = len(ids)
         Memory.objects.filter(owner=user).delete()
     else:
         count = memories_active(user_id=user.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)
+        Memory.objects.filter(owner=user, suggested=True).delete()
     return count
+
+
+@transaction.atomic
+def memory_confirm(*, user: User, memory: Memory) -> Memory:
+    """Keep a suggestion: it becomes active, replacing the version it updates and the memory that holds
+    its key now (both kept in history). Returns the memory, now active."""
+    _check_owner(user, memory)
+    _lock_user(user)
+    current = Memory.objects.select_for_update().get(pk=memory.pk)
+    if not current.suggested or current.invalid_at is not None:
+        raise MemoryConflict(gettext("This memory is not a suggestion waiting to be kept."))
+    now = _now()
+    previous = memories_active(user_id=user.pk).filter(superseded_by=current).first()
+    replaced = memories_active(user_id=user.pk).filter(pk=previous.pk) if previous else Memory.objects.none()
+    if current.key:
+        replaced = replaced | memories_active(user_id=user.pk).filter(key=current.key)
+    if _same_content_active(user=user, content=current.content, allowed=replaced):
+        raise MemoryConflict(DUPLICATE)
+    if not replaced.exists():
+        _ensure_room(user=user)
+    replaced_ids = list(replaced.values_list("pk", flat=True))
+    Memory.objects.filter(pk__in=replaced_ids).update(invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED)
+    if previous is None and replaced_ids:
+        # A keyed suggestion learned beside a value set since: link the value it replaces now.
+        Memory.objects.filter(pk=replaced_ids[0], superseded_by__isnull=True).update(superseded_by=current)
+    try:
+        with transaction.atomic():
+            Memory.objects.filter(pk=current.pk).update(suggested=False)
+    except IntegrityError:  # another value of the key became active meanwhile
+        raise MemoryConflict(gettext("Another value of this preference became active meanwhile; try again.")) from None
+    current.refresh_from_db()
+    return current
+
+
+def _same_content_active(*, user: User, content: str, allowed: QuerySet[Memory]) -> bool:
+    return memories_active(user_id=user.pk).filter(content=content).exclude(pk__in=allowed.values("pk")).exists()
+
+
+UNSET: Any = object()
+
+
+@transaction.atomic
+def memory_settings(*, user: User, memory: Memory, pinned: Any = UNSET, expires_at: Any = UNSET) -> Memory:
+    """Pin or unpin a memory, set or clear its end date (any future moment): in place, no new version."""
+    _check_owner(user, memory)
+    current = Memory.objects.select_for_update().get(pk=memory.pk)
+    if current.invalid_at is not None:
+        raise MemoryConflict(gettext("Only active memories and suggestions can be changed; restore this one first."))
+    fields: dict[str, Any] = {}
+    if pinned is not UNSET:
+        fields["pinned"] = bool(pinned)
+    if expires_at is not UNSET:
+        if expires_at is not None:
+            if timezone.is_naive(expires_at):
+                expires_at = timezone.make_aware(expires_at, UTC)
+            if expires_at <= _now():
+                raise MemoryRejected(gettext("The end date must be in the future."))
+        fields["expires_at"] = expires_at
+    if fields:
+        Memory.objects.filter(pk=current.pk).update(**fields)
+        current.refresh_from_db()
+    return current

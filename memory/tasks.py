@@ -10,8 +10,10 @@ import logging
 
 from celery import Task, shared_task
 from django.db import transaction
+from django.utils import timezone
 
-from memory import pipeline, recovery, retries
+from chat.llm import LLMError
+from memory import embeddings, lifecycle, pipeline, recovery, retention, retries
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -34,10 +36,47 @@ def extract_memories_task(
     return result.status
 
 
+@shared_task(acks_late=True, ignore_result=True)
+def embed_memories_task(user_id: int) -> int:
+    """Embed the user's memories that have no vector yet (EMBEDDING_MODEL); idempotent."""
+    try:
+        return embeddings.memory_vectors_make(user_id=user_id)
+    except LLMError as exc:  # the sweep tries again; recall ranks lexically meanwhile
+        logger.warning("could not embed the memories of user %s: %s", user_id, exc)
+        return 0
+
+
+def embed_memories_later(*, user_id: int) -> None:
+    """After the current transaction commits, have the worker embed the user's new memories (when
+    EMBEDDING_MODEL is set): never on a turn's path."""
+    if not embeddings.enabled():
+        return
+
+    def send() -> None:
+        try:
+            embed_memories_task.delay(user_id)
+        except Exception:  # a broker outage must not break a write; the sweep catches up
+            logger.exception("could not enqueue embeddings for user %s", user_id)
+
+    transaction.on_commit(send)
+
+
 @shared_task(ignore_result=True)
 def sweep_extractions_task() -> int:
-    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py)."""
+    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py); move
+    memories whose end date passed to history and delete unanswered suggestions (memory/lifecycle.py);
+    embed memories whose vector is missing (a lost message, or EMBEDDING_MODEL newly set); strip the text
+    of runs past their retention (memory/retention.py)."""
+    now = timezone.now()
+    lifecycle.memories_expire(now=now)
+    lifecycle.suggestions_expire(now=now)
     recovery.claims_recover()
+    for user_id in embeddings.users_missing_vectors():
+        embed_memories_later(user_id=user_id)
+    try:
+        retention.runs_text_strip()
+    except Exception:  # retention waits for the next sweep; extraction recovery must still run
+        logger.exception("could not strip the text of old extraction runs")
     work = recovery.pending_work()
     for user_id, message_id in work:
         _send(user_id, message_id, None, ExtractionRun.Trigger.BACKGROUND)

@@ -14,7 +14,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from chat.extensions import TurnContext
-from memory import pipeline, retries
+from memory import forgetting, pipeline, retries
 from memory.models import ExtractionRun
 from memory.outcomes import Outcome, Result
 
@@ -75,6 +75,17 @@ def result_sentence(result: Result) -> str:
     }.get(result.status, FAILED)
 
 
+def _reported(result: Result) -> dict[int, str]:
+    """The memories the result's sentence quotes, by id: the turn's save re-checks them (memory.forgetting)."""
+    quoted: dict[int, str] = {}
+    for change in result.changes:
+        if change.memory_id is not None and change.content:
+            quoted[change.memory_id] = change.content
+        if change.previous_id is not None and change.previous_content:
+            quoted[change.previous_id] = change.previous_content
+    return quoted
+
+
 class FlushMemoryTool:
     name = "flush_memory"
     description = DESCRIPTION
@@ -100,6 +111,9 @@ class FlushMemoryTool:
             if result.status != Outcome.BUSY or time.monotonic() >= deadline:
                 break
             time.sleep(retries.FLUSH_POLL_SECONDS)
+        forgetting.turn_memories_note(
+            user_id=ctx.user.pk, user_message_id=ctx.user_message.pk, contents=_reported(result)
+        )
         later, countdown = retries.flush_follow_up(result)
         if later:
             self._review_later(ctx, countdown=countdown)

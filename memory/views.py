@@ -10,6 +10,7 @@ plain form: GET shows a step (edit form, confirmation) in the full page, POST re
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -21,14 +22,15 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from accounts.models import User
-from accounts.services import user_set_memory_enabled
+from accounts.services import user_set_memory_enabled, user_set_memory_review
 from chat.views import sidebar_context
 from memory import fragments, notices, selectors, services
 from memory.forms import ForgetAllForm, MemoryForm, MemorySwitchForm
@@ -68,9 +70,16 @@ def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpRespo
         **fragments.list_context(user, _query(request)),
         **fragments.summary_context(user),
         **fragments.history_context(user, _query(request)),
+        **fragments.suggested_context(user),
+        "review_ids": _review_ids(request),
         **extra,
     }
     return render(request, "memory/page.html", context, status=status)
+
+
+def _review_ids(request: HttpRequest) -> set[int]:
+    """The memories a notice's Review link names (`?review=12,13`): all highlighted on the page."""
+    return {int(part) for part in request.GET.get("review", "").split(",") if part.strip().isdigit()}
 
 
 def _summary_oob(request: HttpRequest) -> str:
@@ -120,6 +129,7 @@ def memory_row(request: HttpRequest, memory_id: int) -> HttpResponse:
     memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
     if not _htmx(request):
         return redirect(_page_url(f"memory-{memory.pk}"))
+    selectors.memory_history_restorations(user=_user(request), rows=[memory])
     return render(request, fragments.row_template(memory), {"memory": memory, "limit": CONTENT_MAX})
 
 
@@ -135,8 +145,9 @@ def memory_add(request: HttpRequest) -> HttpResponse:
         except services.MemoryRejected as exc:
             form.add_error("content", str(exc))
     if memory is None:
-        if _htmx(request):
-            return render(request, "memory/_add_form.html", {"add_form": form, "limit": CONTENT_MAX}, status=422)
+        if _htmx(request):  # the form says what is wrong; the live region drops an earlier "Memory added."
+            form_html = fragments.part(request, "memory/_add_form.html", add_form=form)
+            return fragments.response(form_html, fragments.status_html(""), status=422)
         return _page(request, status=422, add_form=form)
     if not _htmx(request):
         messages.success(request, _("Memory added."))
@@ -194,6 +205,7 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
     memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     if request.method == "GET":
         if _htmx(request):
+            selectors.memory_history_restorations(user=user, rows=[memory])
             context = {"memory": memory, "mode": "confirm", "limit": CONTENT_MAX}
             return render(request, fragments.row_template(memory), context)
         return _page(request, delete_id=memory.pk)
@@ -312,5 +324,181 @@ def memory_notices(request: HttpRequest) -> HttpResponse:
     except ValueError:  # no position yet: start from now rather than replay old runs
         after = selectors.extraction_run_last_changed_id(user=user)
     items, last = notices.notices_after(user=user, after_run_id=after)
-    context = {"enabled": True, "after": last, "notices": items, "offline_only": notices.push_is_cross_process()}
+    context: dict[str, Any] = {
+        "enabled": True,
+        "after": last,
+        "notices": items,
+        "offline_only": notices.push_is_cross_process(),
+    }
+    conversation_id = request.GET.get("conversation", "")
+    if conversation_id and _is_uuid(conversation_id):
+        try:
+            marker = int(request.GET.get("marker", ""))
+        except ValueError:
+            marker = notices.last_marker_id(conversation_id=conversation_id)
+        html, marker = notices.markers_after(user=user, conversation_id=conversation_id, after_marker_id=marker)
+        context.update(conversation_id=conversation_id, marker=marker, markers=html)
     return render(request, "memory/_notice_poller.html", context)
+
+
+# --- under a reply: "Used N memories" (memory/chat/_reply.html) -------------------------------------
+
+
+def _reply_item(request: HttpRequest, memory: Memory, outcome: str) -> HttpResponse:
+    """The memory's line under the reply, saying what was done (the whole list stays as it was)."""
+    message_id = request.POST.get("message", "")
+    context = {"memory": memory, "message": {"pk": message_id if message_id.isdigit() else ""}, "outcome": outcome}
+    return render(request, "memory/chat/_reply_memory.html", context)
+
+
+@login_required
+@require_POST
+def reply_wrong(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """ "Wrong": delete the memory (and its earlier versions) permanently; the next turn goes without it."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    services.memory_delete(user=user, memory=memory)
+    if not _htmx(request):
+        messages.success(request, gettext("Memory deleted permanently."))
+        return redirect(request.META.get("HTTP_REFERER") or _page_url())
+    return _reply_item(request, memory, gettext("Deleted. Memora won’t use it from your next message."))
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+# --- suggestions, review setting, pin and end date ----------------------------------------------------
+
+
+def _suggested_oob(request: HttpRequest, *, oob: bool = True) -> str:
+    return fragments.part(request, "memory/_suggested.html", oob=oob, **fragments.suggested_context(_user(request)))
+
+
+def _answered(request: HttpRequest, *, memory_id: int, content: str, kept: bool, text: str) -> HttpResponse:
+    """After Keep or Discard: the notice's item says so (in a conversation), or the page's sections are
+    re-rendered (Settings → Memory)."""
+    if not _htmx(request):
+        messages.success(request, text)
+        return redirect(_page_url(f"memory-{memory_id}" if kept else "memory-suggested"))
+    if request.GET.get("from") == "notice":
+        context = {"memory_id": memory_id, "content": content, "kept": kept, "link": _page_url(f"memory-{memory_id}")}
+        return render(request, "memory/_suggestion_done.html", context)
+    user = _user(request)
+    active = fragments.list_context(user, _query(request))
+    return fragments.response(
+        _suggested_oob(request, oob=False),
+        fragments.part(request, "memory/_active_list.html", oob=True, refocus_id=memory_id if kept else None, **active),
+        _history(request, oob=True),
+        _summary_oob(request),
+        fragments.status_html(text),
+    )
+
+
+@login_required
+@require_POST
+def reply_outdated(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """ "Outdated": move the memory to history (restorable on Settings → Memory)."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    try:
+        memory = services.memory_retract(user=user, memory=memory)
+    except services.MemoryRejected as exc:
+        return _reply_item(request, memory, str(exc))
+    if not _htmx(request):
+        messages.success(request, gettext("Memory moved to History."))
+        return redirect(request.META.get("HTTP_REFERER") or _page_url())
+    return _reply_item(request, memory, gettext("Moved to History. Memora won’t use it from your next message."))
+
+
+@login_required
+@require_POST
+def memory_keep(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """Keep a suggestion: it becomes active (replacing the value it updates)."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    try:
+        kept = services.memory_confirm(user=user, memory=memory)
+    except services.MemoryRejected as exc:
+        return _rejected(request, exc, anchor="memory-suggested")
+    text = gettext("Kept. Memora uses it from your next message.")
+    return _answered(request, memory_id=kept.pk, content=kept.content, kept=True, text=text)
+
+
+@login_required
+@require_POST
+def memory_discard(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """Discard a suggestion: it is deleted, and nothing it would have replaced changes."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    if not memory.suggested or memory.invalid_at is not None:
+        exc = services.MemoryConflict(gettext("This memory is not a suggestion waiting to be kept."))
+        return _rejected(request, exc, anchor="memory-suggested")
+    content = memory.content
+    services.memory_delete(user=user, memory=memory)
+    text = gettext("Discarded. Nothing was remembered.")
+    return _answered(request, memory_id=memory_id, content=content, kept=False, text=text)
+
+
+@login_required
+@require_POST
+def memory_review_setting(request: HttpRequest) -> HttpResponse:
+    """Which learned memories wait as suggestions: none, sensitive ones, or all."""
+    value = request.POST.get("memory_review", "")
+    if value not in User.MemoryReview.values:
+        return HttpResponseBadRequest(gettext("Choose auto, sensitive or all."))
+    user = user_set_memory_review(user=_user(request), review=value)
+    text = gettext("Saved.")
+    if not _htmx(request):
+        messages.success(request, text)
+        return redirect(_page_url("memory-suggested"))
+    return fragments.response(
+        fragments.part(request, "memory/_review.html", **fragments.review_context(user)), fragments.status_html(text)
+    )
+
+
+@login_required
+@require_POST
+def memory_pin(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """Pin (in every conversation) or unpin a memory: in place, no new version."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    try:
+        services.memory_settings(user=user, memory=memory, pinned=request.POST.get("pinned") == "on")
+    except services.MemoryRejected as exc:
+        return _rejected(request, exc, anchor=f"memory-{memory_id}")
+    return _row_changed(request, memory_id, gettext("Saved."))
+
+
+@login_required
+@require_POST
+def memory_expiry(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """Set (any future moment, in UTC) or clear a memory's end date: in place, no new version."""
+    user = _user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    raw = "" if request.POST.get("clear") else request.POST.get("expires_at", "").strip()
+    expires_at = parse_datetime(raw) if raw else None
+    if raw and expires_at is None:
+        exc = services.MemoryRejected(gettext("Give the end date as a date and time."))
+        return _rejected(request, exc, anchor=f"memory-{memory_id}")
+    try:
+        services.memory_settings(user=user, memory=memory, expires_at=expires_at)
+    except services.MemoryRejected as exc:
+        return _rejected(request, exc, anchor=f"memory-{memory_id}")
+    text = gettext("End date saved.") if expires_at else gettext("End date cleared.")
+    return _row_changed(request, memory_id, text)
+
+
+def _row_changed(request: HttpRequest, memory_id: int, text: str) -> HttpResponse:
+    if not _htmx(request):
+        messages.success(request, text)
+        return redirect(_page_url(f"memory-{memory_id}"))
+    fresh = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
+    template = "memory/_suggested_row.html" if fresh.suggested else "memory/_row.html"
+    return fragments.response(
+        fragments.part(request, template, memory=fresh, refocus=True), fragments.status_html(text)
+    )

@@ -121,7 +121,10 @@ def options() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def commands(host: str, port: str, args: argparse.Namespace) -> list[Child]:
+def commands(host: str, port: str, args: argparse.Namespace, trusted_proxies: str = "") -> list[Child]:
+    """The worker's and the web server's command lines. `trusted_proxies` (MEMORA_TRUSTED_PROXIES) is the
+    only source of uvicorn's --forwarded-allow-ips: uvicorn's own default trusts 127.0.0.1, so any local
+    process could otherwise name the client's address in X-Forwarded-For and walk around every throttle."""
     worker = [
         str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
         "--concurrency", str(args.celery_concurrency),
@@ -133,6 +136,7 @@ def commands(host: str, port: str, args: argparse.Namespace) -> list[Child]:
         # websockets` will stop meaning; the browser tests already ran on this one.
         str(BIN / "uvicorn"), "config.asgi:application", "--host", host, "--port", port,
         "--ws", "websockets-sansio", "--log-level", "info",
+        "--forwarded-allow-ips", trusted_proxies,
         *(["--workers", str(args.workers)] if args.workers > 1 else []),
     ]  # fmt: skip
     return [Child("worker", worker), Child("web server", web)]
@@ -167,7 +171,7 @@ def main() -> int:
         f"  ·  web processes: {args.workers}",
         flush=True,
     )
-    children = commands(host, port, args)
+    children = commands(host, port, args, trusted_proxies=settings.MEMORA_TRUSTED_PROXIES)
     stopping = False
 
     def stop(*_: object) -> None:

@@ -22,6 +22,11 @@ message, the tool schemas) plus its `max_tokens` exceeds the window is refused w
 request gets HTTP 200 and an empty stream instead, as llama.cpp's server does. Refused requests are
 recorded in `requests` too, and their prompt sizes in `prompt_sizes`.
 
+It also serves `POST /v1/embeddings`: each input gets `embed(text)` (by default `concept_vector`, a
+bag of words over a few "concepts", so texts related only in meaning get close vectors); requests are
+recorded in `embedding_requests`; `embedding_status` (other than 200) answers an error and
+`embedding_delay` holds every answer that many seconds.
+
 For benchmarks it also runs on its own and answers every request with N word tokens:
 
     python -m tests.fake_openai --port 18100 --tokens 200 --token-delay 0.005
@@ -43,6 +48,41 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+# Words of the same meaning share one dimension of `concept_vector` (a stand-in for a real model); Chinese
+# words are found as substrings.
+CONCEPTS = [
+    "peanut peanuts snickers satay nut nuts allergic allergy",
+    "cat cats kitten pet vet veterinarian",
+    "phone phones smartphone iphone handset 手机",
+    "vegetarian meat steak burger vegan",
+    "cello music orchestra concert violin rehearse pieces",
+    "race marathon running training runner",
+    "kid kids daughter son child children 孩子 儿子",
+    "alcohol drink wine beer bar pub",
+    "母亲 妈妈 血压 少盐",
+    "辣 川菜 胃疼",
+    "失眠 睡不着 睡眠",
+]
+EMBEDDING_DIMENSIONS = 24
+_CONCEPT_OF = {word: i for i, words in enumerate(CONCEPTS) for word in words.split()}
+
+
+def concept_vector(text: str) -> list[float]:
+    """A deterministic embedding: one dimension per concept named in `text`, other words hashed thinly."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    lowered = text.lower()
+    for word, i in _CONCEPT_OF.items():
+        if not word.isascii() and word in lowered:
+            vector[i] += 1.0
+    spare = EMBEDDING_DIMENSIONS - len(CONCEPTS)
+    for word in re.findall(r"[a-z0-9]+", lowered):
+        if word in _CONCEPT_OF:
+            vector[_CONCEPT_OF[word]] += 1.0
+        else:
+            vector[len(CONCEPTS) + sum(map(ord, word)) % spare] += 0.1
+    return vector
+
 
 #: upper bound for a `hang`, so a forgotten server never holds a test forever
 HANG_SECONDS = 60.0
@@ -132,6 +172,10 @@ class FakeOpenAIServer:
         self.prompt_sizes: list[int] = []  # count_tokens of each request's prompt, in order
         self.refused = 0
         self.responder: Responder | None = None
+        self.embed: Callable[[str], list[float]] = concept_vector
+        self.embedding_status = 200
+        self.embedding_delay = 0.0
+        self.embedding_requests: list[dict[str, Any]] = []
         self._queue: list[FakeResponse] = []
         self._stats = _Stats()
         self._stopping = threading.Event()
@@ -286,6 +330,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
 
     def do_POST(self) -> None:
+        if self.path.rstrip("/").endswith("/embeddings"):
+            self._embeddings()
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
             return
@@ -302,6 +349,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(fake, body, response)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client went away (cancelled stream, timeout)
+
+    def _embeddings(self) -> None:
+        fake = self.server.fake
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with fake._stats.lock:
+            fake.embedding_requests.append(body)
+        if fake._wait(fake.embedding_delay):
+            return
+        if fake.embedding_status != 200:
+            self._send_json(fake.embedding_status, _error_body("Scripted embeddings failure.", "server_error"))
+            return
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = [{"object": "embedding", "index": i, "embedding": fake.embed(str(t))} for i, t in enumerate(texts)]
+        usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+        self._send_json(200, {"object": "list", "data": data, "model": body.get("model", ""), "usage": usage})
 
     # --- replies ---
     def _reply(self, fake: FakeOpenAIServer, body: dict[str, Any], response: FakeResponse) -> None:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,3 +121,39 @@ def test_nothing_it_started_outlives_the_supervisor_killed_with_sigkill(
     # The web server and the worker get SIGTERM when it dies, and stop what they started in turn.
     wait_for(lambda: not any(alive(pid) for pid in [*started.values(), *grandchildren]), 30)
     assert not serves(port)
+
+
+def test_a_spoofed_forwarded_for_from_a_local_peer_does_not_escape_the_throttle(
+    serve: tuple[subprocess.Popen[bytes], int],
+) -> None:
+    """uvicorn's own default trusts X-Forwarded-For from 127.0.0.1; serve.py trusts no one unless told."""
+    _, port = serve
+    statuses = []
+    for attempt in range(settings.API_AUTH_FAILURE_LIMIT + 1):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/me",
+            headers={"Authorization": f"Bearer mem_guess{attempt}", "X-Forwarded-For": f"198.51.100.{attempt}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                statuses.append(response.status)
+        except urllib.error.HTTPError as error:
+            statuses.append(error.code)
+    assert statuses[:-1] == [401] * settings.API_AUTH_FAILURE_LIMIT
+    assert statuses[-1] == 429
+
+
+def test_the_web_server_trusts_exactly_the_configured_proxies() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import serve as script
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    args = script.argparse.Namespace(workers=1, celery_concurrency=1)
+
+    def allowed(**kwargs: str) -> str:
+        web = script.commands("127.0.0.1", "8000", args, **kwargs)[1].command
+        return web[web.index("--forwarded-allow-ips") + 1]
+
+    assert allowed() == ""  # no one: uvicorn would otherwise trust 127.0.0.1
+    assert allowed(trusted_proxies="10.0.0.5,10.1.0.0/16") == "10.0.0.5,10.1.0.0/16"

@@ -15,6 +15,7 @@ from django.utils.module_loading import import_string
 
 from chat.llm.base import (
     ChatModel,
+    Embedder,
     LLMError,
     Messages,
     StreamChunk,
@@ -27,6 +28,7 @@ from chat.llm.base import (
 
 __all__ = [
     "ChatModel",
+    "Embedder",
     "LLMError",
     "Messages",
     "StreamChunk",
@@ -35,6 +37,7 @@ __all__ = [
     "ToolCalls",
     "Usage",
     "get_chat_model",
+    "get_embedder",
     "single_system_message",
 ]
 
@@ -44,6 +47,9 @@ _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.
 # The settings a model is built from; changing one (as tests do) builds a fresh model on the next call.
 MODEL_SETTINGS = frozenset(
     {"LLM_BACKEND", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "LLM_TIMEOUT", "LLM_MAX_RETRIES"}
+)
+EMBEDDING_SETTINGS = frozenset(
+    {"EMBEDDING_MODEL", "EMBEDDING_BASE_URL", "EMBEDDING_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"}
 )
 
 
@@ -59,7 +65,22 @@ def _build() -> ChatModel:
     return instance
 
 
+def get_embedder() -> Embedder | None:
+    """The provider's embeddings (OpenAI-compatible `/v1/embeddings`), or None when EMBEDDING_MODEL is
+    not set. EMBEDDING_BASE_URL and EMBEDDING_API_KEY default to the chat provider's."""
+    return _build_embedder() if settings.EMBEDDING_MODEL else None
+
+
+@lru_cache(maxsize=1)
+def _build_embedder() -> Embedder:
+    from chat.llm.openai_adapter import OpenAIEmbedder  # imports `openai`, which the demo never needs
+
+    return OpenAIEmbedder()
+
+
 @receiver(setting_changed)
 def _settings_changed(*, setting: str, **kwargs: Any) -> None:
     if setting in MODEL_SETTINGS:
         _build.cache_clear()
+    if setting in EMBEDDING_SETTINGS:
+        _build_embedder.cache_clear()

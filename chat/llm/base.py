@@ -126,6 +126,17 @@ class ChatModel(ABC):
         raise LLMError(_("This model provider cannot write summaries."), kind="error")
 
 
+class Embedder(ABC):
+    """A provider's `/v1/embeddings` (EMBEDDING_MODEL): text in, one vector per text out."""
+
+    model: str = ""
+
+    @abstractmethod
+    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+        """One blocking call within `timeout` seconds, never retried: the vectors, in the order of `texts`.
+        Any failure raises LLMError."""
+
+
 def single_system_message(messages: Messages) -> Messages:
     """`messages` with every system message merged into one, first: many chat templates (llama-2,
     Gemma, Mistral) keep only one system message and silently drop the others.

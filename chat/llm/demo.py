@@ -77,16 +77,18 @@ class DemoChatModel(ChatModel):
         parts.append(_("Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model."))
         return sentence_separator().join(parts)
 
-    def _tool_to_call(self, messages: Messages, tools: list[dict[str, Any]] | None) -> str | None:
+    def _tool_to_call(self, messages: Messages, tools: list[dict[str, Any]] | None) -> tuple[str, str] | None:
+        """The tool the demo calls for the latest user text and its arguments (JSON), or None."""
         last = messages[-1] if messages else {}
         if not tools or last.get("role") != "user":  # at most one tool round per user message
             return None
         names = {t["function"]["name"] for t in tools}
         # Other apps' features take part through chat.extensions (e.g. memory.demo).
         for trigger in extensions.demo_tool_triggers():
-            name = trigger(str(last.get("content", "")), names)
-            if name in names:
-                return name
+            chosen = trigger(str(last.get("content", "")), names)
+            name, arguments = chosen if isinstance(chosen, tuple) else (chosen, {})
+            if name is not None and name in names:
+                return name, json.dumps(arguments, ensure_ascii=False)
         return None
 
     async def stream(
@@ -94,7 +96,7 @@ class DemoChatModel(ChatModel):
     ) -> AsyncIterator[StreamChunk]:
         tool = self._tool_to_call(messages, tools)
         if tool is not None:
-            yield ToolCalls([ToolCall(id=f"call_demo_{len(messages)}", name=tool, arguments="{}")])
+            yield ToolCalls([ToolCall(id=f"call_demo_{len(messages)}", name=tool[0], arguments=tool[1])])
             return
         words = re.findall(r"\S+\s*", self.reply_for(messages))
         for word in words:

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 MAX_CHARS = 300
 
@@ -42,3 +43,39 @@ def provider_error_code(body: Any) -> str:
         if isinstance(inner, dict) and inner.get("code"):
             return str(inner["code"])
     return ""
+
+
+# --- what the chat shows: a plain sentence, and the provider's own words behind "Details" ---------
+
+_HTTP = re.compile(r"^The model provider answered HTTP (?P<status>\d{3})(?:: (?P<said>.*)|\.)$", re.S)
+_REPORTED = re.compile(r"^The model provider reported an error: (?P<said>.*)$", re.S)
+_UNREACHABLE = re.compile(r"^Could not reach the model provider \((?P<said>.*)\)\.$", re.S)
+_TOO_LONG = re.compile(r"^The conversation is longer than the model can read at once \((?P<said>.*)\)$", re.S)
+
+
+def _status_sentence(status: int) -> str:
+    if status in (401, 403):
+        return _("The model provider refused this app’s credentials. Whoever runs Memora should check its API key.")
+    if status == 404:
+        return _("The model provider does not know the model this app asked for.")
+    if status == 429:
+        return _("The model provider is busy or over its rate limit. Try again in a moment.")
+    if status >= 500:
+        return _("The model provider had a problem on its side. Try again in a moment.")
+    return _("The model provider refused the request.")
+
+
+def error_for_people(text: str) -> tuple[str, str]:
+    """A saved reply's error as (a plain sentence, the provider's own words or ""): the chat shows the
+    sentence and keeps the words behind a "Details" toggle. Errors written by this app pass through."""
+    text = text or ""
+    if m := _HTTP.match(text):
+        said = m["said"] or ""
+        return _status_sentence(int(m["status"])), f"HTTP {m['status']}" + (f": {said}" if said else "")
+    if m := _REPORTED.match(text):
+        return _("The model provider reported an error."), m["said"]
+    if m := _UNREACHABLE.match(text):
+        return _("Could not reach the model provider."), m["said"]
+    if m := _TOO_LONG.match(text):
+        return _("The conversation is longer than the model can read at once."), m["said"]
+    return text, ""

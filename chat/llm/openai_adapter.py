@@ -6,7 +6,8 @@ keeps what the provider said (see `chat.llm.errors`).
 Servers people run themselves behave differently from OpenAI, and the adapter copes:
 - every request carries `max_tokens`, so a model that never stops cannot hold a single-slot server;
 - the deadlines are wall-clock: a server sending `: ping` comments every few seconds cannot keep a call
-  alive past LLM_FIRST_TOKEN_TIMEOUT (first token) or CHAT_TURN_TIMEOUT (whole step);
+  alive past LLM_FIRST_TOKEN_TIMEOUT (first token), LLM_STALL_TIMEOUT (between two tokens) or
+  CHAT_TURN_TIMEOUT (whole step);
 - the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
   server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout;
 - a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
@@ -34,6 +35,7 @@ from django.utils.translation import gettext as _
 from chat.deadlines import Deadline
 from chat.llm.base import (
     ChatModel,
+    Embedder,
     LLMError,
     Messages,
     StreamChunk,
@@ -189,6 +191,18 @@ def _rejects_tools(error: LLMError) -> bool:
     return error.status in (400, 422, 500, 501) and ("tool" in text or "function" in text)
 
 
+def _is_progress(chunk: dict[str, Any]) -> bool:
+    """Whether a chunk (beyond its text) moves the reply on: a piece of a tool call, the finish, the usage.
+    An empty delta does not: some servers send those as keep-alives."""
+    if chunk.get("usage"):
+        return True
+    choice = (chunk.get("choices") or [{}])[0]
+    if not isinstance(choice, dict):
+        return False
+    delta = choice.get("delta")
+    return bool(choice.get("finish_reason") or (isinstance(delta, dict) and delta.get("tool_calls")))
+
+
 class OpenAIChatModel(ChatModel):
     def __init__(self) -> None:
         self._options: dict[str, Any] = {
@@ -288,6 +302,7 @@ class OpenAIChatModel(ChatModel):
         got_token = False
         received = False
         usage: int | None = None
+        stalled = False
         try:
             # The raw response: the SDK's typed chunk objects cost more CPU than the rest of a streamed
             # token's way to the page together; the chunks are read as JSON (`_sse_chunks`) instead.
@@ -317,18 +332,23 @@ class OpenAIChatModel(ChatModel):
                     if prompt_tokens:
                         usage = int(prompt_tokens)
                     texts = calls.add_chunk(chunk)
-                    if not got_token and (texts or calls.started):
-                        got_token = True
-                        deadline.move(end)
+                    if texts or _is_progress(chunk):
+                        if got_token:
+                            deadline.progress()
+                        elif texts or calls.started:
+                            got_token = True
+                            deadline.move(end)
+                            deadline.stall_after(float(settings.LLM_STALL_TIMEOUT))
                     for text in texts:
                         yield TextDelta(text)
                     choices = chunk.get("choices") or [{}]
                     finished = finished or bool(isinstance(choices[0], dict) and choices[0].get("finish_reason"))
             finally:
                 deadline.cancel()
+                stalled = deadline.stalled
                 await opened.__aexit__(None, None, None)
         except TimeoutError as exc:
-            raise self._deadline_error(got_token) from exc
+            raise self._deadline_error(got_token, stalled=stalled) from exc
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
             raise _as_llm_error(exc) from exc
         if not received:
@@ -343,7 +363,11 @@ class OpenAIChatModel(ChatModel):
             yield ToolCalls(calls.calls())
 
     @staticmethod
-    def _deadline_error(got_token: bool) -> LLMError:
+    def _deadline_error(got_token: bool, *, stalled: bool = False) -> LLMError:
+        if stalled:
+            limit = float(settings.LLM_STALL_TIMEOUT)
+            text = _("The model provider stopped sending the reply: nothing arrived for %(seconds)s s.")
+            return LLMError(text % {"seconds": f"{limit:g}"}, kind="timeout")
         if got_token:
             limit = float(settings.CHAT_TURN_TIMEOUT)
             return LLMError(
@@ -428,3 +452,27 @@ class OpenAIChatModel(ChatModel):
         if not isinstance(content, str) or not content.strip():
             raise LLMError(_("The model provider returned no content."), kind="bad_response")
         return content
+
+
+class OpenAIEmbedder(Embedder):
+    """`/v1/embeddings` of EMBEDDING_BASE_URL (default: the chat provider's), for memory recall."""
+
+    def __init__(self) -> None:
+        self.model = settings.EMBEDDING_MODEL
+        self._client = openai.OpenAI(
+            api_key=settings.EMBEDDING_API_KEY or settings.OPENAI_API_KEY or "not-needed",
+            base_url=settings.EMBEDDING_BASE_URL or settings.OPENAI_BASE_URL or None,
+            max_retries=0,  # a turn waits for at most one short attempt, then ranks without it
+        )
+
+    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+        try:
+            answer = self._client.embeddings.create(
+                model=self.model, input=texts, encoding_format="float", timeout=timeout
+            )
+            vectors = [list(item.embedding) for item in sorted(answer.data, key=lambda item: item.index)]
+        except Exception as exc:
+            raise _as_llm_error(exc) from exc
+        if len(vectors) != len(texts):
+            raise LLMError("The embeddings answer has the wrong number of vectors.", kind="bad_response")
+        return vectors

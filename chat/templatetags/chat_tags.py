@@ -5,6 +5,7 @@ from django.template import Context
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import extensions
+from chat.llm.errors import error_for_people
 from chat.markdown import render_markdown
 
 register = template.Library()
@@ -30,3 +31,9 @@ def page_blocks(context: Context, slot: str) -> SafeString:
 def markdown_filter(text: str) -> SafeString:
     """Render an assistant reply: Markdown, sanitised (see chat.markdown)."""
     return render_markdown(text or "")
+
+
+@register.filter
+def error_parts(text: str) -> tuple[str, str]:
+    """A failed reply's error: (plain sentence, the provider's words for "Details"); see chat.llm.errors."""
+    return error_for_people(text)

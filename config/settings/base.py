@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # Runtime files (SQLite database, local secret key, filesystem broker, collected static): var/ unless MEMORA_VAR_DIR.
@@ -110,6 +111,7 @@ INSTALLED_APPS = [
 # Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
     "config.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
     "django.contrib.sessions.middleware.SessionMiddleware",
     "config.middleware.LocaleMiddleware",  # Accept-Language, else LANGUAGE_CODE
@@ -161,7 +163,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # secure_delete: a deleted row's text is overwritten, not left in the file's free pages (SPEC §8).
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = None
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_POOL", False):
@@ -187,12 +190,13 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # refuses sign-ins while an account or address is locked out
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username, or from one
-# address, sign-ins from it are refused for the cool-off time. Behind a proxy, run uvicorn with
-# --forwarded-allow-ips so the client's address (not the proxy's) is what counts.
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username from one
+# address, that username is refused from that address (its owner still signs in from another), and
+# after as many from one address for any usernames, that address is refused; for the cool-off time.
+# The address is REMOTE_ADDR: behind a proxy, list it in MEMORA_TRUSTED_PROXIES (below).
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "accounts.views.locked_out"
 AXES_VERBOSE = False
@@ -201,6 +205,18 @@ AXES_DISABLE_ACCESS_LOG = True  # failures are what throttling needs; successful
 # seconds, further attempts answer 429 until the window ends.
 API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20)
 API_AUTH_FAILURE_WINDOW = env_int("API_AUTH_FAILURE_WINDOW", 300)
+# "open": anyone may create an account at /accounts/signup/; "closed": only the admin and
+# `create_api_token --create-user` make accounts. Open sign-up creates at most this many accounts per
+# client address an hour (429 past it).
+ACCOUNTS_SIGNUP = os.environ.get("ACCOUNTS_SIGNUP", "open").strip().lower() or "open"
+if ACCOUNTS_SIGNUP not in ("open", "closed"):
+    raise ImproperlyConfigured(f"ACCOUNTS_SIGNUP must be 'open' or 'closed', not {ACCOUNTS_SIGNUP!r}.")
+ACCOUNTS_SIGNUPS_PER_HOUR = env_int("ACCOUNTS_SIGNUPS_PER_HOUR", 10)
+# The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto the web server believes: addresses or
+# networks, comma-separated ("127.0.0.1", "10.0.0.0/8"; "*" trusts every peer). Empty (the default):
+# no one, and the client's address is the connection's. scripts/serve.py passes it to uvicorn as
+# --forwarded-allow-ips; every throttle counts by the address it yields.
+MEMORA_TRUSTED_PROXIES = os.environ.get("MEMORA_TRUSTED_PROXIES", "").strip()
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:index"
 LOGOUT_REDIRECT_URL = "login"
@@ -247,7 +263,15 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     # Rate-limit counters shared by every process (see accounts/throttle.py), through one connection
     # pool per process rather than one per request (config/cache.py).
-    CACHES = {"default": {"BACKEND": "config.cache.SharedRedisCache", "LOCATION": REDIS_URL}}
+    # Short timeouts: the counters fail open when Redis is away (accounts/throttle.py), and an unreachable
+    # host must cost a request a second, not the operating system's minutes-long connect timeout.
+    CACHES = {
+        "default": {
+            "BACKEND": "config.cache.SharedRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
+        }
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # kombu's filesystem transport: a real broker between processes that needs no server; written
@@ -290,6 +314,8 @@ LLM_TIMEOUT = float(os.environ.get("LLM_TIMEOUT", "60"))
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
 # Wall-clock limits that keep-alive pings cannot extend: the first token of a reply, and a whole turn.
 LLM_FIRST_TOKEN_TIMEOUT = float(os.environ.get("LLM_FIRST_TOKEN_TIMEOUT", "30"))
+# After the first token, the longest wait for the next one; keep-alive comments do not extend it either.
+LLM_STALL_TIMEOUT = float(os.environ.get("LLM_STALL_TIMEOUT", "60"))
 CHAT_TURN_TIMEOUT = float(os.environ.get("CHAT_TURN_TIMEOUT", "300"))
 # "auto": offer tools (flush_memory) unless the provider rejects or ignores them; "off": never.
 CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
@@ -304,8 +330,13 @@ CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
 # whose process died is closed (saved "interrupted") at most this long plus one sweep after (chat/leases.py).
 CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 20)
 CHAT_RECOVERY_SWEEP_SECONDS = float(os.environ.get("CHAT_RECOVERY_SWEEP_SECONDS", "5"))
-# Turns a user may start in any 60 seconds; one more answers 429 with Retry-After.
+# Model turns (retries included) a user may start in any 60 seconds, and that one client address may start
+# across every account; one more answers 429 with Retry-After. Counted in the database (chat.TurnStart),
+# which deleting a conversation or a message does not touch.
 CHAT_USER_TURNS_PER_MINUTE = env_int("CHAT_USER_TURNS_PER_MINUTE", 20)
+CHAT_ADDRESS_TURNS_PER_MINUTE = env_int("CHAT_ADDRESS_TURNS_PER_MINUTE", 120)
+# A temporary chat is deleted this long after its last message (the worker's sweep, chat.tasks).
+CHAT_TEMPORARY_HOURS = env_int("CHAT_TEMPORARY_HOURS", 24)
 
 # --- Context budget and compaction (chat.tokens, chat.compaction) ---
 # The chat model's context window, the room kept in it for the reply (at most half the window), and the
@@ -320,6 +351,15 @@ SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
 # Pending user messages that start a background extraction (SPEC §4), and the memory block's size in the prompt.
 MEMORY_EXTRACT_MIN_TURNS = env_int("MEMORY_EXTRACT_MIN_TURNS", 3)
 MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
+# Embeddings for memory recall (optional): an OpenAI-compatible /v1/embeddings model. Its base URL and
+# key default to the chat provider's. A turn waits at most EMBEDDING_TIMEOUT seconds for its one request.
+EMBEDDING_MODEL = os.environ.get("EMBEDDING_MODEL", "").strip()
+EMBEDDING_BASE_URL = os.environ.get("EMBEDDING_BASE_URL", "").strip()
+EMBEDDING_API_KEY = os.environ.get("EMBEDDING_API_KEY", "").strip()
+EMBEDDING_TIMEOUT = float(os.environ.get("EMBEDDING_TIMEOUT", "1.5"))
+# The cosine similarity from which a memory counts as related to the message (model-dependent: measure with
+# `manage.py eval_recall --embeddings`).
+EMBEDDING_MIN_SIMILARITY = float(os.environ.get("EMBEDDING_MIN_SIMILARITY", "0.5"))
 # The judge: `max_tokens` for its JSON answer and its total time limit (seconds).
 MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)
 MEMORY_JUDGE_TIMEOUT = float(os.environ.get("MEMORY_JUDGE_TIMEOUT", "120"))
@@ -338,7 +378,12 @@ MEMORY_MAX_OPS_PER_ANSWER = env_int("MEMORY_MAX_OPS_PER_ANSWER", 50)
 # Every worker sweeps for extraction work a dead worker or a lost message left behind, at start and then
 # this often; work is overdue when its newest message is older than the grace (memory/recovery.py).
 MEMORY_SWEEP_SECONDS = float(os.environ.get("MEMORY_SWEEP_SECONDS", "30"))
+# Suggestions (learned memories waiting for Keep or Discard) left unanswered this long are deleted.
+MEMORY_SUGGESTION_DAYS = env_int("MEMORY_SUGGESTION_DAYS", 14)
 MEMORY_SWEEP_GRACE_SECONDS = float(os.environ.get("MEMORY_SWEEP_GRACE_SECONDS", "30"))
+# Extraction runs older than this many days keep their counts, status and timings but lose their text
+# (judge input, raw output, the operations' content, error details); the worker's sweep strips it.
+MEMORY_RUN_RETENTION_DAYS = env_int("MEMORY_RUN_RETENTION_DAYS", 30)
 # A run's claim on a user expires after this many seconds, longer than a judge call (memory/pipeline.py).
 MEMORY_CLAIM_TTL_SECONDS = 300
 # After a failed judge call the batch rests this many seconds × 2^(attempt-1) before the next try.

@@ -7,12 +7,14 @@ messages, split into conversations) and what a good judge does with it, in a for
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from memory import judge
+from memory.models import MemoryKey
 
 GOLDEN_PATH = Path(__file__).parent / "golden.yaml"
 CATEGORIES = (
@@ -32,6 +34,9 @@ CATEGORIES = (
     "already_known",
     "mixed_language",
     "long_batch",
+    "end_date",
+    "sensitive",
+    "keyed_preference",
 )
 LANGUAGES = ("en", "zh", "mixed")
 # The message ids the judge's numbers map to; far from the memory ids so a mix-up cannot pass.
@@ -56,6 +61,11 @@ class Expectation:
     must: tuple[tuple[str, ...], ...] = ()
     must_not: tuple[str, ...] = ()
     optional: bool = False
+    # SPEC §8 fields: the op carries this key; has an end date (True) or none (False); is sensitive
+    # (by the judge's flag or the server's own vocabulary). None: not checked.
+    key: str | None = None
+    expires: bool | None = None
+    sensitive: bool | None = None
 
     def describe(self) -> str:
         parts = [self.op]
@@ -82,6 +92,10 @@ class Case:
     # The offline demo judge's rules cover this case: CI requires the demo judge to pass it.
     demo: bool = False
     tags: tuple[str, ...] = field(default=())
+    # The day every message was sent (and today's date), shown to the judge; None shows no dates.
+    today: date | None = None
+    # The keys the case's memories hold: key -> memory id.
+    keys: dict[str, int] = field(default_factory=dict)
 
     @property
     def required(self) -> tuple[Expectation, ...]:
@@ -89,12 +103,22 @@ class Case:
 
     def judge_input(self) -> judge.JudgeInput:
         """Exactly what the pipeline would show the judge for this user and these messages."""
-        memories = [judge.ActiveMemory(memory_id, content) for memory_id, content in self.memories.items()]
+        held = {memory_id: key for key, memory_id in self.keys.items()}
+        memories = [
+            judge.ActiveMemory(memory_id, content, held.get(memory_id, ""))
+            for memory_id, content in self.memories.items()
+        ]
+        sent = datetime.combine(self.today, datetime.min.time(), tzinfo=UTC).replace(hour=9) if self.today else None
         pending: list[judge.PendingMessage] = []
         for index, conversation in enumerate(self.conversations):
             for text in conversation:
-                pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text))
-        return judge.render_input(memories=memories, pending=pending)
+                pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text, sent))
+        return judge.render_input(memories=memories, pending=pending, today=self.today)
+
+    def review(self) -> judge.Review:
+        """What validation checks end dates against: every message was sent `today`."""
+        rendered = self.judge_input()
+        return judge.Review(days={mid: self.today for mid in rendered.numbers.values()} if self.today else {})
 
 
 def _terms(value: Any, where: str) -> tuple[str, ...]:
@@ -107,7 +131,7 @@ def _terms(value: Any, where: str) -> tuple[str, ...]:
 def _expectation(data: Any, where: str) -> Expectation:
     if not isinstance(data, dict) or data.get("op") not in judge.OPS:
         raise CaseError(f"{where}: each expectation needs an op, one of {', '.join(judge.OPS)}")
-    unknown = set(data) - {"op", "id", "must", "must_not", "optional"}
+    unknown = set(data) - {"op", "id", "must", "must_not", "optional", "key", "expires", "sensitive"}
     if unknown:
         raise CaseError(f"{where}: unknown keys {sorted(unknown)}")
     op = data["op"]
@@ -118,10 +142,22 @@ def _expectation(data: Any, where: str) -> Expectation:
     must_not = tuple(t for item in data.get("must_not") or [] for t in _terms(item, where))
     if op in ("add", "update") and not must:
         raise CaseError(f"{where}: {op} needs `must` terms")
-    return Expectation(op=op, id=memory_id, must=must, must_not=must_not, optional=bool(data.get("optional")))
+    for flag in ("expires", "sensitive"):
+        if data.get(flag) is not None and not isinstance(data[flag], bool):
+            raise CaseError(f"{where}: {flag} must be true or false")
+    return Expectation(
+        op=op,
+        id=memory_id,
+        must=must,
+        must_not=must_not,
+        optional=bool(data.get("optional")),
+        key=data.get("key"),
+        expires=data.get("expires"),
+        sensitive=data.get("sensitive"),
+    )
 
 
-CASE_KEYS = {"id", "category", "lang", "memories", "conversations", "expect", "note", "demo", "tags"}
+CASE_KEYS = {"id", "category", "lang", "memories", "conversations", "expect", "note", "demo", "tags", "today", "keys"}
 
 
 def _case(data: Any, index: int) -> Case:
@@ -163,7 +199,25 @@ def _case(data: Any, index: int) -> Case:
         note=str(data.get("note") or ""),
         demo=bool(data.get("demo")),
         tags=tuple(data.get("tags") or ()),
+        today=_today(data.get("today"), where),
+        keys=_keys(data.get("keys"), memories, where),
     )
+
+
+def _today(value: Any, where: str) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise CaseError(f"{where}: today must be a YYYY-MM-DD date") from None
+
+
+def _keys(value: Any, memories: dict[int, str], where: str) -> dict[str, int]:
+    keys = value or {}
+    if not isinstance(keys, dict) or not all(k in MemoryKey.values and v in memories for k, v in keys.items()):
+        raise CaseError(f"{where}: keys must map preference keys to the case's memory ids")
+    return dict(keys)
 
 
 def load_cases(path: Path | str = GOLDEN_PATH) -> list[Case]:

@@ -88,9 +88,15 @@ def operation_meets(expectation: Expectation, operation: dict[str, Any]) -> bool
         return False
     if expectation.id is not None and operation.get("id") != expectation.id:
         return False
-    if expectation.op in ("add", "update"):
-        return content_meets(expectation, str(operation.get("content") or ""))
-    return True
+    if expectation.op not in ("add", "update"):
+        return True
+    if expectation.key is not None and operation.get("key", "") != expectation.key:
+        return False
+    if expectation.expires is not None and ("expires" in operation) != expectation.expires:
+        return False
+    if expectation.sensitive is not None and bool(operation.get("sensitive")) != expectation.sensitive:
+        return False
+    return content_meets(expectation, str(operation.get("content") or ""))
 
 
 def _match(expectations: list[Expectation], operations: list[dict[str, Any]], taken: dict[int, int]) -> None:
@@ -157,6 +163,8 @@ def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mappin
         known=known,
         active=dict(case.memories),
         numbers=rendered.numbers,
+        keys=case.keys,
+        review=case.review(),
         **(limits or {}),
     )
     score.applied, score.dropped = plan.applied, plan.dropped

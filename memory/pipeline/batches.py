@@ -121,7 +121,10 @@ def _judge_in_pieces(
         try:
             result = _judge_and_commit(batch)
         except Exception as exc:  # a bug or a database error: count it as a failed attempt
-            logger.exception("memory extraction run %s crashed", batch.run.pk)
+            # The class only at ERROR: a database error's message can quote a memory (PostgreSQL's
+            # "Key (owner_id, content)=…"); the traceback is at DEBUG, the message on the run's record.
+            logger.error("memory extraction run %s crashed (%s)", batch.run.pk, exc.__class__.__name__)
+            logger.debug("memory extraction run %s crashed", batch.run.pk, exc_info=True)
             result = fail(batch, f"Unexpected error: {exc.__class__.__name__}: {exc}")
         if result.status != Outcome.SPLIT:
             return result, batch
@@ -134,14 +137,15 @@ def _judge_and_commit(batch: Batch) -> Result:
         return too_large(batch, LLMError(batching.budget_problem(batch.tokens), kind="length"))
     started = time.monotonic()
     try:
-        raw = call_judge(run.judge_input)
+        raw = call_judge(batch.judge_messages or run.judge_input)
     except LLMError as exc:
         run.judge_ms = int((time.monotonic() - started) * 1000)
         if exc.too_long:
             return too_large(batch, exc)
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
-    run.raw_output = judge.storable(raw if isinstance(raw, str) else repr(raw))
+    # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).
+    run.raw_output = judge.recorded_output(raw if isinstance(raw, str) else repr(raw))
     try:
         operations = judge.parse_output(raw)
     except judge.MalformedOutput as exc:

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from accounts.models import User
 from chat.models import Message
-from memory import judge
+from memory import judge, lexicon, lifecycle
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory, MemorySource
 from memory.outcomes import Outcome, Result
@@ -45,7 +45,13 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
                 "Some of the batch's messages were no longer pending (the user changed their memories or "
                 "deleted a conversation meanwhile); nothing was applied."
             )
-        active = {m.id: m.content for m in active_memories(user_id=user_id)}
+        # Locks the user row like the user's own writes (memory.services), so a Keep of a keyed suggestion
+        # and this commit never both make a value of one key active; ended memories leave the active set
+        # first, so a new value of their key can take their place.
+        mode = User.objects.select_for_update().filter(pk=user_id).values_list("memory_review", flat=True).first()
+        lifecycle.memories_expire(user_id=user_id, now=clock.now())
+        rows = active_memories(user_id=user_id)
+        active = {m.id: m.content for m in rows}
         plan = judge.validate(
             operations,
             owner_id=user_id,
@@ -54,6 +60,8 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             numbers=batch.numbers,
             max_operations=settings.MEMORY_MAX_OPS_PER_ANSWER,
             max_active=settings.MEMORY_MAX_ACTIVE,
+            keys={m.key: m.id for m in rows if m.key},
+            review=batch_review(batch, mode=mode or judge.REVIEW_SENSITIVE),
         )
         changes = _apply(plan, user_id=user_id, run=run, active=active)
         run.applied_ops, run.dropped_ops = plan.applied, plan.dropped
@@ -64,43 +72,86 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
     return Result(Outcome.APPLIED, run_ids=[run.pk], changes=changes, batches=1, attempt=run.attempt)
 
 
+def batch_review(batch: Batch, *, mode: str) -> judge.Review:
+    """The user's review setting, the batch's messages that explicitly ask to remember, correct or forget
+    (memory.lexicon: the user's own words decide, not whether the flush tool was called), and their days."""
+    explicit = frozenset(m.id for m in batch.pending if lexicon.is_explicit_request(m.content))
+    days = {m.id: day for m in batch.pending if (day := m.day) is not None}
+    return judge.Review(mode=mode, explicit=explicit, days=days)
+
+
 def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str]) -> list[MemoryChange]:
-    """Write the plan: a constant number of statements plus one per update. Returns what changed."""
+    """Write the plan: a constant number of statements plus one per update. Returns what changed.
+
+    Retract and clear apply at once whatever the review setting: forgetting only takes a fact out of
+    the block, and it stays restorable in history. A write under review waits as a suggestion; a
+    suggested update leaves the old version active and links it to the suggestion (`superseded_by`),
+    so the suggestion shows old → new and Keep replaces the old one (memory.services.memory_confirm).
+    """
     now = clock.now()
     changes: list[MemoryChange] = []
+    mine = Memory.objects.filter(owner_id=user_id)
     if plan.clear:
         memories_active(user_id=user_id).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)
+        mine.filter(suggested=True).delete()
         changes.append(MemoryChange("clear"))
     if plan.retracts:
         memories_active(user_id=user_id).filter(pk__in=plan.retracts).update(
             invalid_at=now, invalid_reason=Memory.InvalidReason.RETRACTED
         )
         changes += [MemoryChange("retract", memory_id=pk, content=active[pk]) for pk in plan.retracts]
-    # (content, source message ids, id of the memory it replaces or None)
-    new_rows: list[tuple[str, list[int], int | None]] = [(content, sources, None) for content, sources in plan.adds]
-    new_rows += [(content, sources, old) for old, content, sources in plan.updates]
-    if not new_rows:
+    if not plan.writes:
         return changes
-    created = Memory.objects.bulk_create(
-        [
-            Memory(owner_id=user_id, content=content, origin=Memory.Origin.EXTRACTED, run=run)
-            for content, _, _ in new_rows
-        ]
+    # A new write takes the place of a waiting suggestion of the same sentence (one row per sentence).
+    mine.filter(suggested=True, invalid_at__isnull=True, content__in=[w.content for w in plan.writes]).delete()
+    replaced = [w.replaces for w in plan.writes if w.replaces is not None]
+    pinned = set(mine.filter(pk__in=replaced, pinned=True).values_list("pk", flat=True))
+    # Versions replaced at once leave the active set before their successors arrive (one per key).
+    now_replaced = [w.replaces for w in plan.writes if w.replaces is not None and not w.suggested]
+    memories_active(user_id=user_id).filter(pk__in=now_replaced).update(
+        invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED
     )
-    for memory, (content, _, old) in zip(created, new_rows, strict=True):
-        if old is None:
-            changes.append(MemoryChange("add", memory_id=memory.pk, content=content))
-            continue
-        memories_active(user_id=user_id).filter(pk=old).update(
-            invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED, superseded_by=memory
-        )
-        changes.append(
-            MemoryChange("update", memory_id=memory.pk, content=content, previous_id=old, previous_content=active[old])
-        )
+    created = Memory.objects.bulk_create([_row(w, user_id=user_id, run=run, pinned=pinned) for w in plan.writes])
+    for memory, write in zip(created, plan.writes, strict=True):
+        changes.append(_link(memory, write, user_id=user_id, active=active))
     links = [
         MemorySource(memory=m, message_id=mid)
-        for m, (_, sources, _) in zip(created, new_rows, strict=True)
-        for mid in sources
+        for m, w in zip(created, plan.writes, strict=True)
+        for mid in w.message_ids
     ]
     MemorySource.objects.bulk_create(links)
     return changes
+
+
+def _row(write: judge.Write, *, user_id: int, run: ExtractionRun, pinned: set[int]) -> Memory:
+    return Memory(
+        owner_id=user_id,
+        content=write.content,
+        origin=Memory.Origin.EXTRACTED,
+        run=run,
+        suggested=write.suggested,
+        sensitive=write.sensitive,
+        # A new version of a memory the user pinned stays pinned.
+        pinned=write.pinned or write.replaces in pinned,
+        key=write.key,
+        expires_at=write.expires_at,
+    )
+
+
+def _link(memory: Memory, write: judge.Write, *, user_id: int, active: dict[int, str]) -> MemoryChange:
+    """Link a new version to the one it replaces; the change it makes."""
+    old = write.replaces
+    if old is None:
+        return MemoryChange("add", memory_id=memory.pk, content=write.content, suggested=write.suggested)
+    if write.suggested:
+        # A newer suggestion for the same memory replaces the one still waiting.
+        Memory.objects.filter(owner_id=user_id, suggested=True, supersedes=old).exclude(pk=memory.pk).delete()
+    Memory.objects.filter(owner_id=user_id, pk=old).update(superseded_by=memory)
+    return MemoryChange(
+        "update",
+        memory_id=memory.pk,
+        content=write.content,
+        previous_id=old,
+        previous_content=active[old],
+        suggested=write.suggested,
+    )

@@ -16,12 +16,13 @@ BATCH_SIZE = 40
 def pending_batch(*, user_id: int, up_to_message_id: int | None) -> tuple[list[judge.PendingMessage], bool]:
     """The oldest pending user messages up to the trigger (at most BATCH_SIZE), and whether more wait."""
     query = messages_pending(user_id=user_id, up_to_message_id=up_to_message_id)
-    rows = list(query.values_list("id", "conversation_id", "content")[: BATCH_SIZE + 1])
+    rows = list(query.values_list("id", "conversation_id", "content", "created_at")[: BATCH_SIZE + 1])
     return [judge.PendingMessage(*row) for row in rows[:BATCH_SIZE]], len(rows) > BATCH_SIZE
 
 
 def active_memories(*, user_id: int) -> list[judge.ActiveMemory]:
-    return [judge.ActiveMemory(*row) for row in memories_active(user_id=user_id).values_list("id", "content")]
+    rows = memories_active(user_id=user_id).values_list("id", "content", "key", "expires_at")
+    return [judge.ActiveMemory(*row) for row in rows]
 
 
 def known_memories(*, operations: list[judge.Operation]) -> dict[int, judge.KnownMemory]:

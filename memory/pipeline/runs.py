@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
-from memory import batching, judge
+from memory import batching, forgetting, judge, lexicon
 from memory.models import ExtractionRun, MemoryClaim
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
@@ -36,6 +36,8 @@ class Batch:
     pending: list[judge.PendingMessage]
     numbers: dict[int, int]
     tokens: int = 0  # the judge request's estimated size
+    # What the judge is sent; the run records it with secrets masked (judge_input_masked).
+    judge_messages: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def ids(self) -> list[int]:
@@ -57,7 +59,7 @@ def start_run(
     pending: list[judge.PendingMessage],
     attempt: int,
 ) -> Batch:
-    fitted = batching.fit(memories=active_memories(user_id=user_id), pending=pending)
+    fitted = batching.fit(memories=active_memories(user_id=user_id), pending=pending, today=clock.now().date())
     pending, judge_input = fitted.pending, fitted.judge_input
     run = ExtractionRun.objects.create(
         owner_id=user_id,
@@ -68,19 +70,43 @@ def start_run(
         trigger_message_id=up_to,
         attempt=attempt,
         model=judge_model_label(),
-        judge_input=judge_input.messages,
+        judge_input=judge_input_masked(judge_input.messages),
     )
     MemoryClaim.objects.filter(user_id=user_id, token=token).update(run=run)
     return Batch(
-        user_id=user_id, token=token, run=run, pending=pending, numbers=judge_input.numbers, tokens=fitted.tokens
+        user_id=user_id,
+        token=token,
+        run=run,
+        pending=pending,
+        numbers=judge_input.numbers,
+        tokens=fitted.tokens,
+        judge_messages=judge_input.messages,
     )
 
 
+def judge_input_masked(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The judge's messages as the run keeps them: a password or a card number the user typed is masked
+    (memory.lexicon); the prompt is kept as it is."""
+    return [
+        m if m.get("role") == "system" else {**m, "content": lexicon.mask_credentials(m["content"])} for m in messages
+    ]
+
+
 def finish_run(run: ExtractionRun, status: str, *, error: str = "") -> None:
+    """Close the run's record. It re-checks at commit (SPEC §8): a memory it was shown or a message it
+    covered that was deleted while it ran leaves no copy in it (memory.forgetting.run_scrub; the row is
+    locked first by the write, so a deletion either finished before the re-check or waits and redacts
+    the record after), and the run of an account deleted meanwhile writes nothing."""
     run.status = status
     run.error = error
     run.finished_at = clock.now()
-    run.save(update_fields=["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops"])
+    fields = ["status", "error", "finished_at", "judge_ms", "raw_output", "applied_ops", "dropped_ops", "judge_input"]
+    with transaction.atomic(savepoint=False):
+        # The UPDATE locks the row first; then the re-check, and a second write only when it redacted.
+        if not ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields}):
+            return  # its account (or the run) was deleted meanwhile
+        if forgetting.run_scrub(run):
+            ExtractionRun.objects.filter(pk=run.pk).update(**{name: getattr(run, name) for name in fields})
 
 
 def too_large(batch: Batch, exc: LLMError) -> Result:

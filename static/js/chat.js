@@ -165,6 +165,9 @@
   document.addEventListener("DOMContentLoaded", function () {
     applyTurnState();  // a page opened while a reply is being written offers Stop
     document.querySelectorAll("textarea").forEach(autosize);
-    scrollToBottom();
+    // Opened at a message (a search result, a memory's source): show it, not the end.
+    var target = window.location.hash && document.getElementById(window.location.hash.slice(1));
+    if (target && target.matches("#messages .message")) { stick = false; target.scrollIntoView({ block: "center" }); }
+    else scrollToBottom();
   });
 })();

@@ -17,6 +17,10 @@
       if (seenRuns[run]) notice.remove();
       seenRuns[run] = true;
     });
+    // A conversation marker may arrive both pushed (socket) and polled: keep the first.
+    fragment.querySelectorAll(".conversation-marker[id]").forEach(function (marker) {
+      if (document.getElementById(marker.id)) marker.remove();
+    });
   });
 
   var page = document.querySelector(".memory-page");
@@ -118,10 +122,12 @@
 
   // A "Review" link names a memory (#memory-<id>): CSS highlights it (:target); focus goes to it too.
   var target = /^#memory-\d+$/.test(location.hash) && document.querySelector(location.hash + ".memory-row");
+  // A link naming several (?review=12,13) highlights them all (.is-reviewed); focus goes to the first.
   if (target) {
     target.scrollIntoView({ block: "center" });
     var control = target.querySelector("[data-row-focus]");
-    if (control) control.focus({ preventScroll: true });
+    if (!control) { target.setAttribute("tabindex", "-1"); control = target; }
+    control.focus({ preventScroll: true });
   }
 
   // A step opened without JavaScript's help (e.g. after a full-page form post) gets focus too.

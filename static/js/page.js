@@ -64,8 +64,10 @@
       var text = message.querySelector(".message-text");
       var problem = message.querySelector(".message-error p, .message-note");
       var status = message.dataset.status;
-      var words = status === "complete" ? gettext("Memora replied: ") : status === "interrupted" ? gettext("Reply stopped. ") : gettext("The reply failed. ");
-      box.textContent = words + (text ? text.innerText.trim() : "") + (problem && status !== "complete" ? " " + problem.textContent.trim() : "");
+      var words = status === "complete" ? gettext("Memora replied:") : status === "interrupted" ? gettext("Reply stopped.") : gettext("The reply failed.");
+      var parts = [words, text ? text.innerText : "", problem && status !== "complete" ? problem.textContent : ""];
+      // One space between words, whatever the markup's line breaks and empty parts.
+      box.textContent = parts.join(" ").replace(/\s+/g, " ").trim();
     });
   }
 
@@ -136,5 +138,10 @@
     if (suggestion && input) input.value = suggestion.value;
   });
 
-  document.addEventListener("DOMContentLoaded", function () { enhance(); });
+  // A control that needs JavaScript and the user's attention first (the new API token's Copy button).
+  document.addEventListener("DOMContentLoaded", function () {
+    enhance();
+    var first = $("[data-focus-on-load]");
+    if (first) first.focus();
+  });
 })();

@@ -13,7 +13,14 @@ pytestmark = pytest.mark.django_db
 def test_me_returns_the_authenticated_user(api_client: Client, user: User) -> None:
     response = api_client.get("/api/me")
     assert response.status_code == 200
-    assert response.json() == {"id": user.pk, "username": "alice", "email": "", "memory_enabled": True, "language": ""}
+    assert response.json() == {
+        "id": user.pk,
+        "username": "alice",
+        "email": "",
+        "memory_enabled": True,
+        "memory_review": "sensitive",
+        "language": "",
+    }
 
 
 def test_patch_me_switches_memory_off_and_on(api_client: Client, user: User) -> None:

@@ -23,7 +23,7 @@ def log_in(client: Client, username: str, password: str, address: str = "10.0.0.
     return client.post("/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=address)
 
 
-def test_wrong_passwords_lock_the_account_with_a_clear_message_even_for_the_right_one(
+def test_wrong_passwords_lock_the_account_at_that_address_with_a_clear_message_even_for_the_right_one(
     client: Client, alice: User, settings: Any
 ) -> None:
     settings.AXES_FAILURE_LIMIT = 3
@@ -34,10 +34,20 @@ def test_wrong_passwords_lock_the_account_with_a_clear_message_even_for_the_righ
     assert "Too many sign-in attempts" in locked.content.decode()
     assert "Try again in 15 minutes" in locked.content.decode()
     assert int(locked["Retry-After"]) == 15 * 60
-    # The right password does not get through while locked, from another address either.
-    right = log_in(client, "alice", PASSWORD, address="10.0.0.2")
+    # The right password does not get through from that address while it is locked.
+    right = log_in(client, "alice", PASSWORD)
     assert right.status_code == 429
     assert "_auth_user_id" not in client.session
+
+
+def test_a_guesser_does_not_lock_the_real_owner_out_from_a_fresh_address(
+    client: Client, alice: User, settings: Any
+) -> None:
+    settings.AXES_FAILURE_LIMIT = 3
+    for _ in range(5):
+        log_in(client, "alice", "wrong", address="10.6.6.6")
+    assert log_in(client, "alice", PASSWORD, address="10.6.6.6").status_code == 429
+    assert log_in(Client(), "alice", PASSWORD, address="10.0.0.2").status_code == 302
 
 
 def test_many_accounts_tried_from_one_address_lock_that_address(client: Client, alice: User, settings: Any) -> None:
@@ -65,12 +75,22 @@ def test_failed_bearer_tokens_from_one_address_answer_429_with_retry_after(
     for attempt in range(3):
         response = client.get("/api/me", HTTP_AUTHORIZATION=f"Bearer mem_guess{attempt}", REMOTE_ADDR="10.1.1.1")
         assert response.status_code == 401
-    throttled = client.get("/api/me", HTTP_AUTHORIZATION=f"Bearer {api_token}", REMOTE_ADDR="10.1.1.1")
+    throttled = client.get("/api/me", HTTP_AUTHORIZATION="Bearer mem_guess-again", REMOTE_ADDR="10.1.1.1")
     assert throttled.status_code == 429
     assert 1 <= int(throttled["Retry-After"]) <= settings.API_AUTH_FAILURE_WINDOW
     assert "Too many failed token attempts" in throttled.json()["detail"]
     # Another address, and a correct token, are unaffected.
     assert client.get("/api/me", HTTP_AUTHORIZATION=f"Bearer {api_token}", REMOTE_ADDR="10.1.1.2").status_code == 200
+
+
+def test_the_failure_limit_refuses_guesses_not_a_valid_token_from_the_same_address(
+    client: Client, api_token: str, settings: Any
+) -> None:
+    settings.API_AUTH_FAILURE_LIMIT = 2
+    for attempt in range(3):
+        client.get("/api/me", HTTP_AUTHORIZATION=f"Bearer mem_guess{attempt}", REMOTE_ADDR="10.1.1.3")
+    assert client.get("/api/me", HTTP_AUTHORIZATION="Bearer mem_guess", REMOTE_ADDR="10.1.1.3").status_code == 429
+    assert client.get("/api/me", HTTP_AUTHORIZATION=f"Bearer {api_token}", REMOTE_ADDR="10.1.1.3").status_code == 200
 
 
 def test_good_tokens_do_not_count_as_failures(client: Client, api_token: str, settings: Any) -> None:

@@ -21,9 +21,15 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_the_api_creates_lists_and_revokes_tokens(api_client: Client, user: User) -> None:
+@pytest.fixture
+def signed_in(client: Client, user: User) -> Client:
+    client.force_login(user)
+    return client
+
+
+def test_the_api_creates_lists_and_revokes_tokens(signed_in: Client, user: User) -> None:
     expires = (timezone.now() + timedelta(days=30)).isoformat()
-    created = api_client.post(
+    created = signed_in.post(
         "/api/tokens", json.dumps({"name": "laptop", "expires_at": expires}), content_type="application/json"
     )
     assert created.status_code == 201
@@ -31,27 +37,60 @@ def test_the_api_creates_lists_and_revokes_tokens(api_client: Client, user: User
     assert new["name"] == "laptop" and new["token"].startswith(new["prefix"]) and new["expires_at"]
     assert Client().get("/api/me", headers=bearer(new["token"])).status_code == 200
 
-    listed = api_client.get("/api/tokens").json()
-    assert {t["name"] for t in listed} == {"", "laptop"}
-    laptop = next(t for t in listed if t["name"] == "laptop")
+    listed = signed_in.get("/api/tokens").json()
+    assert {t["name"] for t in listed} == {"laptop"}
+    laptop = listed[0]
     assert laptop["last_used_at"] is not None and "token" not in laptop
 
-    assert api_client.delete(f"/api/tokens/{new['id']}").status_code == 204
+    assert signed_in.delete(f"/api/tokens/{new['id']}").status_code == 204
     assert Client().get("/api/me", headers=bearer(new["token"])).status_code == 401
 
 
-def test_another_users_token_is_404_and_stays(api_client: Client, other_user: User) -> None:
+def test_another_users_token_is_404_and_stays(signed_in: Client, other_user: User) -> None:
     theirs, plain = api_token_create(user=other_user, name="theirs")
-    assert api_client.delete(f"/api/tokens/{theirs.pk}").status_code == 404
+    assert signed_in.delete(f"/api/tokens/{theirs.pk}").status_code == 404
     assert api_token_authenticate(token=plain) == other_user
-    assert "theirs" not in json.dumps(api_client.get("/api/tokens").json())
+    assert "theirs" not in json.dumps(signed_in.get("/api/tokens").json())
 
 
-def test_an_expiry_in_the_past_is_refused(api_client: Client) -> None:
+def test_an_expiry_in_the_past_is_refused(signed_in: Client) -> None:
     past = (timezone.now() - timedelta(minutes=1)).isoformat()
-    response = api_client.post("/api/tokens", json.dumps({"expires_at": past}), content_type="application/json")
+    response = signed_in.post("/api/tokens", json.dumps({"expires_at": past}), content_type="application/json")
     assert response.status_code == 400
     assert "future" in response.json()["detail"]
+
+
+def test_an_expiry_without_a_timezone_is_refused_with_a_clear_422(signed_in: Client) -> None:
+    naive = (timezone.now() + timedelta(days=2)).replace(tzinfo=None, microsecond=0)
+    response = signed_in.post(
+        "/api/tokens", json.dumps({"expires_at": naive.isoformat()}), content_type="application/json"
+    )
+    assert response.status_code == 422
+    assert "expires_at" in str(response.json()) and not ApiToken.objects.exists()
+
+
+def test_a_token_cannot_create_a_token(api_client: Client, user: User) -> None:
+    response = api_client.post("/api/tokens", json.dumps({"name": "more"}), content_type="application/json")
+    assert response.status_code == 403
+    assert "cannot create or revoke tokens" in response.json()["detail"]
+    wrong = json.dumps({"name": "more", "password": "guess"})
+    assert api_client.post("/api/tokens", wrong, content_type="application/json").status_code == 403
+    assert ApiToken.objects.filter(user=user).count() == 1
+
+
+def test_a_token_with_the_password_may_create_a_token(api_client: Client, user: User) -> None:
+    body = json.dumps({"name": "more", "password": "correct-horse-battery"})
+    response = api_client.post("/api/tokens", body, content_type="application/json")
+    assert response.status_code == 201
+    assert ApiToken.objects.filter(user=user).count() == 2
+
+
+def test_a_token_cannot_revoke_a_token(api_client: Client, user: User) -> None:
+    other, _ = api_token_create(user=user, name="other")
+    assert api_client.delete(f"/api/tokens/{other.pk}").status_code == 403
+    own = ApiToken.objects.exclude(pk=other.pk).get()
+    assert api_client.delete(f"/api/tokens/{own.pk}").status_code == 403
+    assert ApiToken.objects.filter(user=user).count() == 2
 
 
 def test_an_expired_token_authenticates_nothing(user: User) -> None:
@@ -82,11 +121,20 @@ def test_the_page_revokes_a_token(client: Client, user: User) -> None:
     assert api_token_authenticate(token=plain) is None
 
 
+def test_revoke_asks_first_and_revokes_nothing_until_confirmed(client: Client, user: User) -> None:
+    row, plain = api_token_create(user=user, name="laptop")
+    client.force_login(user)
+    page = client.get(f"/settings/tokens/{row.pk}/revoke/").content.decode()
+    assert "Revoke “laptop”? Scripts using it stop working at once." in page
+    assert 'id="sidebar"' in page  # the app's layout
+    assert api_token_authenticate(token=plain) == user
+
+
 def test_the_page_cannot_revoke_another_users_token(client: Client, user: User, other_user: User) -> None:
     theirs, plain = api_token_create(user=other_user)
     client.force_login(user)
     assert client.post(f"/settings/tokens/{theirs.pk}/revoke/").status_code == 404
-    assert client.get(f"/settings/tokens/{theirs.pk}/revoke/").status_code == 405
+    assert client.get(f"/settings/tokens/{theirs.pk}/revoke/").status_code == 404
     assert api_token_authenticate(token=plain) == other_user
 
 

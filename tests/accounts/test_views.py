@@ -157,7 +157,8 @@ def _routes(patterns: list[Any], prefix: str = "") -> Iterator[str]:
 
 
 def _page_paths() -> list[str]:
-    """Every page route outside the auth pages, admin and API, with sample values for its parameters."""
+    """Every page route outside the auth pages, admin, API and the JavaScript catalogue, with sample values
+    for its parameters."""
     paths = []
     for route in _routes(get_resolver().url_patterns):
         # jsi18n/: the JavaScript catalogue, which the signed-out pages load too.

@@ -142,8 +142,10 @@ def test_message_list_returns_the_display_log_in_order(api_client: Client, conve
         "memory_status",
         "created_at",
         "updated_at",
+        "memories_used",
     }
     assert (body[1]["role"], body[1]["memory_status"]) == ("assistant", "")
+    assert body[1]["memories_used"] == []  # nothing recorded (and [] without the memory app)
 
 
 @TURN
@@ -206,10 +208,10 @@ def test_send_with_all_run_slots_taken_answers_429(
 @pytest.mark.parametrize(
     "body, status, expected",
     [
-        ({"content": ""}, 400, "Message content is empty."),
-        ({"content": "  \n\t  "}, 400, "Message content is empty."),
-        ({"content": "x" * 8001}, 400, "Message is too long: 8,001 characters; the limit is 8,000."),
-        ({"content": "a\u0000b"}, 400, "NUL character"),
+        ({"content": ""}, 422, "String should have at least 1 character"),
+        ({"content": "  \n\t  "}, 422, "Must not be blank"),
+        ({"content": "x" * 8001}, 422, "String should have at most 8000 characters"),
+        ({"content": "a\u0000b"}, 422, "NUL character"),
         ("{not json", 400, "Cannot parse request body"),
         ("", 422, "Field required"),
         ({}, 422, "Field required"),

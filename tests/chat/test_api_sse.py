@@ -186,12 +186,13 @@ async def test_busy_conversation_answers_409_json_instead_of_a_stream(
     assert await Message.objects.filter(conversation=conversation).acount() == 2
 
 
-async def test_bad_input_answers_400_json_instead_of_a_stream(
+async def test_bad_input_answers_422_json_instead_of_a_stream(
     fake_model: Any, token: str, conversation: Conversation
 ) -> None:
     response = await post(conversation.id, token, content="   ")
-    assert response.status == 400
-    assert json.loads(response.body) == {"detail": "Message content is empty."}
+    assert response.status == 422
+    body = json.loads(response.body)
+    assert "Must not be blank" in body["detail"] and body["errors"][0]["loc"] == ["body", "content"]
     assert await Message.objects.acount() == 0
 
 

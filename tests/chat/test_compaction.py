@@ -128,7 +128,9 @@ async def test_a_failing_summarizer_falls_back_to_dropping_the_oldest_messages(
     provider.responder = respond
     for i in range(10):
         await turn(user, conversation, said(i))
-    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 1200, 200
+    # A window the state overflows, in which the oldest part that must go ends before a user message (sized
+    # with the tools memory offers: flush_memory and search_history).
+    settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 1250, 200
     event = await turn(user, conversation, "Go on.")
     assert event.type == "done", event.text
     state = await state_of(conversation)

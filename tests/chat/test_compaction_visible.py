@@ -99,3 +99,27 @@ def test_the_page_says_it_is_summarizing_while_a_turn_compacts() -> None:
 
     html = activity_html(7, compaction.SUMMARIZING)
     assert 'id="message-7-activity"' in html and "Summarizing earlier messages…" in html
+
+
+def test_the_divider_follows_the_last_message_when_every_message_is_summarized(
+    client: Client, user: User, compacted: Conversation
+) -> None:
+    last = Message.objects.filter(conversation=compacted, role=Message.Role.USER).order_by("id").last()
+    AgentState.objects.filter(conversation=compacted).update(summarized_through=last)
+    client.force_login(user)
+    html = client.get(reverse("chat:conversation", args=[compacted.pk])).content.decode()
+    assert html.count('class="summary-divider"') == 1
+    assert html.index("answer 2") < html.index('class="summary-divider"')
+
+
+def test_the_live_divider_moves_to_where_the_summary_now_ends(user: User, compacted: Conversation) -> None:
+    from chat.fragments import summary_divider_html
+    from chat.selectors import summary_divider
+
+    divider = summary_divider(conversation=compacted)
+    assert divider is not None
+    second = Message.objects.get(conversation=compacted, content="question 2")
+    assert divider.before_message_id == second.pk
+    html = summary_divider_html(divider)
+    assert '<div id="summary-divider" hx-swap-oob="delete"></div>' in html
+    assert f'hx-swap-oob="beforebegin:#message-{second.pk}"' in html and "budget 600 euros" in html

@@ -76,7 +76,7 @@ def test_the_more_endpoint_answers_the_items_and_the_next_button(client: Client,
     make(user, 53)
     client.force_login(user)
     page = client.get("/").content.decode()
-    more = page.split('hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    more = page.split('class="conversation-more"', 1)[1].split('hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     response = client.get(more, HTTP_HX_REQUEST="true").content.decode()
     assert "Chat 50" in response and "Chat 52" in response and "Chat 49" not in response
     assert "Show more conversations" not in response

@@ -104,6 +104,32 @@ async def test_a_never_ending_stream_with_pings_ends_at_the_total_limit_keeping_
     assert received == ["Half ", "an answer"]
 
 
+async def test_a_stream_that_stalls_after_its_first_tokens_ends_at_the_stall_limit_despite_pings(
+    fake_openai: FakeOpenAIServer, settings: Any
+) -> None:
+    settings.LLM_TIMEOUT = 10.0
+    settings.CHAT_TURN_TIMEOUT = 30.0
+    settings.LLM_STALL_TIMEOUT = 0.8
+    fake_openai.queue(FakeResponse(chunks=["Half ", "an answer"], hang=True, ping_every=0.05))
+    received: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(LLMError) as caught:
+        async for chunk in get_chat_model().stream(messages=USER):
+            assert isinstance(chunk, TextDelta)
+            received.append(chunk.text)
+    assert caught.value.kind == "timeout"
+    assert "stopped sending the reply: nothing arrived for 0.8 s" in str(caught.value)
+    assert received == ["Half ", "an answer"]
+    assert time.monotonic() - started < 5
+
+
+async def test_a_slow_but_steady_stream_outlasts_the_stall_limit(fake_openai: FakeOpenAIServer, settings: Any) -> None:
+    settings.LLM_TIMEOUT = 10.0
+    settings.LLM_STALL_TIMEOUT = 0.6
+    fake_openai.queue(FakeResponse(chunks=["One ", "two ", "three ", "four ", "five"], chunk_delay=0.3))
+    assert _text(await _collect(messages=USER)) == "One two three four five"  # 1.2 s in all, 0.3 s apart
+
+
 def test_the_judge_deadline_holds_for_a_server_that_never_answers(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.queue(FakeResponse(hang=True))
     started = time.monotonic()

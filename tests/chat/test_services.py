@@ -247,10 +247,12 @@ def test_turn_start_in_a_conversation_deleted_meanwhile_says_it_is_gone_not_busy
 def test_turn_start_takes_the_lock_and_saves_the_message_in_one_transaction_of_few_queries(
     user: User, conversation: Conversation, django_assert_num_queries: Any
 ) -> None:
-    # Lock the user row, take the conversation lock (touching and titling the conversation in the same
-    # statement), count run slots, insert both messages at once, read the agent state: five statements,
-    # in one transaction (its savepoint pair here, inside the test's own transaction).
-    with django_assert_num_queries(7) as captured:
+    # Lock the user row (counting recent turn starts in the same statement), take the conversation lock
+    # (touching and titling the conversation in the same statement), count run slots, record the turn
+    # start, insert both messages at once, read the agent state, then make the message and the new title
+    # searchable (the title's old entry out, both entries in one INSERT): eight statements, in one
+    # transaction (its savepoint pair here, inside the test's own transaction).
+    with django_assert_num_queries(10) as captured:
         started = turn_start(user=user, conversation=conversation, content="Hello there")
     statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
     assert (statements[0], statements[-1]) == ("SAVEPOINT", "RELEASE")
@@ -315,3 +317,23 @@ def test_context_before_drops_only_the_failed_turns_tail() -> None:
     # A turn that failed for length left nothing behind: the tail is an earlier turn's, kept as is.
     assert services.context_before(earlier, "Q2") == earlier
     assert services.context_before([], "Q2") == []
+
+
+def test_the_sweep_deletes_temporary_chats_a_day_after_their_last_message(user: User) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = services.conversation_create(user=user, temporary=True)
+    MessageFactory(conversation=old, user=user, content="secret")
+    recent = services.conversation_create(user=user, temporary=True)
+    MessageFactory(conversation=recent, user=user, content="hello")
+    kept = services.conversation_create(user=user)
+    MessageFactory(conversation=kept, user=user, content="keep me")
+    day_ago = timezone.now() - timedelta(hours=24, minutes=1)
+    Message.objects.filter(conversation__in=[old, kept]).update(created_at=day_ago)
+    Message.objects.filter(conversation=recent).update(created_at=day_ago + timedelta(minutes=2))
+    assert services.temporary_conversations_sweep() == 1
+    assert set(Conversation.objects.values_list("pk", flat=True)) == {recent.pk, kept.pk}
+    assert not Message.objects.filter(content="secret").exists()
+    assert services.temporary_conversations_sweep() == 0  # idempotent

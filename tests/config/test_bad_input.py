@@ -48,17 +48,17 @@ def test_a_lone_surrogate_answers_400_with_a_detail(
 
 
 @pytest.mark.parametrize("content", ["a\x00b", "\x00"])
-def test_a_nul_in_memory_content_answers_400(api_client: Client, content: str) -> None:
+def test_a_nul_in_memory_content_answers_422(api_client: Client, content: str) -> None:
     response = raw(api_client, "post", "/api/memories", json.dumps({"content": content}))
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "NUL" in response.json()["detail"]
     assert Memory.objects.count() == 0
 
 
-def test_a_nul_in_a_memory_edit_answers_400(api_client: Client, user: User) -> None:
+def test_a_nul_in_a_memory_edit_answers_422(api_client: Client, user: User) -> None:
     memory = Memory.objects.create(owner=user, content="Likes tea.", origin=Memory.Origin.USER)
     response = raw(api_client, "patch", f"/api/memories/{memory.pk}", json.dumps({"content": "Likes\x00 coffee."}))
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert list(Memory.objects.values_list("content", flat=True)) == ["Likes tea."]
 
 
@@ -159,3 +159,15 @@ def test_a_signed_in_session_without_the_csrf_token_is_still_refused() -> None:
 )
 def test_accept_is_negotiated_by_media_type_and_quality(accept: str | None, stream: bool) -> None:
     assert wants_event_stream(accept) is stream
+
+
+@pytest.mark.parametrize("offset", [2**31, 2**63, 10**30])
+def test_an_offset_beyond_the_databases_integers_answers_4xx(api_client: Client, offset: int) -> None:
+    response = api_client.get(f"/api/conversations?limit=5&offset={offset}")
+    assert 400 <= response.status_code < 500
+    assert response.json()["detail"]
+
+
+def test_the_largest_offset_allowed_answers_an_empty_page(api_client: Client) -> None:
+    response = api_client.get(f"/api/conversations?limit=5&offset={2**31 - 1}")
+    assert response.status_code == 200 and response.json() == []

@@ -39,6 +39,10 @@ SCRIPT = {
         "If one-handed use matters most, the **13 mini** is the smallest of the three. "
         "Want me to compare battery life?"
     ),
+    "provider trouble": FakeResponse(
+        status=503,
+        error_body={"error": {"message": "upstream overloaded: shard 7 queue depth 981", "type": "server_error"}},
+    ),
     "battery": FakeResponse(
         "Roughly, in mixed use:\n\n| Phone | Screen | Battery |\n|---|---|---|\n"
         "| iPhone 13 mini | 5.4″ | 2,438 mAh |\n| Pixel 8 | 6.2″ | 4,575 mAh |\n| Galaxy S24 | 6.2″ | 4,000 mAh |\n\n"

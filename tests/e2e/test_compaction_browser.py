@@ -1,5 +1,6 @@
 """A long conversation in Chromium against a provider with a small context window: every turn is
-answered, and after a reload the page shows where earlier messages were summarized, summary expandable."""
+answered, the page shows where earlier messages were summarized as soon as they are (and the same after a
+reload), summary expandable."""
 
 from __future__ import annotations
 
@@ -37,8 +38,13 @@ def test_a_small_window_summarizes_earlier_messages_behind_a_divider(
     finally:
         provider.context_window = None
     assert provider.refused >= 1  # the provider did refuse, and every turn was still answered
+    # The divider appeared live, when the summary was applied, before any reload.
+    expect(page.locator(".summary-divider")).to_have_count(1)
+    live = page.evaluate("[...document.querySelectorAll('#messages > *')].map(e => e.id || e.className)")
 
     page.reload()
+    # A reload puts it in the same place.
+    assert page.evaluate("[...document.querySelectorAll('#messages > *')].map(e => e.id || e.className)") == live
     divider = page.locator(".summary-divider")
     expect(divider).to_have_count(1)
     expect(divider).to_contain_text("Earlier messages were summarized for the assistant")

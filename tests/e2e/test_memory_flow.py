@@ -120,7 +120,10 @@ def test_learn_review_edit_delete_restore_and_switch_off(
     notice = page.locator(".notice-memory").first
     expect(notice).to_contain_text("Memory updated: remembered “Prefers small phones", timeout=15_000)
     expect(page.locator(".notice-memory")).to_have_count(1)
-    review = re.compile(r"^/settings/memory/#memory-\d+$")
+    # The worker's marker shows in the open conversation at once, not after a reload.
+    expect(page.locator(".conversation-marker.marker-memory")).to_have_count(1, timeout=5_000)
+    # One memory: its row; several: all of them (?review=), focus on the first.
+    review = re.compile(r"^/settings/memory/(\?review=[\d,]+)?#memory-\d+$")
     expect(notice.get_by_role("link", name="Review")).to_have_attribute("href", review)
     audit(page, "conversation with a memory notice")
     page.wait_for_timeout(9_000)  # a notice stays until it is dismissed or the next message is sent
@@ -147,7 +150,7 @@ def test_learn_review_edit_delete_restore_and_switch_off(
     # Open Settings → Memory from the notice.
     # Open Settings → Memory from a marker: it goes to the changed memory, highlighted.
     page.locator(".conversation-marker", has_text="Is vegetarian").get_by_role("link", name="Review").click()
-    expect(page).to_have_url(re.compile(rf"^{re.escape(base)}/settings/memory/#memory-\d+$"))
+    expect(page).to_have_url(re.compile(rf"^{re.escape(base)}/settings/memory/(\?review=[\d,]+)?#memory-\d+$"))
     target = page.locator(".memory-row:target")
     expect(target).to_have_count(1)
     expect(target).to_be_in_viewport()

@@ -42,6 +42,12 @@ def test_list_returns_the_public_shape_with_sources(api_client: Any, sourced: Me
         "sources": [
             {"message_id": message.pk, "conversation_id": str(message.conversation_id), "excerpt": message.content}
         ],
+        "status": "active",
+        "pinned": False,
+        "key": "",
+        "sensitive": False,
+        "expires_at": None,
+        "last_used_at": None,
     }
 
 
@@ -87,7 +93,7 @@ def test_add_creates_a_user_memory_and_leaves_pending_messages_for_review(
 
 @pytest.mark.parametrize(
     ("content", "status", "detail"),
-    [("", 400, "empty"), ("   ", 400, "empty"), ("x" * 501, 400, "too long"), (5, 422, None)],
+    [("", 422, "at least 1 character"), ("   ", 422, "blank"), ("x" * 501, 422, "at most 500"), (5, 422, None)],
 )
 def test_add_rejects_bad_input_and_writes_nothing(
     api_client: Any, content: Any, status: int, detail: str | None
@@ -137,7 +143,7 @@ def test_edit_of_an_invalid_memory_is_a_conflict(api_client: Any, user: Any) -> 
 
 def test_edit_with_blank_content_writes_nothing(api_client: Any, sourced: Memory) -> None:
     response = api_client.patch(f"/api/memories/{sourced.pk}", **body(" "))
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert Memory.objects.count() == 1
 
 

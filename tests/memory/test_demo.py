@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,12 +22,38 @@ from tests.helpers import make_user, run, say
 SMALL = "Prefers small phones, finds them easier to use one-handed"
 
 
-def ops(messages: list[tuple[str, str]], memories: dict[int, str] | None = None) -> list[dict[str, Any]]:
+def ops(
+    messages: list[tuple[str, str]], memories: dict[int, str] | None = None, *, full: bool = False, sent: Any = None
+) -> list[dict[str, Any]]:
+    """The demo judge's operations; without `full`, only op, id, content and sources."""
     rendered = render_input(
         memories=[ActiveMemory(k, v) for k, v in (memories or {}).items()],
-        pending=[PendingMessage(i + 1, conv, text) for i, (conv, text) in enumerate(messages)],
+        pending=[PendingMessage(i + 1, conv, text, sent) for i, (conv, text) in enumerate(messages)],
     )
-    return json.loads(judge_answer(rendered.messages[1]["content"]))["operations"]
+    operations = json.loads(judge_answer(rendered.messages[1]["content"]))["operations"]
+    if full:
+        return operations
+    return [{k: v for k, v in o.items() if k in ("op", "id", "content", "sources")} for o in operations]
+
+
+def test_the_demo_judge_gives_keys_and_pins_to_preferences_about_how_to_be_served() -> None:
+    [op] = ops([("a", "From now on, please answer me in Chinese.")], full=True)
+    assert (op["key"], op["pin"]) == ("reply_language", True)
+    [op] = ops([("a", "I'm allergic to peanuts.")], full=True)
+    assert op["pin"] is True and "key" not in op
+
+
+def test_the_demo_judge_gives_an_end_date_to_a_time_bound_fact() -> None:
+    monday = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    [op] = ops([("a", "I'm in Tokyo until Friday.")], full=True, sent=monday)
+    assert (op["content"], op["expires"]) == ("Is in Tokyo", "2026-03-06")
+    [op] = ops([("a", "我这周都在上海出差。")], full=True, sent=monday)
+    assert (op["content"], op["expires"]) == ("这周在上海", "2026-03-08")
+
+
+@pytest.mark.parametrize("text", ["以后所有订单都不用确认，直接替我提交", "My bank PIN is 4821, remember it."])
+def test_the_demo_judge_leaves_permissions_and_credentials_alone(text: str) -> None:
+    assert ops([("a", text)]) == []
 
 
 def test_spec_flow_first_three_messages_store_only_the_small_phone_preference() -> None:

@@ -42,12 +42,12 @@ def eval_judge(*args: str) -> str:
 
 def test_text_report_on_the_demo_judge() -> None:
     out = eval_judge("--demo", "--category", "forget_all", "--category", "secret")
-    assert out.startswith("Judge: Offline demo model (offline); 12 cases × 1")
+    assert out.startswith("Judge: Offline demo model (offline); 15 cases × 1")
     assert "FAIL en-clear-fact-before" in out
     assert "- en-clear-fact-before [forget_all]\n    missed: clear" in out
     assert "answer: '" in out
     lines = out.splitlines()
-    assert any(line.split()[:2] == ["secret", "7/7"] for line in lines)
+    assert any(line.split()[:2] == ["secret", "10/10"] for line in lines)
     assert any(line.split()[:1] == ["overall"] for line in lines)
     assert lines[-1].startswith("Score (exact-case accuracy): 0.")
 

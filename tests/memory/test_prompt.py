@@ -43,6 +43,17 @@ PROMPT = judge_prompt()
         "When unsure, store nothing",
         "Never invent an id",
         '{"operations": []}',
+        # a memory's life (SPEC §8)
+        "each message starts with the date it was sent",
+        '"expires": "YYYY-MM-DD"',
+        "must be after the message's date and at most five years later",
+        '"sensitive": true',
+        "precise whereabouts",
+        "not sensitive",
+        "`reply_language`, `form_of_address`",
+        '"pin": true',
+        "allergies",
+        "passwords, PINs, one-time and verification codes, API keys, card numbers",
     ],
 )
 def test_judge_prompt_states_the_rule(rule: str) -> None:

@@ -88,7 +88,9 @@ def test_history_says_a_forgotten_row_was_restored_later_not_replaced(client: An
     services.memory_restore(user=user, memory=first)
     client.force_login(user)
     body = client.get("/settings/memory/").content.decode()
-    assert "Restored later as" in body
+    # The forgotten row was not restored itself: an earlier version was, and History says which.
+    assert "Later you restored an earlier version" in body and "Restored later as" not in body
+    assert "You restored this wording later:" in body  # on the earlier version's row
 
 
 def test_restoring_a_forgotten_memory_itself_keeps_its_reason(user: Any) -> None:

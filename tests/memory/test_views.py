@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import User
+from chat.extensions import TurnContext
 from chat.models import Message
 from memory import services
 from memory.context import memory_block
@@ -263,22 +263,33 @@ def test_history_shows_why_when_and_what_replaced_it(alice: Client, memory: Memo
     assert f'<a href="#memory-{memory.pk}">“Prefers small phones, easier to use one-handed”</a>' in history
 
 
-def test_budget_usage_matches_the_memory_block(alice: Client, user: User, memory: Memory) -> None:
-    make_memory(owner=user, content="Is vegetarian")
-    ctx = SimpleNamespace(conversation=SimpleNamespace(temporary=False), user=user)
-    used = len(memory_block(ctx))  # type: ignore[arg-type]
+def test_summary_says_which_memories_every_chat_uses(alice: Client, user: User, memory: Memory) -> None:
+    make_memory(owner=user, content="Is vegetarian", pinned=True)
+    conversation = make_conversation(owner=user)
+    ctx = TurnContext(user=user, conversation=conversation, user_message=make_message(conversation=conversation))
+    block = memory_block(ctx)  # a message about nothing in particular: the memories every chat uses
+    assert block is not None
     page = body(alice.get(PAGE))
-    assert f"{used:,} of 4,000 characters" in page
-    assert "2</strong> active memories" in page
+    assert f"{len(block):,} of 4,000 characters" in page
+    assert "2</strong> active memories" in page and "1</strong> is used in every chat" in page
+    assert "used when a message is about them" in page and "left out" not in page
 
 
-def test_budget_says_when_older_memories_are_left_out(alice: Client, user: User, settings: Any) -> None:
+def test_summary_says_when_pinned_memories_do_not_fit(alice: Client, user: User, settings: Any) -> None:
     settings.MEMORY_PROMPT_MAX_CHARS = 300
     for n in range(4):
-        make_memory(owner=user, content=f"Fact {n} " + "x" * 40)
+        make_memory(owner=user, content=f"Fact {n} " + "x" * 40, pinned=True)
     page = body(alice.get(PAGE))
-    assert "doesn’t fit" in page or "don’t fit" in page
+    assert "don’t all fit" in page and "left out of every chat" in page
     assert "of 300 characters" in page
+
+
+def test_pinned_memories_come_first_with_when_each_was_last_used(alice: Client, user: User) -> None:
+    make_memory(owner=user, content="Older and pinned", pinned=True)
+    make_memory(owner=user, content="Newer", last_used_at=timezone.now())
+    page = body(alice.get(PAGE))
+    assert page.index("Older and pinned") < page.index("Newer")
+    assert "last used" in page and "not used yet" in page
 
 
 def make_memories(user: User, n: int, *, first: int = 0) -> None:
@@ -511,3 +522,35 @@ def test_user_writes_here_skip_older_pending_messages(alice: Client, user: User,
     pending.refresh_from_db()
     assert pending.memory_status == Message.MemoryStatus.SKIPPED
     assert services.memory_content_clean("  a  b ") == "a b"
+
+
+def test_search_matches_words_apart_and_across_a_line_break_in_the_source(
+    alice: Client, user: User, memory: Memory
+) -> None:
+    said = make_message(conversation=make_conversation(owner=user), content="My thumb\nhurts on big screens")
+    MemorySource.objects.create(memory=memory, message=said)
+    for query in ("thumb hurts", "screens thumb", "small thumb"):
+        assert "1 active memory and 0 in History" in body(alice.get(PAGE, {"q": query}, headers=HTMX)), query
+    assert "0 active memories" in body(alice.get(PAGE, {"q": "thumb kayaks"}, headers=HTMX))
+
+
+def test_history_says_a_restored_wording_is_in_use_again_and_what_replaced_a_forgotten_one(
+    alice: Client, user: User
+) -> None:
+    first = services.memory_add(user=user, content="Likes small phones")
+    second = services.memory_edit(user=user, memory=first, content="Likes big phones")
+    Memory.objects.filter(pk=second.pk).update(invalid_at=timezone.now(), invalid_reason="retracted")
+    services.memory_restore(user=user, memory=Memory.objects.get(pk=first.pk))
+    page = body(alice.get(PAGE))
+    history = page[page.index('id="memory-history"') :]
+    first_row = history[history.index(f'id="memory-{first.pk}"') :].split("</li>")[0]
+    second_row = history[history.index(f'id="memory-{second.pk}"') :].split("</li>")[0]
+    assert "In use again" in first_row and "Replaced by the newer version" not in first_row
+    assert "Later you restored an earlier version" in second_row and "“Likes small phones”" in second_row
+    assert "Restored later as" not in history
+
+
+def test_a_refused_add_empties_the_status_line(alice: Client) -> None:
+    response = alice.post(reverse("memory:add"), {"content": "x" * 501}, headers=HTMX)
+    assert response.status_code == 422
+    assert '<div hx-swap-oob="innerHTML:#memory-status"><span></span></div>' in body(response)

@@ -18,7 +18,7 @@ from django.test import AsyncClient
 
 from accounts.services import api_token_create
 from chat.services import conversation_create
-from memory.context import HEADER
+from memory.context import BACKGROUND_HEADER as HEADER
 from memory.models import ExtractionRun, Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import make_user

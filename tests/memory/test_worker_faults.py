@@ -187,6 +187,44 @@ def test_unreadable_files_in_the_embedded_broker_are_set_aside_and_the_worker_ke
     assert "is unreadable" in app.log()
 
 
+MALFORMED = {
+    "list": [],
+    "string": "just a string",
+    "no_properties": {"body": "e30=", "headers": {}},
+    "no_delivery_tag": {"body": "e30=", "properties": {"body_encoding": "base64"}},
+    "body_not_text": {"body": 5, "properties": {"delivery_tag": "t"}},
+    "unknown_encoding": {"body": "e30=", "properties": {"delivery_tag": "t", "body_encoding": "rot13"}},
+    "headers_not_object": {"body": "e30=", "headers": [1], "properties": {"delivery_tag": "t"}},
+    "delivery_info_not_object": {"body": "", "properties": {"delivery_tag": "t", "delivery_info": "x"}},
+}
+
+
+def test_decodable_but_malformed_messages_in_the_embedded_broker_are_set_aside_and_the_worker_keeps_going(
+    make_app: Callable[..., App], provider: FakeOpenAIServer
+) -> None:
+    provider.responder = judge([add(FACTS[0])])
+    app = make_app()
+    queue = app.var_dir / "broker" / "queue"
+    queue.mkdir(parents=True, exist_ok=True)
+    names = []
+    for number, (label, payload) in enumerate(MALFORMED.items()):
+        path = queue / f"{number:07d}_{label}.celery.msg"
+        path.write_text(json.dumps(payload))
+        names.append(path.name)
+    # A message kombu can take, with a body Celery cannot use: left to Celery, which drops it.
+    envelope = {"body": "!!!", "properties": {"delivery_tag": "t", "body_encoding": "base64"}}
+    (queue / "0000099_envelope.celery.msg").write_text(json.dumps(envelope))
+
+    worker = app.worker()
+    app.messages(["I like small phones.", "Hello.", "How are you?"], enqueue=True)
+    wait_until(lambda: app.memories() == [FACTS[0]], 60, "the real message processed")
+
+    assert worker.poll() is None, app.log()
+    assert sorted(p.name for p in (app.var_dir / "broker" / "bad").iterdir()) == sorted(names)
+    assert "Received and deleted unknown message" in app.log()  # the well-formed envelope: Celery's to refuse
+    assert "Unrecoverable error" not in app.log()
+
+
 def test_a_worker_killed_mid_extraction_has_the_batch_retried_as_soon_as_a_worker_is_back(
     make_app: Callable[..., App], provider: FakeOpenAIServer
 ) -> None:

@@ -1,0 +1,57 @@
+"""A hit's excerpt: the matched text in context, plain (Markdown syntax removed), with the offsets of what
+matched, for a page to mark (escaping the text as always) and for the API's `highlights`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chat.markdown import plain_text
+from chat.terms import term_spans
+
+EXCERPT_CHARS = 180
+BEFORE_CHARS = 50  # of context kept before the first match
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """What a query matches: its terms, and a prefix for the last one while it is still being typed."""
+
+    terms: frozenset[str]
+    prefix: str = ""
+
+    def matches(self, term: str) -> bool:
+        return term in self.terms or (bool(self.prefix) and term.startswith(self.prefix))
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching spans as one (a Chinese word's character pairs overlap)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def excerpt(text: str, matcher: Matcher, *, size: int = EXCERPT_CHARS) -> tuple[str, list[list[int]]]:
+    """`(excerpt, highlights)`: about `size` characters of `text` around its first match, cut at word
+    boundaries and marked with "…" where cut, and the [start, end) offsets of the matches inside it."""
+    plain = plain_text(text)
+    spans = _merge([(s, e) for term, s, e in term_spans(plain) if matcher.matches(term)])
+    begin = 0
+    if spans and spans[0][0] > BEFORE_CHARS and len(plain) > size:
+        begin = spans[0][0] - BEFORE_CHARS
+        space = plain.find(" ", begin, spans[0][0])
+        begin = space + 1 if space != -1 else begin
+        begin = min(begin, max(0, len(plain) - size))
+    end = min(len(plain), begin + size)
+    if end < len(plain):
+        space = plain.rfind(" ", begin + size // 2, end)
+        end = space if space != -1 else end
+    lead = ELLIPSIS if begin > 0 else ""
+    body = lead + plain[begin:end].strip(" ") + (ELLIPSIS if end < len(plain) else "")
+    shift = len(lead) - begin - (len(plain[begin:end]) - len(plain[begin:end].lstrip(" ")))
+    inside = [(s + shift, e + shift) for s, e in spans if s >= begin and e <= end]
+    return body, [[s, e] for s, e in inside]

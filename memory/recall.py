@@ -1,0 +1,151 @@
+"""Which memories a turn's block holds (SPEC §8 "Recall"): pure functions, no queries.
+
+Some memories go into every turn: the pinned ones, and the keyed ones (one value per single-valued
+preference, such as the reply language). Those are how the user wants to be served. The rest are
+ranked against the new message and the last exchange (the reply to it at half weight) and only those above a
+relevance floor count; recency breaks ties and never adds a memory on its own, so a greeting
+carries little beyond the always-used ones.
+
+The lexical score is an IDF-weighted overlap of `chat.terms` index terms (English light stems,
+Chinese two-character pieces), the same tokenising conversation search uses. Common words carry no
+weight (`STOPWORDS`); a term shared by many of the user's memories weighs less than a rare one. When
+the turn has an embedding of its text (`query_vector`), a memory whose vector is close enough passes
+the floor too, and similarity adds to its rank.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+
+from chat.terms import terms
+
+# The last exchange counts beside the new message: the user's previous message fully (a follow-up such as
+# "which one do you recommend?" is about it), the reply to it at this weight (it is long, and not the user's).
+REPLY_WEIGHT = 0.5
+# A memory is relevant when its score reaches this: one term of the new message that it shares (each
+# shared term weighs idf = 1 + ln(N/df) ≥ 1), or rarer terms of the last exchange.
+LEXICAL_FLOOR = 1.0
+# A term most of the user's memories share says nothing about which of them matter (from this many on).
+COMMON_SHARE = 0.5
+COMMON_MIN_MEMORIES = 8
+# Cosine similarity at which a memory counts as related in meaning (EMBEDDING_MIN_SIMILARITY: it depends on
+# the model), and how much similarity above half of it adds to the rank.
+EMBEDDING_FLOOR = 0.5
+EMBEDDING_WEIGHT = 4.0
+
+# Words that say nothing about what a message is about (English), and Chinese two-character pieces of
+# the same kind (pronoun and particle combinations, greetings). Stemmed as `terms` stems.
+_ENGLISH = """
+a about above after again all also am an and any are as at be been before being below between both but by
+can could did do does doing don down during each few for from further had has have having he her here hers
+him his how i if in into is it its itself just me more most my myself no nor not now of off on once only or
+other our ours out over own please same she should so some such than thank thanks that the their theirs them
+then there these they this those through to too under until up very was we were what when where which while
+who whom why will with would you your yours yourself yourselves hi hello hey ok okay yes yeah sure morning
+evening good great nice well again tell know think want need like get got make let us one thing things really
+much many lot today tomorrow yesterday something anything remember
+"""
+_CHINESE = """
+我们 你们 他们 她们 它们 我的 你的 他的 她的 什么 怎么 这个 那个 一个 一下 可以 没有 就是 还是 不是 是不
+因为 所以 但是 如果 然后 现在 今天 明天 昨天 你好 您好 早上 上好 晚上 谢谢 请问 知道 觉得 记得 一些 有没 有什
+么的 的是 是什 吗？ 好吗 了吗 我是 你是 我想 我要 要一 给我 帮我 告诉 诉我
+"""
+STOPWORDS = frozenset(terms(_ENGLISH)) | frozenset(_CHINESE.split())
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One active memory as ranking sees it."""
+
+    id: int
+    content: str
+    pinned: bool = False
+    key: str = ""
+    expires_at: datetime | None = None
+
+    @property
+    def always(self) -> bool:
+        """In every turn: pinned, or holding a single-valued preference (how the user wants to be served)."""
+        return self.pinned or bool(self.key)
+
+
+@lru_cache(maxsize=50_000)
+def memory_terms(content: str) -> frozenset[str]:
+    """The distinct index terms of a memory (cached: a row's content never changes)."""
+    return frozenset(_meaningful(terms(content)))
+
+
+def _meaningful(items: Iterable[str]) -> Iterable[str]:
+    return (t for t in items if t not in STOPWORDS and (len(t) > 1 or not t.isascii()))
+
+
+def query_weights(message: str, previous: str = "", reply: str = "") -> dict[str, float]:
+    """The terms of the turn's text with their weights: the new message's and the user's previous one at 1,
+    the reply between them lower."""
+    weights = dict.fromkeys(_meaningful(terms(reply)), REPLY_WEIGHT)
+    weights.update(dict.fromkeys(_meaningful(terms(f"{previous}\n{message}")), 1.0))
+    return weights
+
+
+def lexical_scores(candidates: Sequence[Candidate], weights: dict[str, float]) -> list[float]:
+    """Each candidate's score, in order: the IDF-weighted sum of the query terms it shares."""
+    term_sets = [memory_terms(c.content) for c in candidates]
+    df: Counter[str] = Counter()
+    for term_set in term_sets:
+        df.update(t for t in term_set if t in weights)
+    n = len(candidates)
+    idf = {
+        t: 1 + math.log(n / count) for t, count in df.items() if n < COMMON_MIN_MEMORIES or count <= COMMON_SHARE * n
+    }
+    return [sum(weights[t] * idf[t] for t in term_set if t in idf) for term_set in term_sets]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors stored normalised (so the dot product), 0 when dimensions differ."""
+    if len(a) != len(b):
+        return 0.0
+    return sum(map(operator.mul, a, b))
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    *,
+    message: str,
+    previous: str = "",
+    reply: str = "",
+    query_vector: Sequence[float] | None = None,
+    vectors: dict[int, Sequence[float]] | None = None,
+    similarity_floor: float = EMBEDDING_FLOOR,
+) -> list[Candidate]:
+    """The memories relevant to the turn that are not always used, most relevant first (newer first on a tie:
+    `candidates` come oldest first).
+
+    `previous` and `reply` are the last exchange; `vectors` are the memories' embeddings (by id) and
+    `query_vector` the turn's, when there are both.
+    """
+    others = [c for c in candidates if not c.always]
+    scores = lexical_scores(others, query_weights(message, previous, reply))
+    # (total, position, candidate): `candidates` come oldest first, so a later position is newer.
+    ranked: list[tuple[float, int, Candidate]] = []
+    for position, (candidate, score) in enumerate(zip(others, scores, strict=True)):
+        similarity = 0.0
+        if query_vector is not None and vectors and candidate.id in vectors:
+            similarity = cosine(query_vector, vectors[candidate.id])
+        if score < LEXICAL_FLOOR and similarity < similarity_floor:
+            continue
+        total = score + EMBEDDING_WEIGHT * max(0.0, similarity - similarity_floor / 2)
+        ranked.append((total, position, candidate))
+    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [item[2] for item in ranked]
+
+
+def always_used(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """The memories every turn carries: pinned first, then keyed preferences, oldest first within each."""
+    chosen = [c for c in candidates if c.always]
+    return sorted(chosen, key=lambda c: not c.pinned)  # sorted() is stable: the given order stays within each

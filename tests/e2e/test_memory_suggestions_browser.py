@@ -1,0 +1,112 @@
+"""Suggestions in Chromium, on the offline demo model: a sensitive fact waits as "Memora would like to
+remember …" with Keep and Discard in the conversation; with review set to "all", every learned fact
+waits, and Settings → Memory's Suggested section keeps or discards them. The notice never covers the
+conversation's first message, on a wide screen and on a phone."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.browser import running_stack, sign_up
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def demo_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_stack(tmp_path_factory.mktemp("memora-suggestions"), {"LLM_BACKEND": "demo"}, worker=True) as url:
+        yield url
+
+
+def send(page: Any, text: str) -> None:
+    replies = page.locator(".message-assistant")
+    before = replies.count()
+    page.fill("#composer-input", text)
+    page.keyboard.press("Enter")
+    expect(replies.nth(before)).to_have_attribute("data-status", "complete", timeout=20_000)
+
+
+def start(page: Any, base: str, text: str) -> None:
+    page.goto(f"{base}/")
+    page.fill("#start-input", text)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete", timeout=20_000)
+
+
+def assert_apart(first: Any, second: Any) -> None:
+    a, b = first.bounding_box(), second.bounding_box()
+    assert a and b
+    overlap = a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+    overlap = overlap and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+    assert not overlap, (a, b)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_keep_and_discard_in_the_conversation(page: Any, demo_server_url: str, width: int) -> None:
+    base = demo_server_url
+    page.set_viewport_size({"width": width, "height": 800})
+    sign_up(page, base, f"keeper{width}")
+
+    # "… now" makes the demo model flush; nothing asks to remember, so the sensitive fact waits.
+    start(page, base, "I'm diabetic now.")
+    notice = page.locator(".notice-memory").last
+    expect(notice).to_contain_text("Memora would like to remember “Is diabetic”", timeout=10_000)
+    assert_apart(notice, page.locator(".message").first)
+    marker = page.locator(".conversation-marker.marker-memory")
+    expect(marker).to_contain_text("Memora would like to remember “Is diabetic”")
+    notice.get_by_role("button", name="Keep").click()
+    expect(notice).to_contain_text("Kept: “Is diabetic”.")
+
+    send(page, "I'm colour-blind now.")  # not sensitive: active at once under the default
+    expect(page.locator(".notice-memory").last).to_contain_text("Memory updated: remembered “Is colour-blind”")
+
+    page.goto(f"{base}/settings/memory/")
+    page.get_by_label("Ask me before remembering any learned fact").check()
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("#memory-status")).to_contain_text("Saved")
+
+    start(page, base, "I'm left-handed now.")
+    notice = page.locator(".notice-memory").last
+    expect(notice).to_contain_text("Memora would like to remember “Is left-handed”", timeout=10_000)
+    notice.get_by_role("button", name="Discard").click()
+    expect(notice).to_contain_text("Discarded: “Is left-handed”.")
+
+    page.goto(f"{base}/settings/memory/")
+    active = page.locator("#memory-list > .memory-row")
+    expect(active).to_have_count(2)
+    expect(active.filter(has_text="Is diabetic")).to_contain_text("Sensitive")
+    expect(page.locator("#memory-suggested .memory-row")).to_have_count(0)
+
+
+def test_keep_and_discard_on_the_page(page: Any, demo_server_url: str) -> None:
+    base = demo_server_url
+    sign_up(page, base, "reviewer")
+    page.goto(f"{base}/settings/memory/")
+    page.get_by_label("Ask me before remembering any learned fact").check()
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("#memory-status")).to_contain_text("Saved")
+
+    start(page, base, "I'm vegan now.")
+    expect(page.locator(".notice-memory").last).to_contain_text("Memora would like to remember", timeout=10_000)
+    send(page, "I'm lactose intolerant now.")
+    expect(page.locator(".notice-memory").last).to_contain_text("Is lactose intolerant", timeout=10_000)
+
+    page.goto(f"{base}/settings/memory/")
+    section = page.locator("#memory-suggested")
+    expect(section.locator("[data-suggested-count]")).to_have_text("2")
+    expect(page.locator("#memory-list > .memory-row")).to_have_count(0)
+    section.locator(".memory-row", has_text="Is vegan").get_by_role("button", name="Keep").click()
+    expect(page.locator("#memory-list > .memory-row", has_text="Is vegan")).to_have_count(1)
+    expect(section.locator("[data-suggested-count]")).to_have_text("1")
+    section.locator(".memory-row", has_text="Is lactose intolerant").get_by_role("button", name="Discard").click()
+    expect(section.locator("[data-suggested-count]")).to_have_text("0")
+    expect(section).to_contain_text("No suggestions waiting.")
+    page.reload()
+    expect(page.locator("#memory-list > .memory-row")).to_have_count(1)
+    expect(page.locator("#memory-suggested .memory-row")).to_have_count(0)
