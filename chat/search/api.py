@@ -12,6 +12,7 @@ from ninja.responses import Status
 
 from chat.schemas import ErrorOut
 from chat.search.query import OFFSET_MAX, PAGE_MAX, QUERY_MAX_CHARS, SearchRejected, search
+from config.api_errors import AUTH_ERRORS, PARAM_ERRORS
 
 router = Router(tags=["search"])
 
@@ -38,7 +39,7 @@ class SearchHitOut(Schema):
 
 @router.get(
     "",
-    response={200: list[SearchHitOut], 400: ErrorOut},
+    response={200: list[SearchHitOut], 400: ErrorOut, **AUTH_ERRORS, **PARAM_ERRORS},
     summary="Search your conversations: messages (yours and the replies) and titles, newest first",
     openapi_extra={
         "responses": {

@@ -123,14 +123,14 @@ def test_patch_me_refuses_an_unknown_language(api_client: Client, user: User, la
 
 def test_the_language_form_saves_and_comes_back(client: Client, user: User) -> None:
     client.force_login(user)
-    page = client.get(reverse("tokens"), headers=EN).content.decode()
+    page = client.get(reverse("account"), headers=EN).content.decode()
     assert 'id="language-form"' in page
-    response = client.post(reverse("language"), {"language": "zh-hans", "next": "/settings/tokens/"}, headers=EN)
+    response = client.post(reverse("language"), {"language": "zh-hans", "next": "/settings/account/"}, headers=EN)
     assert response.status_code == 302
-    assert response["Location"] == "/settings/tokens/"
+    assert response["Location"] == "/settings/account/"
     user.refresh_from_db()
     assert user.language == "zh-hans"
-    page = client.get(reverse("tokens"), headers=EN).content.decode()
+    page = client.get(reverse("account"), headers=EN).content.decode()
     assert "语言已保存。" in page
     assert '<option value="zh-hans" lang="zh-hans" selected>' in page
 
@@ -138,7 +138,7 @@ def test_the_language_form_saves_and_comes_back(client: Client, user: User) -> N
 def test_the_language_form_refuses_an_unknown_language_and_an_outside_next(client: Client, user: User) -> None:
     client.force_login(user)
     response = client.post(reverse("language"), {"language": "fr", "next": "https://evil.example/"})
-    assert response["Location"] == reverse("tokens")
+    assert response["Location"] == reverse("account")
     user.refresh_from_db()
     assert user.language == ""
 

@@ -190,12 +190,16 @@ def test_memory_notice_demo_and_settings_pages_are_chinese(zh_page: Any, demo_ur
     sign_up(page, base, "阿明")
 
     # The conversation keeps a lasting marker, written in the user's own language setting (a worker
-    # has no browser to ask): this user chooses Chinese on Settings → API tokens first.
-    page.goto(f"{base}/settings/tokens/")
-    assert_chinese(page, "API tokens page")
+    # has no browser to ask): this user chooses Chinese on Settings → Account first.
+    page.goto(f"{base}/settings/account/")
+    assert_chinese(page, "Settings → Account")
     page.select_option("#language-select", "zh-hans")
     page.get_by_role("button", name="保存").click()
     expect(page.locator(".notices")).to_contain_text("语言已保存。")
+    assert_chinese(page, "Settings → Account after saving the language")
+    audit_phone(page, "Settings → Account")
+    page.goto(f"{base}/settings/tokens/")
+    assert_chinese(page, "API tokens page")
     page.fill("#id_name", "笔记本脚本")
     page.get_by_role("button", name="创建令牌").click()
     expect(page.locator("#new-token")).to_be_visible()
@@ -274,7 +278,7 @@ def test_english_browser_stays_english_and_a_chinese_setting_wins_after_login(
     page.fill("#id_password2", PASSWORD)
     page.click("button[type=submit]")
     expect(page.get_by_role("button", name="Start the conversation")).to_be_visible()
-    page.goto(f"{base}/settings/tokens/")
+    page.goto(f"{base}/settings/account/")
     page.select_option("#language-select", "zh-hans")
     page.get_by_role("button", name="Save").click()
     expect(page.locator(".notices")).to_contain_text("语言已保存。")
@@ -296,7 +300,7 @@ def test_an_english_setting_wins_in_a_chinese_browser(zh_page: Any, live_server_
 
     page, base = zh_page, live_server_url
     sign_up(page, base, "lena")
-    page.goto(f"{base}/settings/tokens/")
+    page.goto(f"{base}/settings/account/")
     page.select_option("#language-select", "en")
     page.get_by_role("button", name="保存").click()
     expect(page.locator(".notices")).to_contain_text("Language saved.")
