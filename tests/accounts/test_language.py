@@ -102,6 +102,28 @@ def test_a_token_client_gets_its_users_language(api_client: Client, user: User) 
     assert response.json() == {"detail": "Not Found"}
 
 
+def test_validation_errors_keep_the_one_shape_in_the_users_language(api_client: Client, user: User) -> None:
+    response = api_client.patch("/api/me", {"language": "fr"}, content_type="application/json", headers=ZH)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["detail"].startswith("输入无效：body.language")
+    assert [error["loc"] for error in body["errors"]] == [["body", "language"]]
+    _set_language(user, "zh-hans")  # the token user's setting wins over the header
+    response = api_client.patch("/api/me", {"language": "fr"}, content_type="application/json", headers=EN)
+    assert response.json()["detail"].startswith("输入无效：")
+    _set_language(user, "en")
+    response = api_client.patch("/api/me", {"language": "fr"}, content_type="application/json", headers=ZH)
+    assert response.json()["detail"].startswith("Invalid input: body.language")
+
+
+def test_django_failures_under_api_follow_the_language(client: Client) -> None:
+    response = client.get("/api/no-such-route", headers=ZH)
+    assert response.status_code == 404
+    assert response.json() == {"detail": "没有这个 API 路由。"}
+    response = client.get("/api/no-such-route", headers=EN)
+    assert response.json() == {"detail": "No such API route."}
+
+
 def test_patch_me_sets_and_clears_the_language(api_client: Client, user: User) -> None:
     response = api_client.patch("/api/me", {"language": "zh-hans"}, content_type="application/json")
     assert response.status_code == 200
