@@ -29,6 +29,7 @@ USER_CONTENT = ", ".join([
     ".memory-content", ".chat-header .title", ".conversation-title", ".user-name", ".avatar", ".source-link",
     ".replaced-by a", ".replaces", ".model-badge:not(.is-demo)", "#new-token", ".token-list td:first-child",
     "#reply-announcer",  # the reply's own text, after a prefix checked on its own
+    ".search-hit-title", ".search-excerpt-text",  # a search hit's conversation title and excerpt
 ])  # fmt: skip
 
 ENGLISH_LEFT = """
@@ -164,7 +165,7 @@ def test_chat_streaming_stop_retry_and_temporary_are_chinese(zh_page: Any, live_
 
     # The temporary-chat toggle, and a temporary chat.
     page.goto(f"{base}/")
-    expect(page.locator("label.checkbox")).to_contain_text("临时对话 ——其中的内容都不会被记住")
+    expect(page.locator("label.checkbox")).to_contain_text("临时对话 — 其中的内容都不会被记住")
     page.check("#start-temporary")
     page.fill("#start-input", "你好")
     page.keyboard.press("Enter")
@@ -260,6 +261,47 @@ def test_memory_notice_demo_and_settings_pages_are_chinese(zh_page: Any, demo_ur
     assert_chinese(page, "the forget-everything confirmation")
     page.get_by_role("button", name="取消").click()
     audit_phone(page, "Settings → Memory")
+
+
+def test_suggestions_and_conversation_search_are_chinese(zh_page: Any, demo_url: str) -> None:
+    from playwright.sync_api import expect
+
+    page, base = zh_page, demo_url
+    sign_up(page, base, "小林")
+    # The marker kept in the conversation is written in the user's own setting (memory.notices).
+    page.goto(f"{base}/settings/account/")
+    page.select_option("#language-select", "zh-hans")
+    page.get_by_role("button", name="保存").click()
+    expect(page.locator(".notices")).to_contain_text("语言已保存。")
+
+    # Every learned fact waits for Keep or Discard: the suggestion in the conversation, in Chinese.
+    page.goto(f"{base}/settings/memory/")
+    page.get_by_label("记住任何学到的信息前都先问我").check()
+    page.get_by_role("button", name="应用").click()
+    expect(page.locator("#memory-status")).to_contain_text("已保存")
+    assert_chinese(page, "Settings → Memory with every fact asked first")
+    page.goto(f"{base}/")
+    page.fill("#start-input", "我现在更喜欢小手机。")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
+    notice = page.locator(".notice-memory").last
+    expect(notice).to_contain_text("Memora 想记住“", timeout=15_000)
+    expect(page.locator(".conversation-marker").first).to_contain_text("Memora 想记住“")
+    assert_chinese(page, "a suggestion in the conversation")
+    notice.get_by_role("button", name="保留").click()
+    expect(notice).to_contain_text("已保留：“")
+    assert_chinese(page, "a kept suggestion")
+
+    # Conversation search: the sidebar's results, then the search page.
+    page.fill("#search-input", "手机")
+    expect(page.locator("#search-results .search-hit").first).to_be_visible()
+    assert_chinese(page, "sidebar search results")
+    page.goto(f"{base}/search/?q=手机")
+    expect(page.locator(".search-page .search-hit").first).to_be_visible()
+    assert_chinese(page, "the search page")
+    page.goto(f"{base}/search/?q=没有这个词")
+    assert_chinese(page, "a search with no result")
 
 
 def test_english_browser_stays_english_and_a_chinese_setting_wins_after_login(
