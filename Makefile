@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench clean test-real-server screenshots
+.PHONY: run test lint bench clean test-real-server screenshots messages
 
 $(VENV)/.runtime: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,19 @@ test-real-server: $(VENV)/.runtime
 screenshots: $(VENV)/.dev
 	MEMORA_SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) scripts/run_tests.py \
 		tests/e2e/test_chat_browser.py::test_markdown_reply_and_screenshots \
-		tests/e2e/test_memory_flow.py::test_learn_review_edit_delete_restore_and_switch_off
+		tests/e2e/test_memory_flow.py::test_learn_review_edit_delete_restore_and_switch_off \
+		tests/e2e/test_chinese.py::test_memory_notice_demo_and_settings_pages_are_chinese
+
+# Refresh the translation catalogues (locale/) from the code, then compile them. Needs GNU gettext
+# (xgettext, msgmerge, msgfmt; Debian: apt-get install gettext). New entries come in untranslated:
+# translate them in locale/zh_Hans/LC_MESSAGES/*.po, run this again, and commit the .po and .mo files.
+# `python scripts/catalogues.py` lists what is left; tests/test_catalogues.py fails until nothing is.
+MESSAGES_IGNORE := -i ".venv/*" -i "tests/*" -i "bench/*" -i "var/*" -i "scripts/*" -i "memory/evals/*"
+messages: $(VENV)/.dev
+	$(PY) manage.py makemessages -l zh_Hans --no-obsolete --add-location=file $(MESSAGES_IGNORE)
+	$(PY) manage.py makemessages -d djangojs -l zh_Hans --no-obsolete --add-location=file $(MESSAGES_IGNORE)
+	$(PY) manage.py compilemessages -l zh_Hans -i ".venv"
+	-$(PY) scripts/catalogues.py
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ApiToken, User
 from accounts.services import account_erase
@@ -11,7 +12,7 @@ from accounts.services import account_erase
 class UserAdmin(BaseUserAdmin):
     list_display = ("username", "email", "memory_enabled", "is_staff", "date_joined")
     list_filter = ("memory_enabled", *BaseUserAdmin.list_filter)
-    fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("Memory", {"fields": ("memory_enabled",)}))
+    fieldsets = (*(BaseUserAdmin.fieldsets or ()), (_("Memory"), {"fields": ("memory_enabled",)}))
 
     # Deleting a user here deletes the account the way Settings → Account does (every app's eraser).
     def delete_model(self, request: HttpRequest, obj: User) -> None:

@@ -20,6 +20,7 @@ from accounts.services import (
     account_delete,
     api_token_create,
     api_token_revoke,
+    user_set_language,
     user_set_memory_enabled,
     user_set_memory_review,
 )
@@ -36,6 +37,7 @@ class MeOut(Schema):
     memory_review: Literal["auto", "sensitive", "all"] = Field(
         description="Which learned memories wait for Keep or Discard: none, sensitive ones, or all"
     )
+    language: str = Field(description="The interface language: “en”, “zh-hans”, or “” to follow the browser.")
 
 
 class MePatch(Schema):
@@ -43,6 +45,9 @@ class MePatch(Schema):
 
     memory_enabled: StrictBool | None = None  # JSON true or false, not 0 or "yes", as the document says
     memory_review: Literal["auto", "sensitive", "all"] | None = None
+    language: Literal["en", "zh-hans", ""] | None = Field(
+        None, description="“en” or “zh-hans”; “” follows the browser (Accept-Language)."
+    )
 
 
 @router.get("/me", response={200: MeOut, **AUTH_ERRORS})
@@ -57,6 +62,8 @@ def me_patch(request: HttpRequest, payload: MePatch) -> User:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
     if payload.memory_review is not None:
         user = user_set_memory_review(user=user, review=payload.memory_review)
+    if payload.language is not None:
+        user = user_set_language(user=user, language=payload.language)
     return user
 
 

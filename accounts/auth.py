@@ -21,14 +21,18 @@ from django.utils.translation import gettext as _
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 
+from accounts.middleware import user_language_activate
 from accounts.services import api_token_authenticate
 from accounts.throttle import bearer_failure_record, bearer_retry_after
 
 
 class TooManyAuthFailures(HttpError):
     def __init__(self, retry_after: int) -> None:
-        detail = _("Too many failed token attempts from this address. Try again in %(seconds)s s.")
-        super().__init__(429, detail % {"seconds": retry_after})
+        super().__init__(
+            429,
+            _("Too many failed token attempts from this address. Try again in %(seconds)d s.")
+            % {"seconds": retry_after},
+        )
         self.retry_after = retry_after
 
 
@@ -50,6 +54,7 @@ class BearerTokenAuth(HttpBearer):
             bearer_failure_record(request)
             raise AuthenticationError(401, _("Invalid, revoked or expired API token."))
         request.user = user
+        user_language_activate(request, user)  # a token client gets its user's language too
         setattr(request, TOKEN_AUTHENTICATED, True)
         return user
 

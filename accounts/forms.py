@@ -17,10 +17,12 @@ class SignupForm(UserCreationForm):  # type: ignore[type-arg]
 
 
 class ApiTokenForm(forms.Form):
-    EXPIRY_CHOICES = [("30", "In 30 days"), ("90", "In 90 days"), ("365", "In a year"), ("", "Never")]
+    EXPIRY_CHOICES = [("30", _("In 30 days")), ("90", _("In 90 days")), ("365", _("In a year")), ("", _("Never"))]
 
-    name = forms.CharField(max_length=100, required=False, help_text="To tell your tokens apart, e.g. “laptop script”.")
-    expires_in = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90", label="Expires")
+    name = forms.CharField(
+        max_length=100, required=False, label=_("Name"), help_text=_("To tell your tokens apart, e.g. “laptop script”.")
+    )
+    expires_in = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90", label=_("Expires"))
 
     def expires_at(self) -> datetime | None:
         days = self.cleaned_data.get("expires_in")

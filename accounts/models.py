@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class User(AbstractUser):
@@ -13,9 +14,9 @@ class User(AbstractUser):
     memory_enabled = models.BooleanField(default=True)
 
     class MemoryReview(models.TextChoices):
-        AUTO = "auto", "Remember learned facts at once"
-        SENSITIVE = "sensitive", "Ask me before remembering sensitive facts"
-        ALL = "all", "Ask me before remembering any learned fact"
+        AUTO = "auto", _("Remember learned facts at once")
+        SENSITIVE = "sensitive", _("Ask me before remembering sensitive facts")
+        ALL = "all", _("Ask me before remembering any learned fact")
 
     # Which learned memories wait as suggestions for the user's Keep or Discard (SPEC §8).
     memory_review = models.CharField(max_length=16, choices=MemoryReview.choices, default=MemoryReview.SENSITIVE)
@@ -37,7 +38,7 @@ class ApiToken(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True)
-    prefix = models.CharField(max_length=12, help_text="First characters, to tell tokens apart.")
+    prefix = models.CharField(max_length=12, help_text=_("First characters, to tell tokens apart."))
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

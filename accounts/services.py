@@ -4,10 +4,12 @@ import hashlib
 import secrets
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 
 from accounts.models import ApiToken, User
 
@@ -31,11 +33,13 @@ def api_token_create(*, user: User, name: str = "", expires_at: datetime | None 
     """Create a token for `user`; returns the row and the plain token (never stored)."""
     name = " ".join(name.split())
     if len(name) > TOKEN_NAME_MAX or "\x00" in name:
-        raise TokenRejected(f"The name must be at most {TOKEN_NAME_MAX} characters of plain text.")
+        raise TokenRejected(
+            _("The name must be at most %(limit)d characters of plain text.") % {"limit": TOKEN_NAME_MAX}
+        )
     if expires_at is not None and timezone.is_naive(expires_at):
         expires_at = timezone.make_aware(expires_at, UTC)  # documented: a time without a zone is UTC
     if expires_at is not None and expires_at <= timezone.now():
-        raise TokenRejected("The expiry must be in the future.")
+        raise TokenRejected(_("The expiry must be in the future."))
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user, name=name, prefix=plain[:10], digest=_digest(plain), expires_at=expires_at
@@ -69,6 +73,28 @@ def api_tokens_revoke_all(*, user: User) -> int:
     """Revoke every token of `user` (on a password change); returns how many there were."""
     deleted, _ = ApiToken.objects.filter(user=user).delete()
     return deleted
+
+
+class LanguageRejected(ValueError):
+    """A language the interface does not speak; nothing was written."""
+
+    status = 422
+
+
+def language_choices() -> list[tuple[str, str]]:
+    """The values `User.language` may take: "" (follow the browser), then settings.LANGUAGES."""
+    return [("", _("Same as the browser")), *settings.LANGUAGES]
+
+
+@transaction.atomic
+def user_set_language(*, user: User, language: str) -> User:
+    """The interface language: a code of settings.LANGUAGES, or "" to follow the browser."""
+    if language not in {code for code, _name in language_choices()}:
+        codes = ", ".join(f"“{code}”" for code, _name in language_choices())
+        raise LanguageRejected(_("Unknown language. Use one of: %(codes)s.") % {"codes": codes})
+    user.language = language
+    user.save(update_fields=["language"])
+    return user
 
 
 @transaction.atomic

@@ -9,8 +9,11 @@ from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import translation
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import data, export, selectors, throttle
 from accounts.forms import AccountDeleteForm, ApiTokenForm, SignupForm
@@ -18,10 +21,12 @@ from accounts.layout import layout_context
 from accounts.models import User
 from accounts.services import (
     AccountDeleteRefused,
+    LanguageRejected,
     TokenRejected,
     account_delete,
     api_token_create,
     api_token_revoke,
+    user_set_language,
 )
 from accounts.throttle import client_address
 
@@ -91,6 +96,25 @@ def _tokens(request: HttpRequest, user: User, *, status: int = 200, **extra: Any
         **extra,
     }
     return render(request, "accounts/tokens.html", context, status=status)
+
+
+@login_required
+@require_POST
+def language_set(request: HttpRequest) -> HttpResponse:
+    """The language form (accounts/_language_form.html): save, then back to the page it was on."""
+    user: User = request.user  # type: ignore[assignment]
+    try:
+        user_set_language(user=user, language=request.POST.get("language", ""))
+    except LanguageRejected as exc:
+        messages.error(request, str(exc))
+    else:
+        # The confirmation already speaks the language just chosen (or the browser's, for "").
+        translation.activate(user.language or translation.get_language_from_request(request))
+        messages.success(request, _("Language saved."))
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        back = reverse("account")
+    return redirect(back)
 
 
 @login_required

@@ -5,6 +5,7 @@ from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from chat import compaction, services
 from chat.models import AgentState, Conversation, Message
@@ -27,10 +28,13 @@ def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: st
 
 
 class StateSizeMixin:
-    @admin.display(description="state size")
+    @admin.display(description=_("state size"))
     def state_size(self, state: AgentState) -> str:
         """Items and estimated tokens of the agent state (chat.tokens)."""
-        return f"{len(state.context)} items, ~{compaction.state_tokens(state):,} tokens"
+        return _("%(items)d items, ~%(tokens)s tokens") % {
+            "items": len(state.context),
+            "tokens": f"{compaction.state_tokens(state):,}",
+        }
 
 
 class MessageInline(admin.TabularInline):

@@ -29,6 +29,7 @@ from uuid import UUID
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from accounts.models import User
 from chat import compaction, extensions, model_queue, selectors, services, tokens
@@ -189,7 +190,9 @@ class TurnBudget:
             return None
         except TimeoutError as exc:
             limit = float(settings.CHAT_TURN_TIMEOUT)
-            message = f"The reply did not finish within the turn's time limit ({limit:g} s)."
+            message = _("The reply did not finish within the turn's time limit (%(seconds)s s).") % {
+                "seconds": f"{limit:g}"
+            }
             raise LLMError(message, kind="timeout") from exc
 
     def close(self) -> None:
@@ -283,11 +286,11 @@ class Turn:
             return
         except (asyncio.CancelledError, GeneratorExit):
             # Stopped by the user or a dropped connection: keep what arrived, then stop.
-            await asyncio.shield(self._finish(Message.Status.INTERRUPTED, "Stopped before the reply was complete."))
+            await asyncio.shield(self._finish(Message.Status.INTERRUPTED, _("Stopped before the reply was complete.")))
             raise
         except Exception:
             logger.exception("chat turn failed")
-            message = await self._finish(Message.Status.ERROR, "Something went wrong while writing the reply.")
+            message = await self._finish(Message.Status.ERROR, _("Something went wrong while writing the reply."))
             yield TurnEvent("error", text=message.error, user_message=s.user_message, assistant_message=message)
             return
         message = await self._finish(Message.Status.COMPLETE, "")
@@ -319,7 +322,7 @@ class Turn:
                 if step == max_steps:
                     calls = []  # no tools were offered: a stray call is not run, the text is the answer
                 if not calls and not step_text:
-                    raise LLMError("The model sent an empty reply.", kind="empty")
+                    raise LLMError(_("The model sent an empty reply."), kind="empty")
                 if not calls:
                     self._items.append({"role": "assistant", "content": step_text or ""})
                     return

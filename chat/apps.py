@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ChatConfig(AppConfig):
     name = "chat"
-    verbose_name = "Chat"
+    verbose_name = _("Chat")
 
     def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_out

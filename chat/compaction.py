@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from chat import model_queue, tokens
 from chat.llm import LLMError, get_chat_model, server_facts
@@ -393,9 +394,12 @@ def fit_turn(
     ratio = budget.ratio or 1.0
     if measure_without_state > budget.input:
         raise InputTooLong(
-            "This message is too long for the model's context window: with the instructions it needs about "
-            f"{measure_without_state:,} tokens, and the model reads at most {budget.input:,} before its reply. "
-            "Shorten it or split it into several messages."
+            gettext(
+                "This message is too long for the model's context window: with the instructions it needs about "
+                "%(needed)s tokens, and the model reads at most %(limit)s before its reply. "
+                "Shorten it or split it into several messages."
+            )
+            % {"needed": f"{measure_without_state:,}", "limit": f"{budget.input:,}"}
         )
     room = math.floor((budget.input - measure_without_state) / ratio)  # for the state, in raw estimate
     result: Compacted | None = None

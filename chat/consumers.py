@@ -48,7 +48,10 @@ from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
 from django.contrib.auth import HASH_SESSION_KEY
 from django.core.exceptions import ValidationError
+from django.utils import translation
+from django.utils.translation import gettext as _
 
+from accounts.middleware import socket_language
 from accounts.models import User
 from chat import pages, runner, selectors, services
 from chat.extensions import user_group
@@ -183,6 +186,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.user, self.conversation = user, conversation
+        # What this socket renders (and the turns it starts) speaks the page's language: the handlers
+        # below run in this same task, so the activation holds for the whole connection.
+        translation.activate(socket_language(self.scope))
         self.origin = await _origin(self.scope)
         self._send_lock = asyncio.Lock()
         self._closed = False
@@ -231,7 +237,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         if text_data is None:  # a binary frame: answered, not a dropped connection
-            await self.push(notice_html("Unknown request: send JSON text frames.", level="error"))
+            await self.push(notice_html(_("Unknown request: send JSON text frames."), level="error"))
             return
         await super().receive(text_data=text_data, **kwargs)
 
@@ -249,13 +255,13 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         elif action == "retry":
             message_id = content.get("message_id")
             if not (isinstance(message_id, int | str) and str(message_id).isdigit()):
-                await self.push(notice_html("Retry needs the id of the reply to write again.", level="error"))
+                await self.push(notice_html(_("Retry needs the id of the reply to write again."), level="error"))
                 return
             await self._start(retry=True, message_id=int(message_id))
         elif action == "stop":
             await database_sync_to_async(runner.stop)(conversation=self.conversation)
         else:
-            await self.push(notice_html("Unknown request.", level="error"))
+            await self.push(notice_html(_("Unknown request."), level="error"))
 
     async def _start(self, *, content: object = None, retry: bool = False, message_id: int | None = None) -> None:
         try:
@@ -329,7 +335,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def chat_notice(self, event: dict[str, Any]) -> None:
         """Append a rendered fragment (event["html"], chat.extensions.notify_user) to the page's notices area."""
-        await self.push(notices_append_html(event["html"]))
+        html = (event.get("translations") or {}).get(translation.get_language() or "", event["html"])
+        await self.push(notices_append_html(html))
 
     # The notice event's earlier type: a worker still running the previous release (a rolling deploy on
     # Redis) may send it, and a consumer without a handler for an event fails.

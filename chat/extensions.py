@@ -221,14 +221,19 @@ def user_group(user_id: int) -> str:
     return f"user-{user_id}"
 
 
-def notify_user(user_id: int, html: str) -> bool:
+def notify_user(user_id: int, html: str, *, translations: dict[str, str] | None = None) -> bool:
     """Append `html` (rendered, already-escaped) to the notices area of the user's open chat pages, in
-    any process the channel layer reaches. False when there is no channel layer; a layer error raises
-    (the caller decides whether a missed notice matters). Call it after commit."""
+    any process the channel layer reaches. `translations` may give the same notice rendered in other
+    languages (by language code): each page shows the one in its own language, else `html`. False when
+    there is no channel layer; a layer error raises (the caller decides whether a missed notice matters).
+    Call it after commit."""
     layer = get_channel_layer()
     if layer is None:
         return False
-    async_to_sync(layer.group_send)(user_group(user_id), {"type": NOTICE_EVENT, "html": html})
+    event: dict[str, Any] = {"type": NOTICE_EVENT, "html": html}
+    if translations:
+        event["translations"] = translations
+    async_to_sync(layer.group_send)(user_group(user_id), event)
     return True
 
 
@@ -258,3 +263,17 @@ def register_demo_json_responder(name: str, responder: DemoJsonResponder) -> Non
 
 def demo_json_responders() -> list[DemoJsonResponder]:
     return list(_demo_json_responders.values())
+
+
+# A tool's result is written for the model, in English; the demo model, which relays it word for word,
+# asks these for the same news in the user's language (None: not a result this hook knows).
+DemoResultWording = Callable[[str], "str | None"]
+_demo_result_wordings: dict[str, DemoResultWording] = {}
+
+
+def register_demo_result_wording(name: str, wording: DemoResultWording) -> None:
+    _demo_result_wordings[name] = wording
+
+
+def demo_result_wordings() -> list[DemoResultWording]:
+    return list(_demo_result_wordings.values())

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from chat.services import InvalidMessage, message_content_clean
 
@@ -9,7 +10,7 @@ class ConversationCreateForm(forms.Form):
     """New conversation, optionally with its first message (sent over the WebSocket on arrival)."""
 
     message = forms.CharField(required=False, strip=False)
-    temporary = forms.BooleanField(required=False, label="Temporary chat")
+    temporary = forms.BooleanField(required=False, label=_("Temporary chat"))
 
     def clean_message(self) -> str:
         message: str = self.cleaned_data["message"]
@@ -23,5 +24,7 @@ class ConversationCreateForm(forms.Form):
 
 class ConversationRenameForm(forms.Form):
     title = forms.CharField(
-        max_length=200, label="Title", error_messages={"required": "A title cannot be empty. Type one, or Cancel."}
+        max_length=200,
+        label=_("Title"),
+        error_messages={"required": _("A title cannot be empty. Type one, or Cancel.")},
     )

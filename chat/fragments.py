@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from chat import extensions
@@ -23,8 +24,8 @@ RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 
 # What chat itself does while a reply waits (compaction is not a registered tool); a registered tool
 # names its own (`activity_label`, see chat.extensions.Tool).
-ACTIVITY = {SUMMARIZING: "Summarizing earlier messages…"}
-ACTIVITY_DEFAULT = "Working…"
+ACTIVITY = {SUMMARIZING: _("Summarizing earlier messages…")}
+ACTIVITY_DEFAULT = _("Working…")
 
 
 def message_html(message: Message, *, retryable: bool = False, live: bool = False, oob: bool = False) -> str:
@@ -74,7 +75,7 @@ def text_html(message_id: int, text: str) -> str:
 
 
 def activity_label(tool: str) -> str:
-    return ACTIVITY.get(tool) or extensions.tool_activity_label(tool) or ACTIVITY_DEFAULT
+    return str(ACTIVITY.get(tool) or extensions.tool_activity_label(tool) or ACTIVITY_DEFAULT)
 
 
 def activity_html(message_id: int, tool: str) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, Q, TextField, Value, When
+from django.utils.translation import gettext_noop as _
 
 from chat import services
 from chat.models import AgentState, Conversation, Message
@@ -42,7 +43,7 @@ from chat.search.index import search_index_messages
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 1.0  # partial text is saved about this often; the lease is renewed with it
-RECOVERED_ERROR = "The server stopped while this reply was being written."
+RECOVERED_ERROR = _("The server stopped while this reply was being written.")
 _BOOT = uuid.uuid4().hex[:8]
 
 

@@ -17,7 +17,9 @@ import re
 
 import markdown as md
 import nh3
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 EXTENSIONS = ["fenced_code", "tables", "sane_lists", "nl2br"]
 
@@ -80,7 +82,9 @@ def normalise_list_indents(text: str) -> str:
 
 def _language(match: re.Match[str]) -> str:
     language = match.group(1)
-    return f"{language.capitalize()} code" if language else "Code"
+    if not language:
+        return gettext("Code")
+    return escape(gettext("%(language)s code") % {"language": language.capitalize()})
 
 
 def _scroll_boxes(html: str) -> str:
@@ -95,7 +99,10 @@ def _scroll_boxes(html: str) -> str:
         html,
     )
     html = html.replace("</code></pre>", "</code></pre></div>")
-    html = html.replace("<table>", '<div class="table-scroll" tabindex="0" role="region" aria-label="Table"><table>')
+    html = html.replace(
+        "<table>",
+        '<div class="table-scroll" tabindex="0" role="region" aria-label="{}"><table>'.format(gettext("Table")),
+    )
     return html.replace("</table>", "</table></div>")
 
 

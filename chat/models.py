@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class Conversation(models.Model):
@@ -75,20 +76,20 @@ class Message(models.Model):
     """The display log: what the page shows, the user's original words and the assistant's answers."""
 
     class Role(models.TextChoices):
-        USER = "user", "User"
-        ASSISTANT = "assistant", "Assistant"
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
 
     class Status(models.TextChoices):
-        COMPLETE = "complete", "Complete"
-        STREAMING = "streaming", "Streaming"
-        ERROR = "error", "Error"
-        INTERRUPTED = "interrupted", "Interrupted"
+        COMPLETE = "complete", _("Complete")
+        STREAMING = "streaming", _("Streaming")
+        ERROR = "error", _("Error")
+        INTERRUPTED = "interrupted", _("Interrupted")
 
     class MemoryStatus(models.TextChoices):
-        PENDING = "pending", "Pending"
-        PROCESSED = "processed", "Processed"
-        SKIPPED = "skipped", "Skipped"
-        NOT_APPLICABLE = "", "Not applicable"
+        PENDING = "pending", _("Pending")
+        PROCESSED = "processed", _("Processed")
+        SKIPPED = "skipped", _("Skipped")
+        NOT_APPLICABLE = "", _("Not applicable")
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     # Denormalised owner so a user's pending messages can be found across conversations.

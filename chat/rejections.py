@@ -7,6 +7,7 @@ Retry-After when it has one, config/api.py); the chat socket shows it in place.
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 
 class TurnRejected(Exception):
@@ -24,28 +25,35 @@ class ConversationBusy(TurnRejected):
     status = 409
 
     def __init__(self) -> None:
-        super().__init__("Another reply is still being written in this conversation. Wait for it or stop it.")
+        super().__init__(_("Another reply is still being written in this conversation. Wait for it or stop it."))
 
 
 class ConversationGone(TurnRejected):
     status = 404
 
     def __init__(self) -> None:
-        super().__init__("This conversation no longer exists; it may have been deleted in another window.")
+        super().__init__(_("This conversation no longer exists; it may have been deleted in another window."))
 
 
 class RunSlotsFull(TurnRejected):
     status = 429
 
     def __init__(self, slots: int) -> None:
-        super().__init__(f"You already have {slots} replies being written. Wait for one to finish.")
+        super().__init__(
+            ngettext(
+                "You already have %(count)d reply being written. Wait for it to finish.",
+                "You already have %(count)d replies being written. Wait for one to finish.",
+                slots,
+            )
+            % {"count": slots}
+        )
 
 
 class NothingToRetry(TurnRejected):
     status = 409
 
     def __init__(self) -> None:
-        super().__init__("Only the latest reply can be retried, and only when it failed or was stopped.")
+        super().__init__(_("Only the latest reply can be retried, and only when it failed or was stopped."))
 
 
 class TooManyTurns(TurnRejected):

@@ -54,6 +54,8 @@ from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
 from chat import leases, pages, services
@@ -78,7 +80,7 @@ PAUSE_AFTER_WAIT = 0.002  # a wait for the model's next piece longer than this w
 LAYER_TIMEOUT_SECONDS = 2.0
 LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
 SHUTDOWN_SECONDS = 10.0
-STOPPED = "The reply was stopped."
+STOPPED = gettext_noop("The reply was stopped.")
 SKIPPABLE = {"turn.delta", "turn.text"}
 
 REMOTE_REFRESH_SECONDS = 1.0  # how often a turn looks again for pages in other processes
@@ -134,7 +136,7 @@ async def start_turn(
         turn = await _begin(
             user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
         )
-    running = RunningTurn(turn)
+    running = RunningTurn(turn, language=translation.get_language())
     pages.turn_started_here(running.message_id)
     with _registry_lock:
         _running[running.key] = running
@@ -172,8 +174,9 @@ def stop(*, conversation: Conversation) -> bool:
 
 
 class RunningTurn:
-    def __init__(self, turn: Turn) -> None:
+    def __init__(self, turn: Turn, *, language: str | None = None) -> None:
         self.turn = turn
+        self.language = language or settings.LANGUAGE_CODE  # of the page or request that started it
         self.key = str(turn.started.conversation.pk)
         self.message_id = turn.started.assistant_message.pk
         self.loop = asyncio.get_running_loop()
@@ -196,6 +199,8 @@ class RunningTurn:
     async def main(self) -> TurnEvent:
         # Its own thread for database calls, as Django gives each request: the turn neither waits for nor
         # blocks the thread of the request or socket that started it.
+        # The fresh context has no language: the turn renders and writes in its starter's.
+        translation.activate(self.language)
         async with ThreadSensitiveContext():
             return await self._main()
 
@@ -203,7 +208,7 @@ class RunningTurn:
         started = self.turn.started
         self.fanout = Fanout(self.key, self.message_id)
         _heartbeat_ensure()
-        last = TurnEvent("error", text="The reply stopped unexpectedly.", user_message=started.user_message)
+        last = TurnEvent("error", text=gettext("The reply stopped unexpectedly."), user_message=started.user_message)
         try:
             loop = asyncio.get_running_loop()
             async with aclosing(self.turn.events()) as events:
@@ -217,12 +222,16 @@ class RunningTurn:
         except asyncio.CancelledError:
             # Stopped (or the lease was lost): the turn has saved what arrived; tell everyone, then end.
             message = self.turn._finished or await _reload(self.message_id)
-            last = TurnEvent("error", text=STOPPED, user_message=started.user_message, assistant_message=message)
+            last = TurnEvent(
+                "error", text=gettext(STOPPED), user_message=started.user_message, assistant_message=message
+            )
             self._emit(last)
         except Exception:
             logger.exception("turn runner failed")
             message = await _reload(self.message_id)
-            last = TurnEvent("error", text=STOPPED, user_message=started.user_message, assistant_message=message)
+            last = TurnEvent(
+                "error", text=gettext(STOPPED), user_message=started.user_message, assistant_message=message
+            )
             self._emit(last)
         finally:
             with _registry_lock:
@@ -381,7 +390,7 @@ class Fanout:
             saved = copy.copy(event.assistant_message)
             self._send_html("turn.end", lambda: final_html(saved))
         else:
-            error = "Something went wrong. Reload the page."
+            error = gettext("Something went wrong. Reload the page.")
             self._send_html("turn.end", lambda: notice_html(error, level="error") + turn_state_html("idle"))
 
     def _send_html(self, kind: str, render: Callable[[], str]) -> None:

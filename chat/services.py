@@ -12,6 +12,8 @@ from django.db import models, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 from accounts.models import User
 from chat import extensions
@@ -53,16 +55,22 @@ def _now() -> Any:
 def message_content_clean(content: object) -> str:
     """Validate a user message; raises InvalidMessage with a sentence saying what is wrong."""
     if not isinstance(content, str):
-        raise InvalidMessage("Message content must be a string.")
+        raise InvalidMessage(_("Message content must be a string."))
     if not content.strip():
-        raise InvalidMessage("Message content is empty.")
+        raise InvalidMessage(_("Message content is empty."))
     limit = settings.CHAT_MAX_MESSAGE_CHARS
     if len(content) > limit:
-        raise InvalidMessage(f"Message is too long: {len(content):,} characters; the limit is {limit:,}.")
+        raise InvalidMessage(
+            _("Message is too long: %(length)s characters; the limit is %(limit)s.")
+            % {
+                "length": number_format(len(content), force_grouping=True),
+                "limit": number_format(limit, force_grouping=True),
+            }
+        )
     if "\x00" in content:  # PostgreSQL cannot store it; refuse it here rather than fail mid-write
-        raise InvalidMessage("Message content contains a NUL character (\\u0000), which is not allowed.")
+        raise InvalidMessage(_("Message content contains a NUL character (\\u0000), which is not allowed."))
     if not is_valid_text(content):
-        raise InvalidMessage("Message content contains a lone UTF-16 surrogate (like \\ud800), not valid text.")
+        raise InvalidMessage(_("Message content contains a lone UTF-16 surrogate (like \\ud800), not valid text."))
     return content
 
 
@@ -382,7 +390,7 @@ def turn_finish(
         # Only possible when our lock expired and another turn ran meanwhile: keep the display
         # message, leave that turn's state alone.
         message.status = Message.Status.ERROR
-        message.error = "The conversation changed while this reply was written; it was not added to the context."
+        message.error = _("The conversation changed while this reply was written; it was not added to the context.")
         Message.objects.filter(pk=message.pk).update(status=message.status, error=message.error)
     Conversation.objects.filter(pk=turn.conversation.pk, lock_token=turn.lock_token).update(
         lock_token=None, lock_expires_at=None, lock_owner="", stop_requested=False

@@ -18,6 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -31,9 +32,9 @@ from chat.search.query import search as search_conversations
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
 SUGGESTIONS = [
-    "I’ve always liked small phones — they’re easy to use one-handed.",
-    "Suggest a weekend trip for someone who hates crowds.",
-    "Explain Python decorators with a short example.",
+    _("I’ve always liked small phones — they’re easy to use one-handed."),
+    _("Suggest a weekend trip for someone who hates crowds."),
+    _("Explain Python decorators with a short example."),
 ]
 
 
@@ -82,7 +83,7 @@ def conversation_more(request: HttpRequest) -> HttpResponse:
     try:
         before = (datetime.fromisoformat(request.GET["before"]), UUID(request.GET["id"]))
     except (KeyError, ValueError):
-        return HttpResponseBadRequest("Expected the `before` and `id` of the last conversation shown.")
+        return HttpResponseBadRequest(_("Expected the `before` and `id` of the last conversation shown."))
     return render(request, "chat/_conversation_more.html", sidebar_context(_user(request), before=before))
 
 

@@ -19,15 +19,17 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
-from django.utils.translation import gettext
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
 from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
-from accounts.services import TokenRejected
+from accounts.services import LanguageRejected, TokenRejected
 from chat.api import router as chat_router
 from chat.search.api import router as search_router
 from chat.services import TurnRejected
@@ -46,10 +48,10 @@ def _check_text(value: Any, where: str = "body") -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            message = gettext(
-                "The request {where} contains a lone UTF-16 surrogate (like \\ud800), which is not valid text."
-            )
-            raise UnstorableText(message.format(where=where)) from None
+            raise UnstorableText(
+                _("The request %(where)s contains a lone UTF-16 surrogate (like \\ud800), which is not valid text.")
+                % {"where": where}
+            ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(key, where)
@@ -101,6 +103,21 @@ api.add_router("/conversations", chat_router)
 api.add_router("/search", search_router)
 
 
+# Django Ninja's own words (its stock errors), in the request's language.
+STOCK_DETAILS = {
+    "Unauthorized": gettext_lazy("Unauthorized"),
+    "Forbidden": gettext_lazy("Forbidden"),
+    "Too many requests.": gettext_lazy("Too many requests."),
+    "Cannot parse request body": gettext_lazy("Cannot parse request body"),
+}
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    # Missing and not yours look the same (no detail from the lookup).
+    return api.create_response(request, {"detail": _("Not Found")}, status=404)
+
+
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # Ninja wraps every body-parsing failure in a 400 "Cannot parse request body"; say what it was.
@@ -110,8 +127,7 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(cause, UnstorableText):
         return api.create_response(request, {"detail": str(cause)}, status=400)
     detail = str(exc)
-    if isinstance(exc, AuthenticationError) and detail == "Unauthorized":  # ninja's own, when no auth applies
-        detail = gettext("Unauthorized")
+    detail = str(STOCK_DETAILS.get(detail, detail))
     response = api.create_response(request, {"detail": detail}, status=exc.status_code)
     if isinstance(exc, TooManyAuthFailures):
         response["Retry-After"] = str(exc.retry_after)
@@ -120,7 +136,10 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 @api.exception_handler(TurnRejected)
 @api.exception_handler(TokenRejected)
-def domain_error(request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected) -> HttpResponse:
+@api.exception_handler(LanguageRejected)
+def domain_error(
+    request: HttpRequest, exc: TurnRejected | MemoryRejected | TokenRejected | LanguageRejected
+) -> HttpResponse:
     """A service refused the request and wrote nothing: its status, its message, and Retry-After when it has one."""
     response = api.create_response(request, {"detail": str(exc)}, status=exc.status)
     retry_after = getattr(exc, "retry_after", None)
@@ -139,15 +158,9 @@ if apps.is_installed("memory"):  # chat works without it (config/settings/test_w
 
 @api.exception_handler(RequestDataTooBig)
 def body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    detail = gettext("The request body is over the limit of {limit:,} bytes.")
-    return api.create_response(
-        request, {"detail": detail.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)}, status=413
-    )
-
-
-@api.exception_handler(Http404)
-def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
-    return api.create_response(request, {"detail": gettext("Not Found")}, status=404)
+    limit = number_format(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, force_grouping=True)
+    detail = _("The request body is over the limit of %(limit)s bytes.") % {"limit": limit}
+    return api.create_response(request, {"detail": detail}, status=413)
 
 
 @api.exception_handler(ValidationError)
@@ -155,7 +168,7 @@ def invalid_input(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     """422 in the one error shape: a sentence naming each refused field, and the fields in `errors`."""
     errors = [_field_error(error) for error in exc.errors]
     where = "; ".join(f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in errors)
-    detail = gettext("Invalid input: {errors}").format(errors=where)
+    detail = _("Invalid input: %(errors)s") % {"errors": where}
     return api.create_response(request, {"detail": detail, "errors": errors}, status=422)
 
 

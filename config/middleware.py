@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.http import HttpRequest, HttpResponse
-from django.middleware import common
+from django.middleware import common, locale
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext_lazy
 from whitenoise.middleware import WhiteNoiseMiddleware
@@ -83,6 +83,10 @@ class _InlineHooks:
             else:
                 response = self.process_response(request, response)
         return response
+
+
+class LocaleMiddleware(_InlineHooks, locale.LocaleMiddleware):
+    pass  # reads Accept-Language (no database); accounts.middleware then applies a user's own setting
 
 
 class CommonMiddleware(_InlineHooks, common.CommonMiddleware):

@@ -12,6 +12,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/", include("accounts.urls")),
     path("settings/tokens/", accounts_views.token_page, name="tokens"),
+    path("settings/language/", accounts_views.language_set, name="language"),
     path("settings/tokens/<int:token_id>/revoke/", accounts_views.token_revoke, name="token_revoke"),
     path("settings/account/", accounts_views.account_page, name="account"),
     path("settings/account/export/", accounts_views.account_export, name="account_export"),

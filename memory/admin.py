@@ -9,6 +9,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from chat.admin import log_deletions_by_id
 from chat.models import Message
@@ -18,11 +20,11 @@ from memory.tasks import enqueue_extraction
 
 
 class ActiveFilter(admin.SimpleListFilter):
-    title = "state"
+    title = _("state")
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("active", "Active"), ("invalid", "Invalidated")]
+        return [("active", str(_("Active"))), ("invalid", str(_("Invalidated")))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
         if self.value() == "active":
@@ -38,12 +40,12 @@ class MemorySourceInline(admin.TabularInline):
     readonly_fields = fields
     extra = 0
     can_delete = False
-    verbose_name = "source message"
+    verbose_name = _("source message")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description="Excerpt")
+    @admin.display(description=_("Excerpt"))
     def excerpt(self, obj: MemorySource) -> str:
         return obj.message.content[:200]
 
@@ -104,11 +106,11 @@ class MemoryAdmin(admin.ModelAdmin):
     def log_deletions(self, request: HttpRequest, queryset: QuerySet[Memory]) -> Any:
         return log_deletions_by_id(request, queryset, "memory")
 
-    @admin.display(boolean=True, description="Active")
+    @admin.display(boolean=True, description=_("Active"))
     def is_active(self, obj: Memory) -> bool:
         return obj.invalid_at is None
 
-    @admin.display(description="Versions (oldest first)")
+    @admin.display(description=_("Versions (oldest first)"))
     def version_chain(self, obj: Memory) -> str:
         chain = [obj]
         while (older := Memory.objects.filter(superseded_by=chain[0]).first()) is not None and len(chain) < 50:
@@ -157,7 +159,7 @@ class ExtractionRunAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.action(description="Retry the selected dropped batches (their skipped messages become pending)")
+    @admin.action(description=_("Retry the selected dropped batches (their skipped messages become pending)"))
     def retry_dropped_batches(self, request: HttpRequest, queryset: QuerySet[ExtractionRun]) -> None:
         retried = 0
         for run_id in queryset.filter(status=ExtractionRun.Status.DROPPED).values_list("id", flat=True):
@@ -169,37 +171,44 @@ class ExtractionRunAdmin(admin.ModelAdmin):
                 user_id=user_id, message_id=last_message_id, min_pending=1, trigger=ExtractionRun.Trigger.MANUAL
             )
             retried += count
-        self.message_user(request, f"{retried} message(s) are pending again; extraction scheduled.", messages.SUCCESS)
+        text = ngettext(
+            "%(count)d message is pending again; extraction scheduled.",
+            "%(count)d messages are pending again; extraction scheduled.",
+            retried,
+        )
+        self.message_user(request, text % {"count": retried}, messages.SUCCESS)
 
-    @admin.display(description="Text")
+    @admin.display(description=_("Text"))
     def text_removed(self, obj: ExtractionRun) -> str:
         if obj.text_removed_at is None:
-            return "kept"
+            return str(_("kept"))
         when = timezone.localtime(obj.text_removed_at).strftime("%Y-%m-%d %H:%M")
-        return f"removed by retention on {when} (MEMORY_RUN_RETENTION_DAYS); counts, status and timings kept"
+        return str(
+            _("removed by retention on %(when)s (MEMORY_RUN_RETENTION_DAYS); counts, status and timings kept")
+        ) % {"when": when}
 
-    @admin.display(description="Started", ordering="started_at")
+    @admin.display(description=_("Started"), ordering="started_at")
     def started(self, obj: ExtractionRun) -> str:
         return timezone.localtime(obj.started_at).strftime("%Y-%m-%d %H:%M:%S")
 
-    @admin.display(description="Duration")
+    @admin.display(description=_("Duration"))
     def duration(self, obj: ExtractionRun) -> str:
         ms = obj.duration_ms
         if ms is None:
-            return "running" if obj.status == ExtractionRun.Status.RUNNING else "–"
+            return str(_("running")) if obj.status == ExtractionRun.Status.RUNNING else "–"
         return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
-    @admin.display(description="Status", ordering="status")
+    @admin.display(description=_("Status"), ordering="status")
     def short_status(self, obj: ExtractionRun) -> str:
         # The one word; the full explanation ("Dropped (batch skipped after ...)") on hover and on the run's page.
         return format_html('<span title="{}">{}</span>', obj.get_status_display(), obj.status.capitalize())
 
-    @admin.display(description="Messages · applied · dropped (attempt)")
+    @admin.display(description=_("Messages · applied · dropped (attempt)"))
     def outcome(self, obj: ExtractionRun) -> str:
         counts = f"{len(obj.message_ids or [])} · {len(obj.applied_ops or [])} · {len(obj.dropped_ops or [])}"
         return f"{counts} (#{obj.attempt})" if obj.attempt > 1 else counts
 
-    @admin.display(description="Judge input")
+    @admin.display(description=_("Judge input"))
     def judge_input_pretty(self, obj: ExtractionRun) -> str:
         return format_html_join(
             "",
@@ -207,11 +216,11 @@ class ExtractionRunAdmin(admin.ModelAdmin):
             ((m.get("role", ""), m.get("content", "")) for m in obj.judge_input or []),
         )
 
-    @admin.display(description="Applied operations")
+    @admin.display(description=_("Applied operations"))
     def applied_pretty(self, obj: ExtractionRun) -> str:
         return _pretty(obj.applied_ops)
 
-    @admin.display(description="Dropped operations (with reasons)")
+    @admin.display(description=_("Dropped operations (with reasons)"))
     def dropped_pretty(self, obj: ExtractionRun) -> str:
         return _pretty(obj.dropped_ops)
 
@@ -242,15 +251,15 @@ class MemoryUserAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description="Pending messages", ordering="pending_count")
+    @admin.display(description=_("Pending messages"), ordering="pending_count")
     def pending_messages(self, obj: Any) -> int:
         return int(obj.pending_count)
 
-    @admin.display(description="Active memories", ordering="active_count")
+    @admin.display(description=_("Active memories"), ordering="active_count")
     def active_memories(self, obj: Any) -> int:
         return int(obj.active_count)
 
-    @admin.action(description="Run memory extraction now")
+    @admin.action(description=_("Run memory extraction now"))
     def run_extraction_now(self, request: HttpRequest, queryset: QuerySet[MemoryUser]) -> None:
         scheduled = 0
         for user in queryset.filter(memory_enabled=True):
@@ -265,4 +274,7 @@ class MemoryUserAdmin(admin.ModelAdmin):
                     user_id=user.pk, message_id=last, min_pending=1, trigger=ExtractionRun.Trigger.MANUAL
                 )
                 scheduled += 1
-        self.message_user(request, f"Extraction scheduled for {scheduled} user(s).", messages.SUCCESS)
+        text = ngettext(
+            "Extraction scheduled for %(count)d user.", "Extraction scheduled for %(count)d users.", scheduled
+        )
+        self.message_user(request, text % {"count": scheduled}, messages.SUCCESS)

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MemoryConfig(AppConfig):
     name = "memory"
-    verbose_name = "Memory"
+    verbose_name = _("Memory")
 
     def ready(self) -> None:
         """Plug memory into chat's extension points (chat works on its own without them)."""
@@ -40,6 +41,7 @@ class MemoryConfig(AppConfig):
         # rather than flushes: tried first.
         extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
+        extensions.register_demo_result_wording("memory-flush", demo.demo_result_wording)
         # Forgetting that forgets (memory/forgetting.py, SPEC §8): every copy of a memory's text is
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.

@@ -49,14 +49,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q, Value
+from django.utils import translation
+from django.utils.translation import gettext, gettext_noop
 
+from accounts.middleware import background_language
+from accounts.models import User
 from chat.extensions import TurnContext
 from chat.models import AgentState, ConversationMarker, Message
 from memory.models import ExtractionRun, Memory
 
 DELETED_MEMORY = "(a memory that was since deleted)"
 DELETED_MESSAGE = "(a message that was since deleted)"
-MARKER_DELETED = "(deleted)"
+MARKER_DELETED = gettext_noop("(deleted)")  # in the marker, in its owner's language
 
 
 def json_forms(text: str) -> list[str]:
@@ -147,8 +151,11 @@ def markers_redact(forgotten: Forgotten) -> None:
     rows = ConversationMarker.objects.select_for_update().filter(
         conversation__owner_id=forgotten.user_id, kind=MARKER_KIND
     )
+    # The marker was written in its owner's language setting (memory.notices); so is what replaces the text.
+    with translation.override(background_language(User.objects.filter(pk=forgotten.user_id).first())):
+        deleted = gettext(MARKER_DELETED)
     for marker in rows:
-        text = replace_all(marker.text, forms, MARKER_DELETED)
+        text = replace_all(marker.text, forms, deleted)
         if text != marker.text:
             ConversationMarker.objects.filter(pk=marker.pk).update(text=text)
 

@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
+from django.utils.translation import ngettext
 
 from accounts.models import User
 from memory import selectors
@@ -101,5 +102,9 @@ def search_count(query: str, active: int, history: int) -> str:
     """What the live region says after a search."""
     if not query:
         return ""
-    found = f"{active} active memor{'y' if active == 1 else 'ies'} and {history} in History"
-    return f"{found} match “{query}”."
+    found = ngettext(
+        "%(active)d active memory and %(history)d in History match “%(query)s”.",
+        "%(active)d active memories and %(history)d in History match “%(query)s”.",
+        active,
+    )
+    return found % {"active": active, "history": history, "query": query}

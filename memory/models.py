@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import User
 
@@ -19,29 +20,29 @@ CONTENT_MAX = 500
 class MemoryKey(models.TextChoices):
     """Single-valued preferences: at most one active memory per user and key (SPEC §8)."""
 
-    REPLY_LANGUAGE = "reply_language", "Reply language"
-    FORM_OF_ADDRESS = "form_of_address", "Form of address"
-    UNITS = "units", "Units"
-    ANSWER_LENGTH = "answer_length", "Answer length"
-    TONE = "tone", "Tone"
-    TIMEZONE = "timezone", "Time zone"
-    HOME_CITY = "home_city", "Home city"
-    DIET = "diet", "Diet"
+    REPLY_LANGUAGE = "reply_language", _("Reply language")
+    FORM_OF_ADDRESS = "form_of_address", _("Form of address")
+    UNITS = "units", _("Units")
+    ANSWER_LENGTH = "answer_length", _("Answer length")
+    TONE = "tone", _("Tone")
+    TIMEZONE = "timezone", _("Time zone")
+    HOME_CITY = "home_city", _("Home city")
+    DIET = "diet", _("Diet")
 
 
 class Memory(models.Model):
     class Origin(models.TextChoices):
-        EXTRACTED = "extracted", "Extracted from messages"
-        USER = "user", "Added by the user"
-        RESTORED = "restored", "Restored by the user"
+        EXTRACTED = "extracted", _("Extracted from messages")
+        USER = "user", _("Added by the user")
+        RESTORED = "restored", _("Restored by the user")
 
     class InvalidReason(models.TextChoices):
-        UPDATED = "updated", "Updated from a later message"
-        RETRACTED = "retracted", "Retracted at the user's request"
-        CLEARED = "cleared", "Cleared (forget everything)"
-        EDITED = "edited", "Edited by the user"
-        REPLACED = "replaced", "Replaced by a restored version"
-        EXPIRED = "expired", "Expired (its end date passed)"
+        UPDATED = "updated", _("Updated from a later message")
+        RETRACTED = "retracted", _("Retracted at the user's request")
+        CLEARED = "cleared", _("Cleared (forget everything)")
+        EDITED = "edited", _("Edited by the user")
+        REPLACED = "replaced", _("Replaced by a restored version")
+        EXPIRED = "expired", _("Expired (its end date passed)")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     content = models.CharField(max_length=CONTENT_MAX)
@@ -71,7 +72,7 @@ class Memory(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        verbose_name_plural = "memories"
+        verbose_name_plural = _("memories")
         ordering = ["created_at", "id"]
         indexes = [
             # "This user's active memories, oldest first": the memory block of every turn.
@@ -145,18 +146,18 @@ class ExtractionRun(models.Model):
     """One attempt of the pipeline for one user and one batch of their messages (SPEC §4)."""
 
     class Trigger(models.TextChoices):
-        BACKGROUND = "background", "Background (after a turn)"
-        FLUSH = "flush", "flush_memory tool"
-        MANUAL = "manual", "Admin or command line"
+        BACKGROUND = "background", _("Background (after a turn)")
+        FLUSH = "flush", _("flush_memory tool")
+        MANUAL = "manual", _("Admin or command line")
 
     class Status(models.TextChoices):
-        RUNNING = "running", "Running"
-        APPLIED = "applied", "Applied"
-        FAILED = "failed", "Failed (messages stay pending)"
-        DROPPED = "dropped", "Dropped (batch skipped after repeated failures)"
-        ABANDONED = "abandoned", "Abandoned (claim lost or the user changed memories meanwhile)"
-        SPLIT = "split", "Split (too large for the model; retried as smaller batches)"
-        TOO_LARGE = "too_large", "Too large for the model (messages stay pending)"
+        RUNNING = "running", _("Running")
+        APPLIED = "applied", _("Applied")
+        FAILED = "failed", _("Failed (messages stay pending)")
+        DROPPED = "dropped", _("Dropped (batch skipped after repeated failures)")
+        ABANDONED = "abandoned", _("Abandoned (claim lost or the user changed memories meanwhile)")
+        SPLIT = "split", _("Split (too large for the model; retried as smaller batches)")
+        TOO_LARGE = "too_large", _("Too large for the model (messages stay pending)")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="extraction_runs")
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
@@ -221,5 +222,5 @@ class MemoryUser(User):
 
     class Meta:
         proxy = True
-        verbose_name = "user memory"
-        verbose_name_plural = "user memories"
+        verbose_name = _("user memory")
+        verbose_name_plural = _("user memories")

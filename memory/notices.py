@@ -28,9 +28,11 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import translation
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
+from accounts.middleware import background_language
 from accounts.models import User
 from chat import extensions, markers
 from chat.fragments import messages_append_html
@@ -46,8 +48,12 @@ SHOWN_ITEMS = 2
 CONTENT_CHARS = 60
 IN_MEMORY_LAYER = "channels.layers.InMemoryChannelLayer"
 
-# The verb the notice uses for each kind of change.
-VERBS = {"add": "remembered", "update": "updated", "retract": "forgot"}
+# What the notice says for each kind of change.
+PHRASES = {
+    "add": gettext_lazy("remembered %(memory)s"),
+    "update": gettext_lazy("updated %(memory)s"),
+    "retract": gettext_lazy("forgot %(memory)s"),
+}
 
 
 def _quote(content: str) -> str:
@@ -59,8 +65,8 @@ def _quote(content: str) -> str:
 
 def _phrase(change: MemoryChange) -> str:
     if change.kind == "clear":
-        return "forgot everything"
-    return f"{VERBS[change.kind]} {_quote(change.content)}"
+        return gettext("forgot everything")
+    return PHRASES[change.kind] % {"memory": _quote(change.content)}
 
 
 def describe(changes: list[MemoryChange]) -> str:
@@ -71,10 +77,13 @@ def describe(changes: list[MemoryChange]) -> str:
         return ""
     phrases = [_phrase(change) for change in changes]
     shown, rest = phrases[:SHOWN_ITEMS], len(phrases) - SHOWN_ITEMS
-    text = ", ".join(shown) if shown else "your memories changed"
+    text = gettext(", ").join(shown) if shown else gettext("your memories changed")
     if rest > 0:
-        text += f" and {rest} more change{'s' if rest > 1 else ''}"
-    return text
+        return ngettext("%(changes)s and %(count)d more change.", "%(changes)s and %(count)d more changes.", rest) % {
+            "changes": text,
+            "count": rest,
+        }
+    return gettext("%(changes)s.") % {"changes": text}
 
 
 MARKER_KIND = "memory"
@@ -156,8 +165,8 @@ def notice_html(
 
 def _marker_item(change: MemoryChange) -> str:
     if change.kind == "retract":
-        return f"Forgot {_quote(change.content)}"
-    text = "Forgot everything" if change.kind == "clear" else " ".join(change.content.split())
+        return gettext("Forgot %(memory)s") % {"memory": _quote(change.content)}
+    text = gettext("Forgot everything") if change.kind == "clear" else " ".join(change.content.split())
     if change.suggested:
         return gettext("Memora would like to remember %(memory)s") % {"memory": _quote(text)}
     return text if len(text) <= CONTENT_CHARS else text[: CONTENT_CHARS - 1].rstrip() + "…"
@@ -174,9 +183,10 @@ def marker_text(changes: list[MemoryChange]) -> str:
     """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)";
     only suggestions: "Memora would like to remember “…”"."""
     shown, rest = changes[:SHOWN_ITEMS], len(changes) - SHOWN_ITEMS
-    lead = [] if all(change.suggested for change in shown) else ["Memory updated"]
+    lead = [] if all(change.suggested for change in shown) else [gettext("Memory updated")]
     text = " · ".join([*lead, *(_marker_item(change) for change in shown)])
-    return text + (ngettext(" (and %(n)d more)", " (and %(n)d more)", rest) % {"n": rest} if rest > 0 else "")
+    more = ngettext(" (and %(count)d more)", " (and %(count)d more)", rest) % {"count": rest} if rest > 0 else ""
+    return text + more
 
 
 def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
@@ -187,7 +197,7 @@ def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
     return [
         change
         if change.memory_id is None or change.memory_id in kept
-        else MemoryChange(change.kind, content="(deleted)")
+        else MemoryChange(change.kind, content=gettext("(deleted)"))
         for change in changes
     ]
 
@@ -199,17 +209,19 @@ def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: lis
         if run is None:
             return
         message_id = run.trigger_message_id or max(run.message_ids or [0])
-        message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation").first()
+        message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation", "user").first()
         if message is None:  # its conversation was deleted meanwhile
             return
         link = review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=_written_ids([run.pk]).get(run.pk))
-        markers.marker_add(
-            conversation=message.conversation,
-            kind=MARKER_KIND,
-            text=marker_text(_still_kept(changes)),
-            link=link,
-            link_text=gettext("Review"),
-        )
+        # A marker is kept, written once: in the user's language setting (no browser to ask here).
+        with translation.override(background_language(message.user)):
+            markers.marker_add(
+                conversation=message.conversation,
+                kind=MARKER_KIND,
+                text=marker_text(_still_kept(changes)),
+                link=link,
+                link_text=gettext("Review"),
+            )
     except Exception:  # memories are saved; a missing marker must not fail the run that sent it
         logger.exception("could not mark the conversation of run %s", run_id)
 
@@ -218,9 +230,15 @@ def on_memories_changed(
     sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any
 ) -> None:
     """memories_changed receiver: push the notice to the user's open chat pages."""
-    html = notice_html(run_id=run_id, changes=changes, review=_review_for(run_id), suggestions=_waiting_for(run_id))
+    review, suggestions = _review_for(run_id), _waiting_for(run_id)
+    # Rendered in each language: every open page shows the one it speaks (its user's setting or browser).
+    rendered = {}
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            rendered[code] = notice_html(run_id=run_id, changes=changes, review=review, suggestions=suggestions)
+    html = rendered.get(settings.LANGUAGE_CODE) or next(iter(rendered.values()))
     try:
-        extensions.notify_user(user_id, html)
+        extensions.notify_user(user_id, html, translations=rendered)
     except Exception:  # memories are saved; a missed notice must not fail the run that sent it
         logger.exception("could not push the memory notice of run %s", run_id)
 
@@ -269,7 +287,8 @@ def run_changes(run: ExtractionRun, *, retracted: dict[int, str]) -> list[Memory
             changes.append(MemoryChange("clear"))
         elif kind == "retract":
             memory_id = op.get("id", 0)
-            changes.append(MemoryChange("retract", memory_id=memory_id, content=retracted.get(memory_id, "a memory")))
+            content = retracted.get(memory_id) or gettext("a memory")
+            changes.append(MemoryChange("retract", memory_id=memory_id, content=content))
         elif kind == "add":
             changes.append(MemoryChange("add", content=op.get("content", ""), suggested=bool(op.get("suggested"))))
         elif kind == "update":

@@ -27,7 +27,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.formats import number_format
+from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext as _
 
 from accounts.models import User
 from chat.models import Message
@@ -63,16 +65,21 @@ def _now() -> datetime:
 def memory_content_clean(content: object) -> str:
     """One line of at most CONTENT_MAX characters; raises MemoryRejected saying what is wrong."""
     if not isinstance(content, str):
-        raise MemoryRejected("Memory content must be a string.")
+        raise MemoryRejected(_("Memory content must be a string."))
     if "\x00" in content:  # PostgreSQL cannot store it
-        raise MemoryRejected("Memory content contains a NUL character (\\u0000), which is not allowed.")
+        raise MemoryRejected(_("Memory content contains a NUL character (\\u0000), which is not allowed."))
     if not is_storable(content):
-        raise MemoryRejected("Memory content contains a lone UTF-16 surrogate (like \\ud800), which is not valid text.")
+        raise MemoryRejected(
+            _("Memory content contains a lone UTF-16 surrogate (like \\ud800), which is not valid text.")
+        )
     text = " ".join(content.split())
     if not text:
-        raise MemoryRejected("Memory content is empty.")
+        raise MemoryRejected(_("Memory content is empty."))
     if len(text) > CONTENT_MAX:
-        raise MemoryRejected(f"Memory content is too long: {len(text):,} characters; the limit is {CONTENT_MAX}.")
+        raise MemoryRejected(
+            _("Memory content is too long: %(length)s characters; the limit is %(limit)d.")
+            % {"length": number_format(len(text), force_grouping=True), "limit": CONTENT_MAX}
+        )
     return text
 
 
@@ -82,7 +89,7 @@ def pending_messages_skip(*, user: User, before: datetime) -> int:
     return pending.update(memory_status=Message.MemoryStatus.SKIPPED)
 
 
-DUPLICATE = "An active memory already says exactly this."
+DUPLICATE = gettext_lazy("An active memory already says exactly this.")
 
 
 def _ensure_not_duplicate(*, user: User, content: str) -> None:
@@ -268,7 +275,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     _lock_user(user)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is None:
-        raise MemoryConflict("This memory is already active.")
+        raise MemoryConflict(_("This memory is already active."))
     head = _chain_head(user=user, memory=current)
     same = memories_active(user_id=user.pk).filter(content=current.content).exclude(pk=head.pk)
     if same.exists():

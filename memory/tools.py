@@ -11,6 +11,8 @@ import logging
 import time
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from chat.extensions import TurnContext
 from memory import forgetting, pipeline, retries
 from memory.models import ExtractionRun
@@ -87,7 +89,7 @@ def _reported(result: Result) -> dict[int, str]:
 class FlushMemoryTool:
     name = "flush_memory"
     description = DESCRIPTION
-    activity_label = "Updating memory…"
+    activity_label = _("Updating memory…")
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def available(self, ctx: TurnContext) -> bool:

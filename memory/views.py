@@ -23,7 +23,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
@@ -55,7 +56,7 @@ def _query(request: HttpRequest) -> str:
     data = request.POST if request.method == "POST" else request.GET
     query = data.get("q", "")
     if "\x00" in query:  # PostgreSQL cannot compare with it; the same 400 on every database
-        raise BadRequest("The search text contains a NUL character, which is not allowed.")
+        raise BadRequest(_("The search text contains a NUL character, which is not allowed."))
     return " ".join(query.split())[:SEARCH_MAX_CHARS]
 
 
@@ -149,14 +150,14 @@ def memory_add(request: HttpRequest) -> HttpResponse:
             return fragments.response(form_html, fragments.status_html(""), status=422)
         return _page(request, status=422, add_form=form)
     if not _htmx(request):
-        messages.success(request, "Memory added.")
+        messages.success(request, _("Memory added."))
         return redirect(_page_url(f"memory-{memory.pk}"))
     fresh = selectors.memory_get_for_user(user=user, memory_id=memory.pk)
     return fragments.response(
         fragments.part(request, "memory/_add_form.html", add_form=MemoryForm(), refocus=True),
         fragments.row_added_html(request, fresh),
         _summary_oob(request),
-        fragments.status_html("Memory added."),
+        fragments.status_html(_("Memory added.")),
     )
 
 
@@ -185,14 +186,14 @@ def memory_edit(request: HttpRequest, memory_id: int) -> HttpResponse:
 
 def _edited(request: HttpRequest, new: Memory) -> HttpResponse:
     if not _htmx(request):
-        messages.success(request, "Memory saved.")
+        messages.success(request, _("Memory saved."))
         return redirect(_page_url(f"memory-{new.pk}"))
     fresh = selectors.memory_get_for_user(user=_user(request), memory_id=new.pk)
     return fragments.response(
         fragments.part(request, "memory/_row.html", memory=fresh, refocus=True),
         _history(request, oob=True),
         _summary_oob(request),
-        fragments.status_html("Memory saved. Memora uses the new wording from your next message."),
+        fragments.status_html(_("Memory saved. Memora uses the new wording from your next message.")),
     )
 
 
@@ -214,17 +215,17 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
     was_active = memory.is_active
     services.memory_delete(user=user, memory=memory)
     if not _htmx(request):
-        messages.success(request, "Memory deleted permanently.")
+        messages.success(request, _("Memory deleted permanently."))
         return redirect(_page_url(anchor))
     if was_active:  # the row is swapped for nothing; its earlier versions leave the history
         return fragments.response(
             _history(request, oob=True),
             _empty_state_oob(request),
             _summary_oob(request),
-            fragments.status_html("Memory deleted permanently."),
+            fragments.status_html(_("Memory deleted permanently.")),
         )
     return fragments.response(
-        _history(request, oob=False), _empty_state_oob(request), fragments.status_html("Deleted permanently.")
+        _history(request, oob=False), _empty_state_oob(request), fragments.status_html(_("Deleted permanently."))
     )
 
 
@@ -238,14 +239,14 @@ def memory_restore(request: HttpRequest, memory_id: int) -> HttpResponse:
     except services.MemoryRejected as exc:
         return _rejected(request, exc, anchor="memory-history")
     if not _htmx(request):
-        messages.success(request, "Memory restored.")
+        messages.success(request, _("Memory restored."))
         return redirect(_page_url(f"memory-{new.pk}"))
     active = fragments.list_context(user, _query(request))
     return fragments.response(
         _history(request, oob=False),
         fragments.part(request, "memory/_active_list.html", oob=True, refocus_id=new.pk, **active),
         _summary_oob(request),
-        fragments.status_html("Memory restored. Memora uses it again from your next message."),
+        fragments.status_html(_("Memory restored. Memora uses it again from your next message.")),
     )
 
 
@@ -270,8 +271,11 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
     form = ForgetAllForm(request.POST)
     purge = form.is_valid() and form.cleaned_data["purge"]
     count = services.memory_forget_all(user=user, purge=purge)
-    noun = "memory" if count == 1 else "memories"
-    messages.success(request, f"Deleted {count} {noun} permanently." if purge else f"Forgot {count} {noun}.")
+    if purge:
+        text = ngettext("Deleted %(count)d memory permanently.", "Deleted %(count)d memories permanently.", count)
+    else:
+        text = ngettext("Forgot %(count)d memory.", "Forgot %(count)d memories.", count)
+    messages.success(request, text % {"count": count})
     if _htmx(request):
         return HttpResponseClientRedirect(_page_url())
     return redirect(_page_url())
@@ -283,9 +287,9 @@ def memory_switch(request: HttpRequest) -> HttpResponse:
     """Memory on or off: off means nothing is learned and nothing is used."""
     form = MemorySwitchForm(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest("Say enabled=on or enabled=off.")
+        return HttpResponseBadRequest(_("Say enabled=on or enabled=off."))
     user = user_set_memory_enabled(user=_user(request), enabled=form.is_on)
-    text = "Memory is on." if user.memory_enabled else "Memory is off: nothing is learned and nothing is used."
+    text = _("Memory is on.") if user.memory_enabled else _("Memory is off: nothing is learned and nothing is used.")
     if not _htmx(request):
         messages.success(request, text)
         return redirect(_page_url())

@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 Messages = list[dict[str, Any]]
 
 
@@ -127,7 +129,7 @@ class ChatModel(ABC):
 
     def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
         """One blocking, non-streaming call answering plain text (conversation summaries)."""
-        raise LLMError("This model provider cannot write summaries.", kind="error")
+        raise LLMError(_("This model provider cannot write summaries."), kind="error")
 
 
 class Embedder(ABC):

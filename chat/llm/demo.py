@@ -12,6 +12,9 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+
 from chat import extensions
 from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
 
@@ -39,6 +42,20 @@ def _background_lines(messages: Messages) -> list[str]:
     return lines
 
 
+def sentence_separator() -> str:
+    """What goes between two sentences: a space, except in Chinese, which writes none."""
+    return "" if (get_language() or "").startswith("zh") else " "
+
+
+def _tool_result_wording(text: str) -> str:
+    """A tool's result as the user should read it (the tools write theirs for the model, in English)."""
+    for wording in extensions.demo_result_wordings():
+        said = wording(text)
+        if said is not None:
+            return said
+    return text
+
+
 class DemoChatModel(ChatModel):
     label = "Offline demo model"
     is_demo = True
@@ -48,16 +65,17 @@ class DemoChatModel(ChatModel):
         said = " ".join(str(messages[at].get("content", "")).split()) if at is not None else ""
         if len(said) > 160:
             said = said[:157] + "…"
-        parts = [f"(Offline demo model — no AI provider is configured.) You said: “{said}”."]
+        # The fixed sentences follow the turn's language (chat.runner activates the user's).
+        parts = [_("(Offline demo model — no AI provider is configured.) You said: “%(said)s”.") % {"said": said}]
         # Only this turn's tool results: those after the latest user message.
         tool_results = [m for m in messages[(at or 0) :] if m.get("role") == "tool"]
         for result in tool_results:
-            parts.append(str(result.get("content", "")))
+            parts.append(_tool_result_wording(str(result.get("content", ""))))
         background = _background_lines(messages)
         if background:
-            parts.append("What I remember about you: " + "; ".join(background) + ".")
-        parts.append("Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model.")
-        return " ".join(parts)
+            parts.append(_("What I remember about you: %(memories)s.") % {"memories": _("; ").join(background)})
+        parts.append(_("Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model."))
+        return sentence_separator().join(parts)
 
     def _tool_to_call(self, messages: Messages, tools: list[dict[str, Any]] | None) -> tuple[str, str] | None:
         """The tool the demo calls for the latest user text and its arguments (JSON), or None."""

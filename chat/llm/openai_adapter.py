@@ -69,7 +69,10 @@ def _context_overflow(exc: openai.APIStatusError, said: str) -> LLMError | None:
     if exc.status_code not in (400, 413) or (code != "context_length_exceeded" and not _OVERFLOW_TEXT.search(said)):
         return None
     stated = _WINDOW_TEXT.search(said)
-    message = "The conversation is longer than the model can read at once" + (f" ({said})" if said else ".")
+    if said:
+        message = _("The conversation is longer than the model can read at once (%(said)s)") % {"said": said}
+    else:
+        message = _("The conversation is longer than the model can read at once.")
     window = int(stated.group(1)) if stated else None
     return LLMError(message, kind="context_length", context_window=window, status=exc.status_code, code=code)
 
@@ -79,11 +82,12 @@ def _as_llm_error(exc: Exception) -> LLMError:
         return exc
     # The raw stream's reads raise the HTTP library's own timeout, not the SDK's.
     if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
-        return LLMError("The model provider timed out.", kind="timeout")
+        return LLMError(_("The model provider timed out."), kind="timeout")
     if isinstance(exc, openai.APIConnectionError):
         cause = clean_provider_message(str(exc.__cause__ or ""))
-        detail = f" ({cause})" if cause else ""
-        return LLMError(f"Could not reach the model provider{detail}.", kind="connection")
+        if cause:
+            return LLMError(_("Could not reach the model provider (%(cause)s).") % {"cause": cause}, kind="connection")
+        return LLMError(_("Could not reach the model provider."), kind="connection")
     if isinstance(exc, httpx2.TransportError):  # the connection dropped while the answer was being read
         return LLMError(
             _("The connection to the model provider was dropped before its answer was complete."), kind="connection"
@@ -92,15 +96,29 @@ def _as_llm_error(exc: Exception) -> LLMError:
         said = clean_provider_message(_said(exc))
         if (overflow := _context_overflow(exc, said)) is not None:
             return overflow
-        text = f"The model provider answered HTTP {exc.status_code}" + (f": {said}" if said else ".")
+        if said:
+            text = _("The model provider answered HTTP %(status)d: %(said)s") % {
+                "status": exc.status_code,
+                "said": said,
+            }
+        else:
+            text = _("The model provider answered HTTP %(status)d.") % {"status": exc.status_code}
         return LLMError(text, kind="status", status=exc.status_code, code=provider_error_code(exc.body))
     if isinstance(exc, openai.APIError):
         said = clean_provider_message(_said(exc))
-        text = "The model provider reported an error" + (f": {said}" if said else ".")
+        text = _provider_error(said)
         return LLMError(text, kind="status", code=provider_error_code(exc.body))
     # Anything else (a body that is not JSON, an unexpected shape) means the answer was garbage.
     name = exc.__class__.__name__
-    return LLMError(f"The model provider sent an answer that could not be read ({name}).", kind="bad_response")
+    return LLMError(
+        _("The model provider sent an answer that could not be read (%(name)s).") % {"name": name}, kind="bad_response"
+    )
+
+
+def _provider_error(said: str) -> str:
+    if said:
+        return _("The model provider reported an error: %(said)s") % {"said": said}
+    return _("The model provider reported an error.")
 
 
 def _said(exc: openai.APIError) -> str:
@@ -152,7 +170,7 @@ async def _sse_chunks(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any
         if error or event == "error":
             said = error.get("message") if isinstance(error, dict) else error
             detail = clean_provider_message(str(said or ""))
-            raise LLMError("The model provider reported an error" + (f": {detail}" if detail else "."), kind="status")
+            raise LLMError(_provider_error(detail), kind="status")
         event = ""
         yield chunk
 
@@ -353,12 +371,12 @@ class OpenAIChatModel(ChatModel):
             raise _as_llm_error(exc) from exc
         if not received:
             # llama.cpp answers a request longer than its context this way; the caller decides.
-            raise LLMError("The model provider sent an empty answer.", kind="empty")
+            raise LLMError(_("The model provider sent an empty answer."), kind="empty")
         if usage is not None:
             yield Usage(usage)
         if not finished:
             # The connection ended without a finish_reason: the reply was cut off, not complete.
-            raise LLMError("The model provider stopped before the reply was complete.", kind="bad_response")
+            raise LLMError(_("The model provider stopped before the reply was complete."), kind="bad_response")
         if calls.started:
             yield ToolCalls(calls.calls())
 
@@ -370,9 +388,14 @@ class OpenAIChatModel(ChatModel):
             return LLMError(text % {"seconds": f"{limit:g}"}, kind="timeout")
         if got_token:
             limit = float(settings.CHAT_TURN_TIMEOUT)
-            return LLMError(f"The reply did not finish within the time limit ({limit:g} s).", kind="timeout")
+            return LLMError(
+                _("The reply did not finish within the time limit (%(seconds)s s).") % {"seconds": f"{limit:g}"},
+                kind="timeout",
+            )
         limit = float(settings.LLM_FIRST_TOKEN_TIMEOUT)
-        return LLMError(f"The model provider sent no reply within {limit:g} s.", kind="timeout")
+        return LLMError(
+            _("The model provider sent no reply within %(seconds)s s.") % {"seconds": f"{limit:g}"}, kind="timeout"
+        )
 
     def complete_json(
         self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
@@ -422,7 +445,10 @@ class OpenAIChatModel(ChatModel):
                 for part in response.iter_bytes():
                     body += part
                     if time.monotonic() > end:
-                        raise LLMError(f"The model provider did not answer within {timeout:g} s.", kind="timeout")
+                        raise LLMError(
+                            _("The model provider did not answer within %(seconds)s s.") % {"seconds": f"{timeout:g}"},
+                            kind="timeout",
+                        )
             data = json.loads(bytes(body))
             reported = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
             if isinstance(reported, int):  # the server's own count calibrates this model's estimates
@@ -433,7 +459,10 @@ class OpenAIChatModel(ChatModel):
         except LLMError:
             raise
         except openai.APITimeoutError as exc:
-            raise LLMError(f"The model provider did not answer within {timeout:g} s.", kind="timeout") from exc
+            raise LLMError(
+                _("The model provider did not answer within %(seconds)s s.") % {"seconds": f"{timeout:g}"},
+                kind="timeout",
+            ) from exc
         except Exception as exc:
             raise _as_llm_error(exc) from exc
         if finish == "length" and "response_format" in request:  # a JSON answer cut short is unusable
@@ -442,7 +471,7 @@ class OpenAIChatModel(ChatModel):
                 kind="length",
             )
         if not isinstance(content, str) or not content.strip():
-            raise LLMError("The model provider returned no content.", kind="bad_response")
+            raise LLMError(_("The model provider returned no content."), kind="bad_response")
         return content
 
 

@@ -114,9 +114,11 @@ MIDDLEWARE = [
     "config.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
     "config.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "config.middleware.LocaleMiddleware",  # Accept-Language, else LANGUAGE_CODE
     "config.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "config.middleware.AuthenticationMiddleware",
+    "accounts.middleware.UserLanguageMiddleware",  # a signed-in user's own language setting wins
     "config.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -219,7 +221,12 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:index"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# The interface speaks English and Simplified Chinese (SPEC §8, "Languages"): the user's own setting
+# (User.language) wins, else the browser's Accept-Language, else LANGUAGE_CODE. The compiled catalogues
+# (locale/*/LC_MESSAGES/*.mo) are committed, so a fresh machine needs no gettext tools (README, "Languages").
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

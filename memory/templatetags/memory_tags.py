@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import template
+from django.utils.translation import gettext_lazy as _
 
 from chat.models import Message
 from memory import selectors
@@ -11,16 +12,16 @@ from memory.models import Memory
 register = template.Library()
 
 ORIGINS = {
-    Memory.Origin.EXTRACTED: "Learned from chat",
-    Memory.Origin.USER: "Added by you",
-    Memory.Origin.RESTORED: "Restored by you",
+    Memory.Origin.EXTRACTED: _("Learned from chat"),
+    Memory.Origin.USER: _("Added by you"),
+    Memory.Origin.RESTORED: _("Restored by you"),
 }
 REASONS = {
-    Memory.InvalidReason.UPDATED: "Updated from a later message",
-    Memory.InvalidReason.RETRACTED: "Forgotten when you asked",
-    Memory.InvalidReason.CLEARED: "Cleared when everything was forgotten",
-    Memory.InvalidReason.EDITED: "Edited by you",
-    Memory.InvalidReason.REPLACED: "Replaced when you restored an older version",
+    Memory.InvalidReason.UPDATED: _("Updated from a later message"),
+    Memory.InvalidReason.RETRACTED: _("Forgotten when you asked"),
+    Memory.InvalidReason.CLEARED: _("Cleared when everything was forgotten"),
+    Memory.InvalidReason.EDITED: _("Edited by you"),
+    Memory.InvalidReason.REPLACED: _("Replaced when you restored an older version"),
 }
 
 
@@ -28,13 +29,13 @@ REASONS = {
 def origin_label(memory: Memory) -> str:
     # An edit is stored as a new row added by the user that supersedes the old one.
     if memory.origin == Memory.Origin.USER and getattr(memory, "supersedes_id", None):
-        return "Edited by you"
-    return ORIGINS.get(memory.origin, memory.get_origin_display())  # type: ignore[call-overload]
+        return str(_("Edited by you"))
+    return str(ORIGINS.get(memory.origin, memory.get_origin_display()))  # type: ignore[call-overload]
 
 
 @register.filter
 def reason_label(memory: Memory) -> str:
-    return REASONS.get(memory.invalid_reason, memory.get_invalid_reason_display() or "No longer used")  # type: ignore[call-overload]
+    return str(REASONS.get(memory.invalid_reason, memory.get_invalid_reason_display() or _("No longer used")))  # type: ignore[call-overload]
 
 
 @register.filter

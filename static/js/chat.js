@@ -45,7 +45,9 @@
   }
   document.addEventListener("keydown", function (e) {
     var textarea = e.target;
-    if (e.key !== "Enter" || e.shiftKey || e.isComposing || textarea.tagName !== "TEXTAREA") return;
+    // An Enter that confirms an input method's composition (Chinese, Japanese…) is not a send: browsers
+    // flag it isComposing, and some (Safari, older Chrome) only by keyCode 229.
+    if (e.key !== "Enter" || e.shiftKey || e.isComposing || e.keyCode === 229 || textarea.tagName !== "TEXTAREA") return;
     if (textarea.id !== "composer-input" && !textarea.hasAttribute("data-enter-submits")) return;
     e.preventDefault();
     if (textarea.value.trim() && canSend()) textarea.form.requestSubmit();

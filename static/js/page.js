@@ -12,7 +12,7 @@
   function copyText(text, button) {
     function done() {
       var label = button.textContent;
-      button.textContent = "Copied";
+      button.textContent = gettext("Copied");
       setTimeout(function () { button.textContent = label; }, 1500);
     }
     if (navigator.clipboard && window.isSecureContext) {
@@ -40,8 +40,10 @@
       var button = document.createElement("button");
       button.type = "button";
       button.className = "copy-btn";
-      button.textContent = "Copy";
-      button.setAttribute("aria-label", "Copy " + (pre.getAttribute("aria-label") || "code").toLowerCase());
+      button.textContent = gettext("Copy");
+      // The code block's region label names its language ("Python code"), or is just "Code".
+      var what = pre.getAttribute("aria-label");
+      button.setAttribute("aria-label", what ? interpolate(gettext("Copy %s"), [what]) : gettext("Copy code"));
       button.dataset.copyCode = "";
       block.appendChild(button);
     });

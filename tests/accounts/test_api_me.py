@@ -19,6 +19,7 @@ def test_me_returns_the_authenticated_user(api_client: Client, user: User) -> No
         "email": "",
         "memory_enabled": True,
         "memory_review": "sensitive",
+        "language": "",
     }
 
 

@@ -161,7 +161,8 @@ def _page_paths() -> list[str]:
     for its parameters."""
     paths = []
     for route in _routes(get_resolver().url_patterns):
-        if route.startswith(("admin/", "api/", "accounts/", "static/", "jsi18n/", "^")):  # jsi18n: public catalogue
+        # jsi18n/: the JavaScript catalogue, which the signed-out pages load too.
+        if route.startswith(("admin/", "api/", "accounts/", "static/", "jsi18n/", "^")):
             continue
         route = re.sub(r"<uuid:\w+>", str(uuid.uuid4()), route)
         route = re.sub(r"<int:\w+>", "1", route)

@@ -109,3 +109,16 @@ def test_reply_relays_only_this_turns_tool_results_even_when_a_message_repeats()
     reply = DemoChatModel().reply_for(messages)
     assert "THIS TURN'S RESULT" in reply
     assert "EARLIER RESULT" not in reply
+
+
+def test_the_demo_models_fixed_sentences_follow_the_language() -> None:
+    from django.utils import translation
+
+    from chat.llm.demo import DemoChatModel
+
+    messages = [{"role": "user", "content": "你好"}]
+    assert DemoChatModel().reply_for(messages).startswith("(Offline demo model — no AI provider is configured.)")
+    with translation.override("zh-hans"):
+        reply = DemoChatModel().reply_for(messages)
+    assert reply.startswith("（离线演示模型——未配置 AI 服务。）你说：“你好”。")
+    assert "设置 OPENAI_API_KEY 或 OPENAI_BASE_URL" in reply

@@ -101,7 +101,7 @@ def test_busy_wins_over_full_run_slots(user: User, settings: Any) -> None:
     turn_start(user=user, conversation=first, content="a")
     with pytest.raises(ConversationBusy):
         turn_start(user=user, conversation=first, content="b")
-    with pytest.raises(RunSlotsFull, match="1 replies"):
+    with pytest.raises(RunSlotsFull, match="1 reply being written"):
         turn_start(user=user, conversation=conversation_create(user=user), content="c")
     assert Message.objects.count() == 2
 

@@ -46,6 +46,11 @@ async def test_receiver_sends_the_notice_to_the_users_group_only() -> None:
         "Memory updated:" in html and "remembered “Prefers small phones, finds them easier to use one-handed”" in html
     )
     assert 'href="/settings/memory/">Review</a>' in html and 'data-memory-run="7"' in html
+    # Rendered in each language too: a page shows the one it speaks (chat.consumers).
+    assert message["translations"]["en"] == html
+    assert "记忆已更新：" in message["translations"]["zh-hans"] and "记住了“Prefers small phones" in (
+        message["translations"]["zh-hans"].replace("</strong>", "")
+    )
     assert await receive_or_none(layer, theirs) is None
     await layer.group_discard("user-41", mine)
     await layer.group_discard("user-42", theirs)
@@ -94,7 +99,7 @@ def test_a_push_failure_is_logged_not_raised(monkeypatch: pytest.MonkeyPatch, ca
 
 
 def test_notice_text_names_what_changed() -> None:
-    assert notices.describe([MemoryChange("clear")]) == "forgot everything"
+    assert notices.describe([MemoryChange("clear")]) == "forgot everything."
     text = notices.describe(
         [
             MemoryChange("update", memory_id=3, content="Prefers big screens", previous_id=2),
@@ -103,7 +108,7 @@ def test_notice_text_names_what_changed() -> None:
         ]
     )
     assert text.startswith("updated “Prefers big screens”, forgot “Lives in Lyon” and 1 more change")
-    assert notices.describe([MemoryChange("add", content="y" * 90)]).endswith("…”")
+    assert notices.describe([MemoryChange("add", content="y" * 90)]).endswith("…”.")
 
 
 # --- poll -----------------------------------------------------------------------------------------
