@@ -73,7 +73,7 @@ def me_patch(request: HttpRequest, payload: MePatch) -> User:
 class AccountDeleteIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    password: str = Field(description="The account's password, to confirm.")
+    password: str = Field(max_length=4096, pattern=NO_NUL, description="The account's password, to confirm.")
 
 
 class ErrorOut(Schema):
@@ -149,8 +149,12 @@ class TokenIn(Schema):
     expires_at: AwareDatetime | None = Field(
         None, description="When it stops working, with its time zone: must be in the future (else 400). Omit for never."
     )
+    # No NUL: a wrong password is recorded as a failed sign-in (django-axes), and PostgreSQL text refuses NUL.
     password: str | None = Field(
-        None, description="The account's password: required when the request is authenticated by a token."
+        None,
+        max_length=4096,
+        pattern=NO_NUL,
+        description="The account's password: required when the request is authenticated by a token.",
     )
 
 

@@ -14,6 +14,7 @@ REMOTE_ADDR, which the web server sets from X-Forwarded-For only for the proxies
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import time
@@ -37,6 +38,18 @@ def _now() -> float:
 
 def client_address(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "")
+
+
+def axes_client_ip(request: HttpRequest) -> str | None:
+    """The address django-axes records a failed sign-in under (AXES_CLIENT_IP_CALLABLE): REMOTE_ADDR when it
+    is an IP address, else None. A server on a Unix socket (or a test client) gives other text, which
+    PostgreSQL's inet column refuses, and a failed sign-in must never become a 500."""
+    address = client_address(request)
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    return address
 
 
 def _guarded(call: Callable[[], T], fallback: T) -> T:

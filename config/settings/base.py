@@ -200,6 +200,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "accounts.views.locked_out"
 AXES_VERBOSE = False
+AXES_CLIENT_IP_CALLABLE = "accounts.throttle.axes_client_ip"
 AXES_DISABLE_ACCESS_LOG = True  # failures are what throttling needs; successful sign-ins are not logged
 # Bearer tokens: after this many failed authentications from one address in API_AUTH_FAILURE_WINDOW
 # seconds, further attempts answer 429 until the window ends.

@@ -97,3 +97,12 @@ def test_good_tokens_do_not_count_as_failures(client: Client, api_token: str, se
     settings.API_AUTH_FAILURE_LIMIT = 2
     for _ in range(5):
         assert client.get("/api/me", HTTP_AUTHORIZATION=f"Bearer {api_token}").status_code == 200
+
+
+def test_a_failed_sign_in_from_a_client_without_an_ip_address_is_recorded_without_one() -> None:
+    from django.test import RequestFactory
+
+    from accounts.throttle import axes_client_ip
+
+    assert axes_client_ip(RequestFactory().get("/", REMOTE_ADDR="testclient")) is None
+    assert axes_client_ip(RequestFactory().get("/", REMOTE_ADDR="2001:db8::1")) == "2001:db8::1"

@@ -176,3 +176,11 @@ def test_anyone_elses_tokens_are_not_listed(client: Client, user: User, other_us
     api_token_create(user=other_user, name="mallorys")
     client.force_login(user)
     assert "mallorys" not in client.get("/settings/tokens/").content.decode()
+
+
+def test_a_password_with_a_nul_character_is_refused_before_it_reaches_the_sign_in_records(api_client: Client) -> None:
+    # PostgreSQL text cannot hold NUL: a failed sign-in record of such a password would be a 500.
+    body = json.dumps({"name": "x", "password": "pass\u0000word"})
+    response = api_client.post("/api/tokens", body, content_type="application/json")
+    assert response.status_code == 422
+    assert not ApiToken.objects.filter(name="x").exists()
