@@ -32,7 +32,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from chat.leases import owner, owner_is_dead
@@ -105,15 +105,25 @@ def _enter(priority: int) -> int:
     return ticket.pk
 
 
+def _lock_queue() -> None:
+    """On PostgreSQL, one look at a provider's queue at a time, until the transaction ends. Row locks
+    would not do: a look that renewed its own ticket and then locked the others deadlocked with a second
+    look doing the same the other way round. (SQLite's single writer already serialises the looks.)"""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(provider_key()[:15], 16)])
+
+
 @transaction.atomic
 def _try_grant(ticket_id: int, lease: float) -> int | None:
     """None once the ticket may send; else how many requests are ahead of it (sending or waiting)."""
+    _lock_queue()
     now = _now()
     # A write first: on SQLite it takes the write lock at once, so two looks wait for each other instead
-    # of failing to upgrade; on PostgreSQL the row lock below makes two processes' grants take turns.
+    # of failing to upgrade.
     if not ProviderTicket.objects.filter(pk=ticket_id).update(expires_at=now + timedelta(seconds=WAIT_LEASE_SECONDS)):
         raise _Lost  # deleted as stale while this process was stalled: take a new place
-    rows = list(ProviderTicket.objects.select_for_update().filter(provider=provider_key()).order_by("priority", "id"))
+    rows = list(ProviderTicket.objects.filter(provider=provider_key()).order_by("priority", "id"))
     gone = [r.pk for r in rows if r.pk != ticket_id and (r.expires_at <= now or owner_is_dead(r.owner))]
     if gone:
         ProviderTicket.objects.filter(pk__in=gone).delete()

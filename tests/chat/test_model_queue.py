@@ -9,11 +9,13 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import connection
 from django.utils import timezone
 
 from chat import model_queue
@@ -73,6 +75,25 @@ def test_chat_goes_ahead_of_background_work_and_each_waiter_knows_how_many_are_a
     assert model_queue.position(chat, 60) is None
     model_queue._leave(chat)
     assert model_queue.position(judge, 60) is None
+
+
+def test_many_processes_looking_at_the_queue_at_once_never_deadlock(settings: Any) -> None:
+    """Each look renews its own ticket, then reads the queue: with row locks, two looks on PostgreSQL
+    locked each other's rows in opposite orders and one died of a deadlock (a turn ended in an error)."""
+    settings.LLM_MAX_CONCURRENCY = 1
+    tickets = [model_queue._enter(CHAT) for _ in range(6)]
+
+    def look(ticket: int) -> int:
+        try:
+            for _ in range(25):
+                model_queue.position(ticket, 60)
+            return 0
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(len(tickets)) as pool:
+        assert sum(pool.map(look, tickets)) == 0  # map re-raises a look's error here
+    assert [model_queue.position(t, 60) for t in tickets] == [None, 1, 2, 3, 4, 5]
 
 
 def test_background_work_alone_takes_at_most_memory_judge_concurrency_slots(settings: Any) -> None:
