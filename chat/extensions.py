@@ -6,6 +6,8 @@ Chat works, and its pages render, with nothing registered here.
 - tools: functions the chat model may call during a turn (bounded in steps). A tool may say, per turn,
   whether it can act (`available(ctx)`); one that cannot is neither offered to the model nor run. It
   may name what the reply shows while it runs (`activity_label`, e.g. "Updating memory…").
+- `turn_saving`: sent inside the transaction that saves a turn's reply, before the reply is annotated
+  for the "done" event: work that belongs with the saved reply but must not delay its first token.
 - `turn_finished`: sent after the turn's transaction commits, never on rollback.
 - page blocks: markup other apps add to named slots of the chat pages (`PAGE_SLOTS`: header links,
   the user menu, the start page's lead, ...), rendered by the `page_blocks` template tag (chat_tags).
@@ -74,6 +76,9 @@ _tools: dict[str, Tool] = {}
 
 # Sent with: user_id, conversation_id, user_message_id, assistant_message_id, status.
 turn_finished = Signal()
+# Sent with: user_id, assistant_message_id. A receiver's failure must not cost the turn its reply: it
+# catches its own errors (in a savepoint of its own, as it runs inside the save's transaction).
+turn_saving = Signal()
 
 
 def register_context_provider(name: str, provider: ContextProvider) -> None:

@@ -403,6 +403,7 @@ def turn_finish(
         "assistant_message_id": message.pk,
         "status": message.status,
     }
+    extensions.turn_saving.send(sender=Message, user_id=turn.user.pk, assistant_message_id=message.pk)
     transaction.on_commit(lambda: extensions.turn_finished.send(sender=Message, **payload))
     # A tool may have processed the user's message for memory during the turn (flush_memory).
     turn.user_message.refresh_from_db(fields=["memory_status"])

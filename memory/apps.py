@@ -12,7 +12,7 @@ class MemoryConfig(AppConfig):
         from chat import extensions
         from memory import data as memory_data
         from memory import demo, forgetting
-        from memory.context import memory_block
+        from memory.context import memory_block, record_uses_on_save
         from memory.history import demo_tool_trigger as demo_search_trigger
         from memory.history import search_history
         from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
@@ -27,6 +27,7 @@ class MemoryConfig(AppConfig):
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
         # What a reply used: `memories_used` in the API, "Used N memories" under the reply.
         extensions.register_message_annotator("memory-uses", memory_uses_annotate)
+        extensions.turn_saving.connect(record_uses_on_save, dispatch_uid="memory.record_uses_on_save")
         extensions.register_page_block("reply", "memory-uses", "memory/chat/_reply.html")
         # Links to Settings → Memory, and what the chat pages say about memory (memory/chat/).
         slots = ("header", "user-menu", "start-lead", "empty-conversation", "noscript", "delete-note", "delete-confirm")
@@ -46,7 +47,6 @@ class MemoryConfig(AppConfig):
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
         forgetting.register_defaults()
-        extensions.register_context_provider("memory-forgetting", forgetting.turn_memories_capture)
         extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
         extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
         data.register_exporter("memories", memory_data.memories_export)

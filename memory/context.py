@@ -15,6 +15,8 @@ What the block held is recorded against the turn's reply (memory.services.memory
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,6 +26,7 @@ from accounts.models import User
 from chat.extensions import TurnContext
 from chat.models import Message
 from memory import embeddings
+from memory.forgetting import turn_memories_note
 from memory.recall import Candidate, always_used, rank
 from memory.selectors import memories_active
 from memory.services import memory_uses_record
@@ -119,11 +122,13 @@ def last_exchange(ctx: TurnContext) -> tuple[str, str]:
     return previous, reply
 
 
-def block_for_turn(ctx: TurnContext) -> Block | None:
-    """The block's memories for this turn, or None (temporary conversation, memory off, nothing remembered)."""
+def block_for_turn(ctx: TurnContext, memories: list[Candidate] | None = None) -> Block | None:
+    """The block's memories for this turn, or None (temporary conversation, memory off, nothing remembered).
+    `memories`: the user's candidates, when the caller has read them already."""
     if ctx.conversation.temporary:
         return None
-    memories = candidates(user_id=ctx.user.pk)
+    if memories is None:
+        memories = candidates(user_id=ctx.user.pk)
     if not memories:
         return None
     previous, reply = last_exchange(ctx)
@@ -140,16 +145,57 @@ def block_for_turn(ctx: TurnContext) -> Block | None:
     return fit(always_used(memories), relevant, settings.MEMORY_PROMPT_MAX_CHARS)
 
 
+class _BlocksInFlight:
+    """What the latest block of each reply being written in this process held, until the reply is saved.
+    Recording it then, in the save's transaction, keeps a write (and on SQLite a commit) off the path to
+    the first token. Bounded: a reply whose turn never reaches its save here must not keep its entry."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._ids: OrderedDict[int, list[int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, message_id: int, memory_ids: list[int]) -> None:
+        with self._lock:
+            self._ids[message_id] = memory_ids  # a later build of the same turn's block replaces it
+            self._ids.move_to_end(message_id)
+            while len(self._ids) > self.LIMIT:
+                self._ids.popitem(last=False)
+
+    def pop(self, message_id: int) -> list[int] | None:
+        with self._lock:
+            return self._ids.pop(message_id, None)
+
+
+blocks_in_flight = _BlocksInFlight()
+
+
 def memory_block(ctx: TurnContext) -> str | None:
-    """The context provider (chat.extensions): the block's text, recorded against the turn's reply."""
-    block = block_for_turn(ctx)
+    """The context provider (chat.extensions): the block's text; what it held is recorded against the
+    turn's reply when the reply is saved (`record_uses_on_save`). The memories read for it are also the
+    ones this turn could quote, which forgetting notes (memory.forgetting, SPEC §8)."""
+    memories = None if ctx.conversation.temporary else candidates(user_id=ctx.user.pk)
+    if memories:
+        turn_memories_note(
+            user_id=ctx.user.pk, user_message_id=ctx.user_message.pk, contents={c.id: c.content for c in memories}
+        )
+    block = block_for_turn(ctx, memories)
     if ctx.assistant_message is not None and not ctx.conversation.temporary:
-        ids = block.ids if block else []
-        try:
-            memory_uses_record(user_id=ctx.user.pk, message_id=ctx.assistant_message.pk, memory_ids=ids)
-        except Exception:  # recording must never cost the turn its memories
-            logger.exception("could not record the memories a reply used")
+        blocks_in_flight.put(ctx.assistant_message.pk, block.ids if block else [])
     return block.text() if block else None
+
+
+def record_uses_on_save(sender: object, *, user_id: int, assistant_message_id: int, **kwargs: object) -> None:
+    """chat.extensions.turn_saving receiver: record the memories the reply's last block held and stamp
+    their last use. Its own savepoint: a failure here must not cost the turn its reply."""
+    ids = blocks_in_flight.pop(assistant_message_id)
+    if ids is None:  # no block was built for it in this process (memory off, a temporary chat)
+        return
+    try:
+        memory_uses_record(user_id=user_id, message_id=assistant_message_id, memory_ids=ids)
+    except Exception:
+        logger.exception("could not record the memories a reply used")
 
 
 # --- the settings page -----------------------------------------------------------------------------

@@ -54,7 +54,6 @@ from django.utils.translation import gettext, gettext_noop
 
 from accounts.middleware import background_language
 from accounts.models import User
-from chat.extensions import TurnContext
 from chat.models import AgentState, ConversationMarker, Message
 from memory.models import ExtractionRun, Memory
 
@@ -363,17 +362,6 @@ def turn_memories_note(*, user_id: int, user_message_id: int, contents: dict[int
                 del _TURN_MEMORIES[key]
         _, _, known = _TURN_MEMORIES.get(user_message_id, (now, user_id, {}))
         _TURN_MEMORIES[user_message_id] = (now, user_id, {**known, **contents})
-
-
-def turn_memories_capture(ctx: TurnContext) -> None:
-    """A context provider that adds nothing: it notes the memories this turn's block can quote."""
-    if ctx.user_message.pk in _TURN_MEMORIES or not ctx.user.memory_enabled or ctx.conversation.temporary:
-        return None
-    from memory.selectors import memories_active
-
-    rows = dict(memories_active(user_id=ctx.user.pk).values_list("pk", "content"))
-    turn_memories_note(user_id=ctx.user.pk, user_message_id=ctx.user_message.pk, contents=rows)
-    return None
 
 
 def state_filter(user_id: int, user_message_id: int, context: list[dict[str, Any]]) -> list[dict[str, Any]]:

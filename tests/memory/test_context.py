@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.agent import Turn
+from chat import extensions
 from chat.extensions import TurnContext
 from chat.models import AgentState, Message
 from chat.services import conversation_create
@@ -134,13 +135,18 @@ def test_no_block_without_memories_in_temporary_conversations_or_with_memory_off
 
 
 @pytest.mark.django_db
-def test_the_block_is_recorded_against_the_reply_and_stamps_last_used(user: Any) -> None:
+def test_the_block_is_recorded_against_the_reply_when_it_is_saved_and_stamps_last_used(
+    user: Any, django_assert_num_queries: Any
+) -> None:
     used = make_memory(owner=user, content="Prefers small phones.")
     unused = make_memory(owner=user, content="Plays the cello.")
     ctx = context_for(user, "Suggest a phone", reply=True)
     assert ctx.assistant_message is not None
 
-    memory_block(ctx)
+    with django_assert_num_queries(2):  # the block's two reads: nothing written before the first token
+        memory_block(ctx)
+    assert not MemoryUse.objects.filter(message=ctx.assistant_message).exists()
+    extensions.turn_saving.send(sender=Message, user_id=user.pk, assistant_message_id=ctx.assistant_message.pk)
 
     recorded = MemoryUse.objects.filter(message=ctx.assistant_message).values_list("memory_id", flat=True)
     assert list(recorded) == [used.pk]
