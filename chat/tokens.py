@@ -70,7 +70,7 @@ def estimate_text(text: str) -> int:
     return cjk + math.ceil((len(text) - len(non_ascii)) / 3) + math.ceil(other_bytes / 2)
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """The text of a message's content: a string, or a list of parts (only text parts are counted)."""
     if content is None:
         return ""
@@ -89,7 +89,7 @@ def _content_text(content: Any) -> str:
 
 def estimate_message(message: dict[str, Any]) -> int:
     """One chat message: its content, its tool calls (name and arguments), its overhead."""
-    tokens = MESSAGE_OVERHEAD + estimate_text(_content_text(message.get("content")))
+    tokens = MESSAGE_OVERHEAD + estimate_text(content_text(message.get("content")))
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         tokens += TOOL_CALL_OVERHEAD + estimate_text(str(call.get("id") or ""))

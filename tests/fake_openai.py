@@ -181,6 +181,10 @@ class FakeOpenAIServer:
         # `max_model_len`), and llama.cpp's `GET /props` (None: not found).
         self.model_fields: dict[str, Any] = {}
         self.props: dict[str, Any] | None = None
+        # llama.cpp's `POST /tokenize` ({"content": text} → {"tokens": [...]}, counted as `count_tokens`
+        # counts text); off: not found, as on most servers.
+        self.tokenize = False
+        self.tokenize_requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = self.interrupted = 0
         self._generation = 0
         self.host = host
@@ -378,6 +382,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/embeddings"):
             self._embeddings()
             return
+        if self.path.rstrip("/") == "/tokenize" and self.server.fake.tokenize:
+            self._tokenize()
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
             return
@@ -493,6 +500,14 @@ class _Handler(BaseHTTPRequestHandler):
         data = text.encode()
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _tokenize(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if "content" not in body:
+            self._send_json(400, _error_body("'content' is required.", "invalid_request_error"))
+            return
+        self.server.fake.tokenize_requests.append(body)
+        self._send_json(200, {"tokens": list(range(len(_TOKEN.findall(str(body["content"])))))})
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         self._send_raw(json.dumps(payload), "application/json", status)

@@ -374,6 +374,8 @@ class OpenAIChatModel(ChatModel):
             raise LLMError(_("The model provider sent an empty answer."), kind="empty")
         if usage is not None:
             yield Usage(usage)
+        elif finished:  # a server that sends no usage in streams: its tokenizer calibrates instead
+            server_facts.calibrate_later(model=str(request.get("model")), messages=request["messages"])
         if not finished:
             # The connection ended without a finish_reason: the reply was cut off, not complete.
             raise LLMError(_("The model provider stopped before the reply was complete."), kind="bad_response")

@@ -8,14 +8,19 @@ with our estimates (chat.tokens), per model.
 - **Calibration per model.** A non-streamed call's `usage.prompt_tokens` (judge calls, summaries)
   calibrates that model's estimates (`chat.tokens.calibrated_ratio`, which keeps a margin above the
   server's count: an estimate never falls below what the server confirmed). Servers that send no usage
-  in streams (llama.cpp) are calibrated this way too. Kept in Django's cache, shared by every process
-  on Redis.
+  in streams (llama.cpp) are calibrated this way too, and, where the server has a tokenize endpoint
+  (llama.cpp's `POST /tokenize`, vLLM's `POST /tokenize`, llama-cpp-python's `POST
+  /extras/tokenize/count`), by its count of a streamed request's text: in a thread of its own after the
+  stream, at most once per TOKENIZE_EVERY_SECONDS per model and process. Kept in Django's cache, shared
+  by every process on Redis.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 import urllib.request
 from functools import lru_cache
 from typing import Any
@@ -28,6 +33,7 @@ from chat import tokens
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_SECONDS = 2.0
+TOKENIZE_EVERY_SECONDS = 600.0
 RATIO_KEY = "memora:tokens:ratio:{base}:{model}"
 
 
@@ -114,3 +120,64 @@ def observe(*, model: str, reported: int, messages: list[dict[str, Any]]) -> Non
         cache.set(_ratio_key(model), ratio, None)
     except Exception:
         logger.debug("could not keep the token calibration of %s", model)
+
+
+# --- the server's tokenizer ----------------------------------------------------------------------------
+
+# Each: the path under the server's root, and the request body for `text` and `model`.
+_TOKENIZERS: tuple[tuple[str, Any], ...] = (
+    ("/tokenize", lambda text, model: {"content": text}),  # llama.cpp's server
+    ("/tokenize", lambda text, model: {"model": model, "prompt": text}),  # vLLM
+    ("/extras/tokenize/count", lambda text, model: {"input": text, "model": model}),  # llama-cpp-python
+)
+_tokenized_at: dict[tuple[str, str], float] = {}
+_tokenized_lock = threading.Lock()
+
+
+def _count(answer: Any) -> int | None:
+    if not isinstance(answer, dict):
+        return None
+    count = answer.get("count")
+    if count is None and isinstance(answer.get("tokens"), list):
+        count = len(answer["tokens"])
+    return count if isinstance(count, int) and count > 0 else None
+
+
+def tokenize_count(base_url: str, model: str, text: str) -> int | None:
+    """How many tokens the server's own tokenizer makes of `text`, or None where it has no endpoint for it."""
+    base = base_url.rstrip("/")
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    for path, body in _TOKENIZERS:
+        try:
+            count = _count(_get(f"{root}{path}", body(text, model)))
+        except Exception:  # not this kind of server, or not reachable: try the next
+            continue
+        if count:
+            return count
+    return None
+
+
+def _calibrate_by_tokenizing(base_url: str, model: str, messages: list[dict[str, Any]]) -> None:
+    text = "\n".join(tokens.content_text(m.get("content")) for m in messages)
+    count = tokenize_count(base_url, model, text)
+    if count is None:
+        return
+    # The tokenizer counts the text alone; the request adds what our estimate adds for its framing.
+    framing = max(0, tokens.estimate_request(messages) - tokens.estimate_text(text))
+    observe(model=model, reported=count + framing, messages=messages)
+
+
+def calibrate_later(*, model: str, messages: list[dict[str, Any]]) -> None:
+    """A streamed request whose server sent no usage: have the server's tokenizer count its text, in a
+    thread of its own (the reply never waits for it), at most once per TOKENIZE_EVERY_SECONDS per model."""
+    base_url = settings.OPENAI_BASE_URL
+    if not base_url:
+        return
+    now = time.monotonic()
+    with _tokenized_lock:
+        if now - _tokenized_at.get((base_url, model), float("-inf")) < TOKENIZE_EVERY_SECONDS:
+            return
+        _tokenized_at[(base_url, model)] = now
+    threading.Thread(
+        target=_calibrate_by_tokenizing, args=(base_url, model, messages), name="tokenize-calibration", daemon=True
+    ).start()

@@ -1,14 +1,16 @@
 """Token counts the server confirms (chat.llm.server_facts): the window it states when CHAT_CONTEXT_TOKENS
-is not set, calibration per model from non-streamed usage, and one background compaction per state."""
+is not set, calibration per model from non-streamed usage and from the server's tokenizer, and one
+background compaction per state."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from chat import compaction
-from chat.llm import get_chat_model, server_facts
+from chat.llm import TextDelta, get_chat_model, server_facts
 from chat.models import AgentState
 from chat.services import conversation_create
 from chat.tokens import estimate_request
@@ -20,8 +22,10 @@ USER = [{"role": "user", "content": "Hello there, how are you today? " * 20}]
 @pytest.fixture(autouse=True)
 def fresh() -> Any:
     server_facts.server_window.cache_clear()
+    server_facts._tokenized_at.clear()
     yield
     server_facts.server_window.cache_clear()
+    server_facts._tokenized_at.clear()
 
 
 def test_the_window_vllm_states_is_used_when_chat_context_tokens_is_not_set(
@@ -62,6 +66,56 @@ def test_a_non_streamed_calls_usage_calibrates_that_model_and_never_below_the_se
     # The fake counts words as tokens, far fewer than our estimate: the factor shrinks the estimate, yet a
     # calibrated estimate stays above the server's count.
     assert ratio < 1 and estimate_request(USER) * ratio >= fake_openai.prompt_sizes[0]
+
+
+async def _stream_all(**request: Any) -> str:
+    return "".join([c.text async for c in get_chat_model().stream(**request) if isinstance(c, TextDelta)])
+
+
+def _calibration_threads_done() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "tokenize-calibration":
+            thread.join(5)
+
+
+async def test_a_stream_without_usage_is_calibrated_by_the_servers_tokenizer_once_in_a_while(
+    settings: Any,
+) -> None:
+    server = FakeOpenAIServer(single_slot=True).start()  # like llama.cpp: no usage in streams
+    server.tokenize = True
+    settings.LLM_BACKEND, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "openai", server.base_url, "test-key"
+    settings.CHAT_MODEL, settings.LLM_MAX_RETRIES = "small-model", 0
+    try:
+        server.queue(FakeResponse("Fine, thanks."))
+        assert await _stream_all(messages=USER) == "Fine, thanks."
+        _calibration_threads_done()
+        ratio = server_facts.model_ratio("small-model")
+        assert len(server.tokenize_requests) == 1 and ratio is not None
+        # The fake's tokenizer counts words, far fewer than our estimate: the factor shrinks the estimate,
+        # yet the calibrated estimate stays above what the server counted for the request.
+        assert ratio < 1 and estimate_request(USER) * ratio >= server.prompt_sizes[0]
+
+        server.queue(FakeResponse("Again."))
+        await _stream_all(messages=USER)
+        _calibration_threads_done()
+        assert len(server.tokenize_requests) == 1  # not again for TOKENIZE_EVERY_SECONDS
+    finally:
+        server.stop()
+
+
+async def test_a_server_without_a_tokenizer_endpoint_leaves_estimates_alone_and_the_reply_whole(
+    settings: Any,
+) -> None:
+    server = FakeOpenAIServer(single_slot=True).start()
+    settings.LLM_BACKEND, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "openai", server.base_url, "test-key"
+    settings.CHAT_MODEL, settings.LLM_MAX_RETRIES = "plain-model", 0
+    try:
+        server.queue(FakeResponse("Hello."))
+        assert await _stream_all(messages=USER) == "Hello."
+        _calibration_threads_done()
+        assert server_facts.model_ratio("plain-model") is None and not server.tokenize_requests
+    finally:
+        server.stop()
 
 
 @pytest.mark.django_db

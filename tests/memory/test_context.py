@@ -8,8 +8,8 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from accounts.models import User
-from chat.agent import Turn
 from chat import extensions
+from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.models import AgentState, Message
 from chat.services import conversation_create
