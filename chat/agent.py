@@ -32,8 +32,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat import compaction, extensions, model_queue, selectors, services, tokens
-from chat.deadlines import Deadline
+from chat import compaction, extensions, model_queue, selectors, services
 from chat.extensions import TurnContext
 from chat.llm import (
     ChatModel,
@@ -46,6 +45,8 @@ from chat.llm import (
     single_system_message,
 )
 from chat.models import Conversation, Message
+from chat.turn import tokens
+from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -33,9 +33,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from chat import model_queue, tokens
+from chat import model_queue
 from chat.llm import LLMError, get_chat_model, server_facts
 from chat.models import AgentState, Conversation, Message
+from chat.turn import tokens
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def summary_prompt() -> str:
 class Budget:
     window: int  # the model's context window, in tokens
     reply: int  # room kept for the reply
-    ratio: float | None = None  # the conversation's calibration factor (chat.tokens)
+    ratio: float | None = None  # the conversation's calibration factor (chat.turn.tokens)
 
     @property
     def input(self) -> int:

@@ -53,7 +53,7 @@ from django.utils.translation import gettext as _
 
 from accounts.middleware import socket_language
 from accounts.models import User
-from chat import pages, runner, selectors, services
+from chat import runner, selectors, services
 from chat.extensions import user_group
 from chat.fragments import (
     delta_html,
@@ -68,6 +68,7 @@ from chat.fragments import (
 )
 from chat.models import Conversation, Message
 from chat.runner import FLUSH_SECONDS  # noqa: F401  (kept importable here: the batching interval)
+from chat.turn import pages
 
 logger = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ class AgentState(models.Model):
     # The state version a background compaction last ran for: never twice for the same state (its summary
     # calls hold the provider, and a state that did not change would be summarized the same way again).
     compacted_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # The provider's own prompt size over our estimate (chat.tokens.calibrated_ratio); None until reported.
+    # The provider's own prompt size over our estimate (chat.turn.tokens.calibrated_ratio); None until reported.
     token_ratio = models.FloatField(null=True, blank=True, editable=False)
     # A context window the provider stated when refusing a request, when smaller than CHAT_CONTEXT_TOKENS.
     context_window = models.PositiveIntegerField(null=True, blank=True, editable=False)

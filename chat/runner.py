@@ -58,7 +58,7 @@ from django.utils import translation
 from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
-from chat import leases, pages, services
+from chat import leases, services
 from chat.agent import Turn, TurnEvent
 from chat.fragments import (
     activity_html,
@@ -71,6 +71,7 @@ from chat.fragments import (
 )
 from chat.models import Conversation, Message
 from chat.selectors import SummaryDivider
+from chat.turn import pages
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,6 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.deadlines import Deadline
 from chat.llm import server_facts
 from chat.llm.base import (
     ChatModel,
@@ -48,6 +47,7 @@ from chat.llm.base import (
 )
 from chat.llm.errors import clean_provider_message, provider_error_code
 from chat.llm.toolcalls import ToolCallAssembler
+from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
 
@@ -263,7 +263,7 @@ class OpenAIChatModel(ChatModel):
             "stream": True,
             # The reply's room in the context budget (chat.compaction): at most half the window.
             "max_tokens": max_tokens or min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
-            # The prompt size the provider counted calibrates our token estimate (chat.tokens).
+            # The prompt size the provider counted calibrates our token estimate (chat.turn.tokens).
             "stream_options": {"include_usage": True},
         }
         if tools and self.tools_supported and settings.CHAT_TOOLS != "off":

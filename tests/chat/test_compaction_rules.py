@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat import compaction, tokens
+from chat import compaction
 from chat.compaction import Budget, Compacted, compact, cut_points, drop_oldest, is_summary, split_at, summary_of
+from chat.turn import tokens
 
 
 def user(text: str) -> dict[str, Any]:

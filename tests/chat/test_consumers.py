@@ -486,7 +486,7 @@ class TestOverRedisChannelLayer:
     async def test_the_layers_copy_of_a_turn_that_runs_here_is_not_shown_twice(
         self, alice: Any, conversation: Conversation
     ) -> None:
-        from chat import pages
+        from chat.turn import pages
 
         socket = await connected(alice, conversation)
         pages.turn_started_here(987654)

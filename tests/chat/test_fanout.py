@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from chat import pages, runner
+from chat import runner
+from chat.turn import pages
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from chat import compaction
 from chat.llm import get_chat_model, server_facts
 from chat.models import AgentState
 from chat.services import conversation_create
-from chat.tokens import estimate_request
+from chat.turn.tokens import estimate_request
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 USER = [{"role": "user", "content": "Hello there, how are you today? " * 20}]

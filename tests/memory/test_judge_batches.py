@@ -12,7 +12,7 @@ from chat import model_queue
 from chat.llm import LLMError
 from chat.models import Message
 from chat.services import conversation_create, turn_start
-from chat.tokens import estimate_request
+from chat.turn.tokens import estimate_request
 from memory import batching, judge
 from memory.models import ExtractionRun
 from memory.pipeline import Outcome
