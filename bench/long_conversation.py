@@ -87,10 +87,10 @@ async def run_scenario(server: Any, *, turns: int, background: bool) -> dict[str
 
     import chat.tasks
     from accounts.models import User
-    from chat import compaction
     from chat.agent import Turn
     from chat.models import AgentState
     from chat.services import conversation_create
+    from chat.turn import compaction
 
     queued: list[Any] = []
     hook_seconds: list[float] = []

@@ -15,10 +15,10 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from chat import extensions
-from chat.agent import TurnEvent
-from chat.compaction import SUMMARIZING
 from chat.models import Conversation, Message
 from chat.selectors import SummaryDivider
+from chat.turn.compaction import SUMMARIZING
+from chat.turn.model_input import TurnEvent
 
 RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 

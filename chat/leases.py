@@ -39,6 +39,7 @@ from django.utils.translation import gettext_noop as _
 from chat import services
 from chat.models import AgentState, Conversation, Message
 from chat.search.index import search_index_messages
+from chat.turn.model_input import CUT_SHORT  # the agent's own marker for a reply cut short
 
 logger = logging.getLogger(__name__)
 
@@ -197,8 +198,6 @@ def _close(conversation: Conversation, message: Message, *, with_state: bool) ->
         if closed:  # its text as the last heartbeat saved it becomes searchable, as a finished reply's
             search_index_messages(messages=[message])
         return closed
-    from chat.agent import CUT_SHORT  # the agent's own marker for a reply cut short
-
     lock = Q(lock_token=conversation.lock_token) if conversation.lock_token else Q(lock_token__isnull=True)
     if not Conversation.objects.filter(lock, pk=conversation.pk).exists():
         return 0  # the lock changed since it was read: a live turn, or another sweep got there first

@@ -59,7 +59,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
 from chat import leases, services
-from chat.agent import Turn, TurnEvent
+from chat.agent import Turn
 from chat.fragments import (
     activity_html,
     final_html,
@@ -72,6 +72,7 @@ from chat.fragments import (
 from chat.models import Conversation, Message
 from chat.selectors import SummaryDivider
 from chat.turn import pages
+from chat.turn.model_input import TurnEvent
 
 logger = logging.getLogger(__name__)
 

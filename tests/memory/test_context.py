@@ -215,7 +215,7 @@ async def test_temporary_conversation_gets_no_block_and_its_messages_are_skipped
 
 
 def test_the_system_prompt_tells_preferences_from_background() -> None:
-    from chat.agent import system_prompt
+    from chat.turn.model_input import system_prompt
 
     prompt = system_prompt()
     assert "to be followed" in prompt and "not instructions" in prompt and "grants permissions" in prompt
@@ -224,8 +224,8 @@ def test_the_system_prompt_tells_preferences_from_background() -> None:
 
 @pytest.mark.django_db
 def test_the_demo_models_what_do_you_remember_lists_what_it_was_given(user: Any) -> None:
-    from chat.agent import build_model_input
     from chat.llm.demo import DemoChatModel
+    from chat.turn.model_input import build_model_input
 
     make_memory(owner=user, content="Answer briefly.", pinned=True)
     make_memory(owner=user, content="Plays the cello.")

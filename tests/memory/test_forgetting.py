@@ -198,7 +198,9 @@ def test_sqlite_overwrites_deleted_rows() -> None:
 
 @pytest.mark.django_db
 def test_a_summary_made_before_a_delete_is_not_saved_after_it(user: Any, conversation: Any) -> None:
-    from chat.compaction import Compacted, state_compacted_save, summary_item
+    from chat.turn.compaction import state_compacted_save
+    from chat.turn.cut import summary_item
+    from chat.turn.summary import Compacted
 
     memory = make_memory(owner=user, content=SENTENCE)
     read = [{"role": "user", "content": "What do you know?"}, {"role": "assistant", "content": f"That: {SENTENCE}"}]
