@@ -24,7 +24,7 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The per-conversation turn lock, held as a lease: the process running the turn renews it every
-    # few seconds (chat/leases.py), so a turn whose process died is found and closed within seconds.
+    # few seconds (chat/turn/leases.py), so a turn whose process died is found and closed within seconds.
     lock_token = models.UUIDField(null=True, blank=True, editable=False)
     lock_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Which process runs the turn ("host:pid:boot"), so a restarted server recovers its own dead turns at once.
@@ -201,7 +201,7 @@ class SearchEntry(models.Model):
 class ProviderTicket(models.Model):
     """A request's place in a model provider's queue (chat.model_queue, LLM_MAX_CONCURRENCY): waiting
     (`granted_at` null) or sending. A lease: `expires_at` is renewed while its process waits or reads the
-    reply, and a ticket whose process is gone (`owner`, as chat.leases records it) or whose lease ran out
+    reply, and a ticket whose process is gone (`owner`, as chat.turn.process records it) or whose lease ran out
     is deleted by whoever looks next. Holds no words: which provider, how urgent, whose process."""
 
     class Priority(models.IntegerChoices):

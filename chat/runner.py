@@ -23,7 +23,7 @@ What goes to the pages, rendered once per event and only when a page gets it (ch
 without gaps or repeats (chat/consumers.py).
 
 While it runs, the turn's lease is renewed and its text so far saved every HEARTBEAT_SECONDS, by one
-heartbeat per process for all its turns (chat/leases.py); that is also where a Stop asked in another
+heartbeat per process for all its turns (chat/turn/leases.py); that is also where a Stop asked in another
 process, or a lost lease, is noticed.
 A sweep in every web process (started by the ASGI lifespan, `lifespan`) closes the turns whose
 process died. When the server shuts down cleanly, the turns it runs are stopped and saved first.
@@ -58,8 +58,7 @@ from django.utils import translation
 from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
-from chat import leases, services
-from chat.agent import Turn
+from chat import services
 from chat.fragments import (
     activity_html,
     final_html,
@@ -71,7 +70,8 @@ from chat.fragments import (
 )
 from chat.models import Conversation, Message
 from chat.selectors import SummaryDivider
-from chat.turn import pages
+from chat.turn import leases, pages
+from chat.turn.agent import Turn
 from chat.turn.model_input import TurnEvent
 
 logger = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ async def start_turn(
             user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
         )
     except services.ConversationBusy:
-        # The lock may be held by a turn whose process died (chat/leases.py): close that turn, then try
+        # The lock may be held by a turn whose process died (chat/turn/leases.py): close that turn, then try
         # once more. Only then: on the way to every first token, it would be one more database trip.
         recover = database_sync_to_async(leases.turns_recover, thread_sensitive=False)
         conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
@@ -501,7 +501,7 @@ _pruned_at = 0.0
 
 
 async def recover_once() -> None:
-    """Close the turns whose process died (see chat/leases.py), and once a minute delete the turn starts
+    """Close the turns whose process died (see chat/turn/leases.py), and once a minute delete the turn starts
     too old to count for a limit; a failure is logged, not raised."""
     global _pruned_at
     try:

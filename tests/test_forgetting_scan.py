@@ -19,10 +19,10 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 
 from accounts.services import api_token_create
-from chat.agent import Turn
 from chat.models import AgentState, Conversation, ConversationMarker, Message
 from chat.services import conversation_create
 from chat.turn import cut
+from chat.turn.agent import Turn
 from memory.models import ExtractionRun, Memory
 from tests.helpers import make_memory, make_user, run, say
 from tests.scan import scan_beyond_display_log, scan_for

@@ -12,11 +12,11 @@ from asgiref.sync import sync_to_async
 
 from accounts.models import User
 from chat import extensions
-from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.llm import ToolCall
 from chat.models import AgentState, Conversation, Message
 from chat.services import ConversationBusy, InvalidMessage, RunSlotsFull, conversation_create, conversation_delete
+from chat.turn.agent import Turn
 from chat.turn.model_input import TurnEvent
 from tests.chat.fake_tools import EchoTool
 from tests.factories import UserFactory

@@ -9,9 +9,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from accounts.models import User
-from chat.agent import Turn
 from chat.models import AgentState, Conversation, Message
 from chat.turn import compaction, cut
+from chat.turn.agent import Turn
 from chat.turn.model_input import TurnEvent
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 

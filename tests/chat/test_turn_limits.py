@@ -8,8 +8,8 @@ from typing import Any, cast
 import pytest
 
 from accounts.models import User
-from chat.agent import Turn
 from chat.models import AgentState, Conversation, Message
+from chat.turn.agent import Turn
 from chat.turn.model_input import TurnEvent
 from tests.chat.fake_tools import EchoTool
 

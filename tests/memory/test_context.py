@@ -8,10 +8,10 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from accounts.models import User
-from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.models import AgentState, Message
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import services
 from memory.context import BACKGROUND_HEADER, SERVING_HEADER, block_for_turn, memory_block, memory_recall_summary
 from memory.models import Memory, MemoryUse

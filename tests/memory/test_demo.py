@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat.agent import Turn
 from chat.models import Message
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import tasks
 from memory.demo import demo_judge, demo_tool_trigger, judge_answer
 from memory.judge import ActiveMemory, PendingMessage, judge_prompt, render_input

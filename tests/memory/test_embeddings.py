@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat.agent import Turn
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import services
 from memory.context import BACKGROUND_HEADER
 from memory.models import Memory, MemoryVector

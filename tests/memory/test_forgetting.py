@@ -16,9 +16,9 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import User
-from chat.agent import Turn
 from chat.models import AgentState, ConversationMarker
 from chat.services import conversation_create, conversation_delete
+from chat.turn.agent import Turn
 from memory import forgetting, pipeline, retention, services
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory

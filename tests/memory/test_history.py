@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat import extensions, services
-from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.models import Conversation, Message
+from chat.turn import transactions
+from chat.turn.agent import Turn
 from memory import history
 from memory.models import Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
@@ -22,14 +23,14 @@ from tests.helpers import make_memory, make_user
 
 
 def exchange(user: User, conversation: Conversation, text: str, reply: str = "Noted.") -> Message:
-    started = services.turn_start(user=user, conversation=conversation, content=text)
-    services.turn_finish(turn=started, status="complete", content=reply, new_items=[])
+    started = transactions.turn_start(user=user, conversation=conversation, content=text)
+    transactions.turn_finish(turn=started, status="complete", content=reply, new_items=[])
     return started.user_message
 
 
 def ctx_in_new_conversation(user: User, text: str = "What did I say?") -> TurnContext:
     conversation = services.conversation_create(user=user, title="Today")
-    started = services.turn_start(user=user, conversation=conversation, content=text)
+    started = transactions.turn_start(user=user, conversation=conversation, content=text)
     return TurnContext(user=user, conversation=conversation, user_message=started.user_message)
 
 

@@ -14,10 +14,10 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from accounts.models import User
-from chat.agent import Turn
 from chat.llm import get_chat_model
 from chat.models import ConversationMarker, Message, ProviderTicket
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import tasks
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task

@@ -6,10 +6,10 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat import extensions
-from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.llm import LLMError
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import pipeline, tools
 from memory.models import Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse

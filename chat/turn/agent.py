@@ -42,7 +42,7 @@ from chat.llm import (
     get_chat_model,
 )
 from chat.models import Conversation, Message
-from chat.turn import compaction, context_budget, tokens
+from chat.turn import compaction, context_budget, tokens, transactions
 from chat.turn.deadlines import Deadline
 from chat.turn.model_input import CUT_SHORT, TurnEvent, build_model_input
 
@@ -93,7 +93,7 @@ def _begin(
     retry: bool = False,
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
-) -> tuple[services.StartedTurn, list[dict[str, Any]] | None]:
+) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
     conversation is looked up here too (Http404 unless it is the user's). The input is None when
@@ -101,9 +101,11 @@ def _begin(
     if not isinstance(conversation, Conversation):
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
-        started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id, origin=origin)
+        started = transactions.turn_retry_start(
+            user=user, conversation=conversation, message_id=message_id, origin=origin
+        )
     else:
-        started = services.turn_start(user=user, conversation=conversation, content=content, origin=origin)
+        started = transactions.turn_start(user=user, conversation=conversation, content=content, origin=origin)
     try:
         ctx = TurnContext(
             user=started.user,
@@ -118,7 +120,7 @@ def _begin(
 
 
 _begin_async = database_sync_to_async(_begin, thread_sensitive=False)
-_turn_finish = database_sync_to_async(services.turn_finish, thread_sensitive=False)
+_turn_finish = database_sync_to_async(transactions.turn_finish, thread_sensitive=False)
 _model_input = database_sync_to_async(lambda ctx, context: build_model_input(ctx, context), thread_sensitive=False)
 # Summarizing waits for the model: off the shared ORM thread too.
 _fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=False)
@@ -161,7 +163,7 @@ class TurnBudget:
 
 @dataclass
 class Turn:
-    started: services.StartedTurn
+    started: transactions.StartedTurn
     model: ChatModel
     _text: list[str] = field(default_factory=list)
     _items: list[dict[str, Any]] = field(default_factory=list)
@@ -204,7 +206,9 @@ class Turn:
         return cls._started(started, model, messages)
 
     @classmethod
-    def _started(cls, started: services.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None) -> Turn:
+    def _started(
+        cls, started: transactions.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None
+    ) -> Turn:
         budget = context_budget.budget_of(context_window=started.context_window, token_ratio=started.token_ratio)
         return cls(started=started, model=model, _budget=budget, _first_input=messages)
 
