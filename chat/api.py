@@ -14,7 +14,7 @@ from ninja.responses import NinjaJSONEncoder, Status
 from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
-from chat import extensions, runner, selectors, services
+from chat import extensions, selectors, services
 from chat.models import Message
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
@@ -29,6 +29,7 @@ from chat.schemas import (
     TurnErrorOut,
     TurnOut,
 )
+from chat.turn import runner
 from chat.turn.model_input import TurnEvent
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 

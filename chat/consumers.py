@@ -53,7 +53,7 @@ from django.utils.translation import gettext as _
 
 from accounts.middleware import socket_language
 from accounts.models import User
-from chat import runner, selectors, services
+from chat import selectors, services
 from chat.extensions import user_group
 from chat.fragments import (
     delta_html,
@@ -67,8 +67,7 @@ from chat.fragments import (
     turn_state_html,
 )
 from chat.models import Conversation, Message
-from chat.runner import FLUSH_SECONDS  # noqa: F401  (kept importable here: the batching interval)
-from chat.turn import pages
+from chat.turn import fanout, pages, runner
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +125,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     def _to_inbox(self, event: dict[str, Any]) -> None:
         """A turn of this process (chat/pages.py): queued without waiting, so a slow page holds up no one."""
-        if self._inbox.qsize() >= INBOX_LIMIT and event["type"] in runner.SKIPPABLE:
+        if self._inbox.qsize() >= INBOX_LIMIT and event["type"] in fanout.SKIPPABLE:
             return  # far behind: the text is caught up from the next full text
         self._inbox.put_nowait(event)
 
@@ -161,7 +160,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 await self._go_live()
 
     def _groups(self) -> tuple[str, str]:
-        return user_group(self.user.pk), runner.conversation_group(self.conversation.pk)
+        return user_group(self.user.pk), fanout.conversation_group(self.conversation.pk)
 
     async def _degrade(self, exc: Exception) -> None:
         logger.warning("channel layer unavailable (%s); this page falls back to polling", exc)
