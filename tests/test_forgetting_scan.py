@@ -26,6 +26,7 @@ from chat.turn.agent import Turn
 from memory.models import ExtractionRun, Memory
 from tests.helpers import make_memory, make_user, run, say
 from tests.scan import scan_beyond_display_log, scan_for
+from tests.turns import run_to_end
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.needs_memory]
 
@@ -56,7 +57,7 @@ def api(user: Any) -> Client:
 def turn(user: Any, conversation: Any, content: str) -> None:
     async def go() -> None:
         started = await Turn.begin(user=user, conversation=conversation, content=content)
-        assert (await started.run_to_end()).type == "done"
+        assert (await run_to_end(started)).type == "done"
 
     async_to_sync(go)()
 

@@ -4,7 +4,7 @@
     turn = await Turn.begin_retry(user=..., conversation=...)          # the failed latest reply, again
     async for event in turn.events(): ...                                # "start", "delta", "tool", "done" | "error"
 
-Run by chat/runner.py, detached from any connection, for the JSON API (plain and server-sent events)
+Run by chat/turn/runner.py, detached from any connection, for the JSON API (plain and server-sent events)
 and the WebSocket consumer alike.
 
 However a turn ends it is saved exactly once and the conversation is unlocked: "complete"; "error" with
@@ -169,7 +169,7 @@ class Turn:
     _items: list[dict[str, Any]] = field(default_factory=list)
     _step_text: list[str] = field(default_factory=list)
     _finished: Message | None = None
-    # Context budget (chat.compaction): loaded at the first step; whether a refusal for length was already
+    # Context budget (chat.turn.context_budget): loaded at the first step; whether a refusal for length was already
     # retried; whether the turn failed for length (then it leaves the state as it found it, or smaller).
     _budget: context_budget.Budget | None = None
     _refused: bool = False
@@ -397,11 +397,3 @@ class Turn:
                 context=self.started.context,
             )
         return self._finished
-
-    async def run_to_end(self) -> TurnEvent:
-        """Run the whole turn; returns the final "done" or "error" event."""
-        last = TurnEvent("error")
-        async with aclosing(self.events()) as events:
-            async for event in events:
-                last = event
-        return last

@@ -14,6 +14,7 @@ from chat.turn import compaction, cut
 from chat.turn.agent import Turn
 from chat.turn.model_input import TurnEvent
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.turns import run_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,7 +40,7 @@ def said(i: int) -> str:
 
 async def turn(user: User, conversation: Conversation, content: str) -> TurnEvent:
     started = await Turn.begin(user=user, conversation=conversation, content=content)
-    return await started.run_to_end()
+    return await run_to_end(started)
 
 
 async def display(conversation: Conversation) -> list[tuple[str, str]]:
@@ -254,7 +255,7 @@ async def test_background_compaction_never_applies_while_a_turn_holds_the_lock(
     running = await Turn.begin(user=user, conversation=conversation, content="A turn in progress")
     assert await _compact_in_background(conversation) == "changed"
     assert (await state_of(conversation)).compactions == 0
-    assert (await running.run_to_end()).type == "done"  # and the running turn saves normally
+    assert (await run_to_end(running)).type == "done"  # and the running turn saves normally
     assert (await state_of(conversation)).context[-2]["content"] == "A turn in progress"
 
 

@@ -25,6 +25,7 @@ from memory.models import ExtractionRun, Memory
 from memory.notices import mark_conversation
 from tests.helpers import make_memory, make_user, run, say
 from tests.scan import scan_beyond_display_log, scan_for
+from tests.turns import run_to_end
 
 SENTENCE = "Keeps bees on the roof of a building in Marseille."
 
@@ -118,7 +119,7 @@ async def test_a_turn_that_finishes_after_a_delete_saves_no_copy_in_its_state(fa
     gated.gate = asyncio.Event()
 
     turn = await Turn.begin(user=user, conversation=conversation, content="Remember that my dog Pastis fears bees.")
-    task = asyncio.create_task(turn.run_to_end())
+    task = asyncio.create_task(run_to_end(turn))
     while len(fake_model.requests) < 2:  # the tool ran; the reply waits at its gate
         await asyncio.sleep(0.02)
     new = await Memory.objects.aget(owner=user, content=learned)
