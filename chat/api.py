@@ -120,7 +120,7 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 
 
 async def _sse_stream(events: asyncio.Queue[TurnEvent | None]) -> AsyncIterator[bytes]:
-    # The turn runs on its own (chat/runner.py): a client that goes away only stops listening, and the
+    # The turn runs on its own (chat/turn/runner.py): a client that goes away only stops listening, and the
     # reply is still completed and saved. Only Stop (POST .../stop, or a page's Stop) stops it.
     while (event := await events.get()) is not None:
         # Under load several events wait by the time this runs: one write (and one ASGI message) for all.

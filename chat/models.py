@@ -52,7 +52,7 @@ class AgentState(models.Model):
     # Optimistic concurrency: a save must name the version it read.
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
-    # Compaction (chat.compaction): how often the oldest part of `context` was replaced by a summary,
+    # Compaction (chat.turn.compaction): how often the oldest part of `context` was replaced by a summary,
     # and the last user message (display log) whose turn the summary covers, where the page shows it.
     compactions = models.PositiveIntegerField(default=0)
     summarized_through = models.ForeignKey(

@@ -39,7 +39,7 @@ def message_list(*, conversation: Conversation) -> QuerySet[Message]:
 
 @dataclass(frozen=True)
 class ContextSize:
-    """How big a conversation's agent state is, and how often it was compacted (chat.compaction)."""
+    """How big a conversation's agent state is, and how often it was compacted (chat.turn.compaction)."""
 
     items: int
     tokens: int

@@ -40,7 +40,7 @@ class StartedTurn:
     context: list[dict[str, Any]]
     state_version: int
     retry: bool = False  # regenerating a failed reply in place (turn_retry_start)
-    # The state's learned context window and token calibration (chat.compaction's budget), read with it.
+    # The state's learned context window and token calibration (chat.turn.context_budget), read with it.
     context_window: int | None = None
     token_ratio: float | None = None
 
