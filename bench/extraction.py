@@ -87,10 +87,10 @@ def make_user(name: str) -> Any:
 
 def turn(user: Any, conversation: Any, text: str) -> Any:
     """One chat turn through the real services, without a model: start, then finish (commit → hook)."""
-    from chat import services
+    from chat.turn import transactions
 
-    started = services.turn_start(user=user, conversation=conversation, content=text)
-    services.turn_finish(
+    started = transactions.turn_start(user=user, conversation=conversation, content=text)
+    transactions.turn_finish(
         turn=started, status="complete", content="A reply.", new_items=[{"role": "assistant", "content": "A reply."}]
     )
     return started.user_message

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/long_conversation.py [--turns 300] [--window 4000] [--sync-turns 100]
 
-Runs real chat turns (chat.agent.Turn, scratch SQLite database) against tests/fake_openai.py with a context
+Runs real chat turns (chat.turn.agent.Turn, scratch SQLite database) against tests/fake_openai.py with a context
 window: a request whose prompt (counted by the fake, like a tokenizer would) plus its max_tokens exceeds the
 window is answered HTTP 400 `context_length_exceeded`. CHAT_CONTEXT_TOKENS is set to the same window.
 
@@ -87,10 +87,10 @@ async def run_scenario(server: Any, *, turns: int, background: bool) -> dict[str
 
     import chat.tasks
     from accounts.models import User
-    from chat import compaction
-    from chat.agent import Turn
     from chat.models import AgentState
     from chat.services import conversation_create
+    from chat.turn import compaction
+    from chat.turn.agent import Turn
 
     queued: list[Any] = []
     hook_seconds: list[float] = []

@@ -172,23 +172,24 @@ def time_turns(user: Any, turns: int, *, indexed: bool) -> tuple[list[float], li
     """Wall-clock and CPU ms (this process's) of a turn's two transactions, with or without the index."""
     from chat import services
     from chat.search import index
+    from chat.turn import transactions
 
     conversation = services.conversation_create(user=user)
-    real = services.search_index_messages
+    real = transactions.search_index_messages
     if not indexed:
-        services.search_index_messages = lambda **kwargs: None  # type: ignore[assignment]
+        transactions.search_index_messages = lambda **kwargs: None  # type: ignore[assignment]
     wall, cpu = [], []
     try:
         for n in range(turns):
             started, cpu_started = time.perf_counter(), time.process_time()
             text = f"Turn {n}: which phone for travel?"
-            turn = services.turn_start(user=user, conversation=conversation, content=text)
+            turn = transactions.turn_start(user=user, conversation=conversation, content=text)
             reply = "A small phone with a big battery, and a camera that is good enough. " * 10
-            services.turn_finish(turn=turn, status="complete", content=reply, new_items=[])
+            transactions.turn_finish(turn=turn, status="complete", content=reply, new_items=[])
             wall.append((time.perf_counter() - started) * 1000)
             cpu.append((time.process_time() - cpu_started) * 1000)
     finally:
-        services.search_index_messages = real
+        transactions.search_index_messages = real
         assert index.search_index_messages is real
     return wall, cpu
 

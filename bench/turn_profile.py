@@ -63,11 +63,12 @@ def traced(name: str, func: Any) -> Any:
 def install() -> None:
 
     from accounts import auth
-    from chat import agent, api, selectors, services
+    from chat import api, selectors
+    from chat.turn import agent, transactions
 
     auth.api_token_authenticate = traced("authenticate", auth.api_token_authenticate)  # type: ignore[assignment]
     selectors.conversation_get_for_user = traced("conversation lookup", selectors.conversation_get_for_user)
-    services.turn_start = traced("turn_start", services.turn_start)  # looked up by agent._begin at each call
+    transactions.turn_start = traced("turn_start", transactions.turn_start)  # looked up by agent._begin at each call
     agent.build_model_input = traced("build_model_input", agent.build_model_input)
     sse_for = api._sse_for
 

@@ -7,9 +7,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from chat import compaction, services
+from chat import services
 from chat.models import AgentState, Conversation, Message
 from chat.search.index import search_index_title
+from chat.turn import context_budget
 
 
 def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: str) -> list[LogEntry]:
@@ -30,10 +31,10 @@ def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: st
 class StateSizeMixin:
     @admin.display(description=_("state size"))
     def state_size(self, state: AgentState) -> str:
-        """Items and estimated tokens of the agent state (chat.tokens)."""
+        """Items and estimated tokens of the agent state (chat.turn.tokens)."""
         return _("%(items)d items, ~%(tokens)s tokens") % {
             "items": len(state.context),
-            "tokens": f"{compaction.state_tokens(state):,}",
+            "tokens": f"{context_budget.state_tokens(state):,}",
         }
 
 

@@ -14,8 +14,7 @@ from ninja.responses import NinjaJSONEncoder, Status
 from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
-from chat import extensions, runner, selectors, services
-from chat.agent import TurnEvent
+from chat import extensions, selectors, services
 from chat.models import Message
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
@@ -30,6 +29,8 @@ from chat.schemas import (
     TurnErrorOut,
     TurnOut,
 )
+from chat.turn import runner
+from chat.turn.model_input import TurnEvent
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 
 router = Router(tags=["conversations"])
@@ -119,7 +120,7 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 
 
 async def _sse_stream(events: asyncio.Queue[TurnEvent | None]) -> AsyncIterator[bytes]:
-    # The turn runs on its own (chat/runner.py): a client that goes away only stops listening, and the
+    # The turn runs on its own (chat/turn/runner.py): a client that goes away only stops listening, and the
     # reply is still completed and saved. Only Stop (POST .../stop, or a page's Stop) stops it.
     while (event := await events.get()) is not None:
         # Under load several events wait by the time this runs: one write (and one ASGI message) for all.

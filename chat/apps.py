@@ -18,7 +18,7 @@ class ChatConfig(AppConfig):
         from chat.tasks import on_turn_finished
         from chat.views import layout_sidebar
 
-        # Long conversations: summarize the agent state in the background after a turn (chat.compaction).
+        # Long conversations: summarize the agent state in the background after a turn (chat.turn.compaction).
         extensions.turn_finished.connect(on_turn_finished, dispatch_uid="chat.compaction.on_turn_finished")
         user_logged_out.connect(on_logged_out, dispatch_uid="chat.close_sockets_on_logout")
         password_changed.connect(on_password_changed, dispatch_uid="chat.close_sockets_on_password_change")

@@ -7,9 +7,9 @@ The browser (htmx's ws extension) sends JSON form values:
 and receives HTML fragments that htmx swaps in by id: the same partials the page renders
 (chat/_message.html and friends, see chat/fragments.py), so the live page always equals a reload.
 
-A turn does not belong to the socket that started it: it runs in chat/runner.py and its events reach
+A turn does not belong to the socket that started it: it runs in chat/turn/runner.py and its events reach
 every page open on the conversation, so every tab shows the live reply and has Stop: a page in the
-process that runs the turn gets them straight into its inbox (chat/pages.py), a page in another web
+process that runs the turn gets them straight into its inbox (chat/turn/pages.py), a page in another web
 process through the conversation's channel layer group. Closing the page or losing the connection
 leaves the turn running. A page that connects mid-reply gets the text so far, then the live stream:
 `_shown` counts the characters each reply shows here, so a delta that overlaps is trimmed and one
@@ -53,7 +53,7 @@ from django.utils.translation import gettext as _
 
 from accounts.middleware import socket_language
 from accounts.models import User
-from chat import pages, runner, selectors, services
+from chat import selectors, services
 from chat.extensions import user_group
 from chat.fragments import (
     delta_html,
@@ -67,7 +67,7 @@ from chat.fragments import (
     turn_state_html,
 )
 from chat.models import Conversation, Message
-from chat.runner import FLUSH_SECONDS  # noqa: F401  (kept importable here: the batching interval)
+from chat.turn import fanout, pages, runner
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +124,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await await_many_dispatch([receive, self._layer_receive, self._inbox_receive], self.dispatch)
 
     def _to_inbox(self, event: dict[str, Any]) -> None:
-        """A turn of this process (chat/pages.py): queued without waiting, so a slow page holds up no one."""
-        if self._inbox.qsize() >= INBOX_LIMIT and event["type"] in runner.SKIPPABLE:
+        """A turn of this process (chat/turn/pages.py): queued without waiting, so a slow page holds up no one."""
+        if self._inbox.qsize() >= INBOX_LIMIT and event["type"] in fanout.SKIPPABLE:
             return  # far behind: the text is caught up from the next full text
         self._inbox.put_nowait(event)
 
@@ -160,7 +160,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 await self._go_live()
 
     def _groups(self) -> tuple[str, str]:
-        return user_group(self.user.pk), runner.conversation_group(self.conversation.pk)
+        return user_group(self.user.pk), fanout.conversation_group(self.conversation.pk)
 
     async def _degrade(self, exc: Exception) -> None:
         logger.warning("channel layer unavailable (%s); this page falls back to polling", exc)
@@ -224,7 +224,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.push(html)
 
     async def disconnect(self, code: int) -> None:
-        # The turn goes on without this page (chat/runner.py); only Stop stops it.
+        # The turn goes on without this page (chat/turn/runner.py); only Stop stops it.
         self._closed = True
         if self._unwatch is not None:
             self._unwatch()
@@ -284,7 +284,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         async with self._send_lock:
             await self.send(text_data=html)
 
-    # --- a turn's events (chat/runner.py), from the conversation's group ---
+    # --- a turn's events (chat/turn/runner.py), from the conversation's group ---
 
     async def turn_begin(self, event: dict[str, Any]) -> None:
         self._shown[event["message_id"]] = 0
@@ -315,7 +315,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.push(event["html"])
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        # The channel layer's copy of a turn that runs here came to the inbox already (chat/pages.py).
+        # The channel layer's copy of a turn that runs here came to the inbox already (chat/turn/pages.py).
         if message["type"] in TURN_EVENTS and pages.ran_here(message.get("message_id")):
             return
         # Not AsyncConsumer.dispatch: before every handler it closes old database connections in the

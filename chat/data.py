@@ -4,6 +4,7 @@ conversation's messages that other conversations keep (tool results that quoted 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,9 @@ from django.http import HttpRequest
 from accounts.models import User
 from chat import extensions
 from chat.models import AgentState, Conversation, Message
+from chat.services import conversations_erase
+from chat.sessions import user_sockets_close
+from chat.views import sidebar_context
 
 DELETED_MESSAGE = "(a message that was since deleted)"
 # A shorter message ("ok", "yes") is not searched for in other conversations' tool results.
@@ -40,9 +44,6 @@ def conversations_export(user: User) -> Iterator[dict[str, Any]]:
 def account_erase(user: User) -> None:
     """Delete every conversation of the user (messages, markers, agent states go with them, and the
     conversation erasers run); close the user's open sockets once the deletion commits."""
-    from chat.services import conversations_erase
-    from chat.sessions import user_sockets_close
-
     ids = list(Conversation.objects.filter(owner=user).values_list("pk", flat=True))
     conversations_erase(user_id=user.pk, conversation_ids=ids)
     Conversation.objects.filter(owner=user).delete()
@@ -51,8 +52,6 @@ def account_erase(user: User) -> None:
 
 
 def _forms(text: str) -> list[str]:
-    import json
-
     variants = {text, text.strip(), " ".join(text.split())}
     forms = {form for v in variants for form in (v, json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1])}
     return sorted((f for f in forms if len(f) >= QUOTE_MIN_CHARS), key=len, reverse=True)
@@ -86,6 +85,4 @@ def _tool_item_redact(item: Any, forms: list[str]) -> Any:
 
 def account_page_context(request: HttpRequest) -> dict[str, Any]:
     """Settings → Account in the app's layout: the sidebar's conversation list."""
-    from chat.views import sidebar_context
-
     return {**sidebar_context(request.user), "current": None, "layout": "chat/settings_layout.html"}  # type: ignore[arg-type]

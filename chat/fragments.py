@@ -1,7 +1,7 @@
 """Chat's HTML fragments: every piece of markup the chat pushes or answers outside a full page.
 
 Each one renders a partial under chat/templates/chat/ (the same partials the page renders, so the live
-page always equals a reload). The WebSocket pushes (chat/consumers.py, chat/runner.py) and the HTMX
+page always equals a reload). The WebSocket pushes (chat/consumers.py, chat/turn/runner.py) and the HTMX
 answers (chat/views.py) all come through here; the runner renders each event once, whatever the number
 of tabs.
 """
@@ -15,10 +15,10 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from chat import extensions
-from chat.agent import TurnEvent
-from chat.compaction import SUMMARIZING
 from chat.models import Conversation, Message
 from chat.selectors import SummaryDivider
+from chat.turn.compaction import SUMMARIZING
+from chat.turn.model_input import TurnEvent
 
 RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 

@@ -11,7 +11,7 @@ waits before every call, the pieces of a split batch included.
 
 Tickets are leases a dead process cannot hold: a waiting ticket is renewed at each look
 (WAIT_LEASE_SECONDS), a sending one for as long as its call may take, and whoever looks next deletes a
-ticket whose lease ran out or whose process is gone from this host (chat.leases' process identity).
+ticket whose lease ran out or whose process is gone from this host (chat.turn.process).
 
 Without LLM_MAX_CONCURRENCY (0, the default) chat does not queue at all; background calls still take
 turns, at most MEMORY_JUDGE_CONCURRENCY at once (an alias kept for one release, as is
@@ -35,9 +35,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from chat.leases import owner, owner_is_dead
 from chat.llm import ChatModel, LLMError, StreamChunk
 from chat.models import ProviderTicket
+from chat.turn.process import owner, owner_is_dead
 
 Priority = ProviderTicket.Priority
 POLL_SECONDS = 0.2

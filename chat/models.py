@@ -24,7 +24,7 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The per-conversation turn lock, held as a lease: the process running the turn renews it every
-    # few seconds (chat/leases.py), so a turn whose process died is found and closed within seconds.
+    # few seconds (chat/turn/leases.py), so a turn whose process died is found and closed within seconds.
     lock_token = models.UUIDField(null=True, blank=True, editable=False)
     lock_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Which process runs the turn ("host:pid:boot"), so a restarted server recovers its own dead turns at once.
@@ -52,7 +52,7 @@ class AgentState(models.Model):
     # Optimistic concurrency: a save must name the version it read.
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
-    # Compaction (chat.compaction): how often the oldest part of `context` was replaced by a summary,
+    # Compaction (chat.turn.compaction): how often the oldest part of `context` was replaced by a summary,
     # and the last user message (display log) whose turn the summary covers, where the page shows it.
     compactions = models.PositiveIntegerField(default=0)
     summarized_through = models.ForeignKey(
@@ -63,7 +63,7 @@ class AgentState(models.Model):
     # The state version a background compaction last ran for: never twice for the same state (its summary
     # calls hold the provider, and a state that did not change would be summarized the same way again).
     compacted_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # The provider's own prompt size over our estimate (chat.tokens.calibrated_ratio); None until reported.
+    # The provider's own prompt size over our estimate (chat.turn.tokens.calibrated_ratio); None until reported.
     token_ratio = models.FloatField(null=True, blank=True, editable=False)
     # A context window the provider stated when refusing a request, when smaller than CHAT_CONTEXT_TOKENS.
     context_window = models.PositiveIntegerField(null=True, blank=True, editable=False)
@@ -201,7 +201,7 @@ class SearchEntry(models.Model):
 class ProviderTicket(models.Model):
     """A request's place in a model provider's queue (chat.model_queue, LLM_MAX_CONCURRENCY): waiting
     (`granted_at` null) or sending. A lease: `expires_at` is renewed while its process waits or reads the
-    reply, and a ticket whose process is gone (`owner`, as chat.leases records it) or whose lease ran out
+    reply, and a ticket whose process is gone (`owner`, as chat.turn.process records it) or whose lease ran out
     is deleted by whoever looks next. Holds no words: which provider, how urgent, whose process."""
 
     class Priority(models.IntegerChoices):

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from chat.models import AgentState, Conversation, Message
+from chat.turn import context_budget, cut
 
 
 def conversation_list(*, user: User) -> QuerySet[Conversation]:
@@ -38,7 +39,7 @@ def message_list(*, conversation: Conversation) -> QuerySet[Message]:
 
 @dataclass(frozen=True)
 class ContextSize:
-    """How big a conversation's agent state is, and how often it was compacted (chat.compaction)."""
+    """How big a conversation's agent state is, and how often it was compacted (chat.turn.compaction)."""
 
     items: int
     tokens: int
@@ -48,16 +49,14 @@ class ContextSize:
 
 
 def conversation_context_size(*, conversation: Conversation) -> ContextSize:
-    from chat import compaction
-
     state = AgentState.objects.filter(conversation=conversation).first()
     if state is None:
         return ContextSize(items=0, tokens=0, compactions=0, summary=None, summarized_through_id=None)
     return ContextSize(
         items=len(state.context),
-        tokens=compaction.state_tokens(state),
+        tokens=context_budget.state_tokens(state),
         compactions=state.compactions,
-        summary=compaction.summary_of(state.context),
+        summary=cut.summary_of(state.context),
         summarized_through_id=state.summarized_through_id,
     )
 

@@ -9,10 +9,11 @@ from asgiref.sync import async_to_sync
 from celery import shared_task
 from channels.layers import get_channel_layer
 
-from chat import compaction, selectors, services
+from chat import selectors, services
 from chat.extensions import user_group
 from chat.fragments import summary_divider_html
 from chat.models import Conversation
+from chat.turn import compaction
 
 logger = logging.getLogger(__name__)
 

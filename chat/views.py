@@ -44,7 +44,7 @@ def _user(request: HttpRequest) -> User:
 
 def with_retry(messages: Iterable[Message]) -> list[Message]:
     """The messages, the latest marked for a Retry button when it is a reply that failed or was
-    stopped: Retry writes that reply again in place (services.turn_retry_start)."""
+    stopped: Retry writes that reply again in place (chat.turn.transactions.turn_retry_start)."""
     items = list(messages)
     if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status in RETRYABLE:
         items[-1].retryable = True  # type: ignore[attr-defined]

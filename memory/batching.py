@@ -24,7 +24,7 @@ from datetime import date
 from django.conf import settings
 
 from chat.llm import server_facts
-from chat.tokens import estimate_request, scaled
+from chat.turn.tokens import estimate_request, scaled
 from memory import judge
 
 CUT_NOTE = " […the rest of this message was too long to show]"

@@ -6,7 +6,7 @@ quickly; back to 1 s once it has run for a minute), and the other one keeps runn
 SIGTERM stops both cleanly (SIGTERM, then SIGKILL after 15 s) and exits.
 
 A restarted web server first closes the replies its dead predecessor was writing (saved
-"interrupted", their conversations free again; see chat/leases.py), then serves; the browser's
+"interrupted", their conversations free again; see chat/turn/leases.py), then serves; the browser's
 socket reconnects on its own. A restarted worker sweeps for extraction work left behind
 (memory/recovery.py).
 

@@ -114,7 +114,7 @@ class FakeModelController:
         ScriptedChatModel.judge_answers.append(json.dumps(answer) if isinstance(answer, dict) else answer)
 
     def summary(self, answer: str | Exception) -> None:
-        """The next summary the model writes (chat.compaction), or the error it raises instead."""
+        """The next summary the model writes (chat.turn.compaction), or the error it raises instead."""
         ScriptedChatModel.summary_answers.append(answer)
 
     @property

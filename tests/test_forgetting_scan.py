@@ -19,13 +19,14 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 
 from accounts.services import api_token_create
-from chat import compaction
-from chat.agent import Turn
 from chat.models import AgentState, Conversation, ConversationMarker, Message
 from chat.services import conversation_create
+from chat.turn import cut
+from chat.turn.agent import Turn
 from memory.models import ExtractionRun, Memory
 from tests.helpers import make_memory, make_user, run, say
 from tests.scan import scan_beyond_display_log, scan_for
+from tests.turns import run_to_end
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.needs_memory]
 
@@ -56,7 +57,7 @@ def api(user: Any) -> Client:
 def turn(user: Any, conversation: Any, content: str) -> None:
     async def go() -> None:
         started = await Turn.begin(user=user, conversation=conversation, content=content)
-        assert (await started.run_to_end()).type == "done"
+        assert (await run_to_end(started)).type == "done"
 
     async_to_sync(go)()
 
@@ -98,7 +99,7 @@ def learn_everything(fake_model: Any, username: str = "alice") -> Learned:
     # What the model was told before: an assistant item and a compaction summary quoting memories.
     state = AgentState.objects.get(conversation=other)
     state.context = [
-        compaction.summary_item(f"The user asked what is remembered; the answer listed: {LEARNED_ZH} {ADDED}"),
+        cut.summary_item(f"The user asked what is remembered; the answer listed: {LEARNED_ZH} {ADDED}"),
         *state.context,
         {"role": "user", "content": "What do you remember about me?"},
         {"role": "assistant", "content": f"I remember: {FLUSHED} {EDITED} {BEFORE_EDIT}"},

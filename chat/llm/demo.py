@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 
 from chat import extensions
 from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
+from chat.turn.model_input import system_prompt
 
 WORD_DELAY_SECONDS = 0.02
 
@@ -29,8 +30,6 @@ def _last_index(messages: Messages, role: str) -> int | None:
 def _background_lines(messages: Messages) -> list[str]:
     """Bullet lines from the context-provider blocks (e.g. memories): what follows the system prompt in
     the (single) system message, or the system messages after the first."""
-    from chat.agent import system_prompt  # the agent imports this package
-
     systems = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
     if not systems:
         return []

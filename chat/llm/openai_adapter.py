@@ -33,7 +33,6 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.deadlines import Deadline
 from chat.llm import server_facts
 from chat.llm.base import (
     ChatModel,
@@ -48,6 +47,7 @@ from chat.llm.base import (
 )
 from chat.llm.errors import clean_provider_message, provider_error_code
 from chat.llm.toolcalls import ToolCallAssembler
+from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from chat import tokens
+from chat.turn import tokens
 
 logger = logging.getLogger(__name__)
 

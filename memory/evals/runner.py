@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from chat.llm import ChatModel, LLMError
-from chat.tokens import estimate_request, estimate_text
+from chat.turn.tokens import estimate_request, estimate_text
 from memory.evals.cases import Case
 from memory.evals.scoring import CaseScore, score_answer
 from memory.judge_call import call_judge

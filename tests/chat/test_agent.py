@@ -12,14 +12,16 @@ from asgiref.sync import sync_to_async
 
 from accounts.models import User
 from chat import extensions
-from chat.agent import Turn, TurnEvent
 from chat.extensions import TurnContext
 from chat.llm import ToolCall
 from chat.models import AgentState, Conversation, Message
 from chat.services import ConversationBusy, InvalidMessage, RunSlotsFull, conversation_create, conversation_delete
+from chat.turn.agent import Turn
+from chat.turn.model_input import TurnEvent
 from tests.chat.fake_tools import EchoTool
 from tests.factories import UserFactory
 from tests.fakes import Step
+from tests.turns import run_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,7 +37,7 @@ def reply_of(event: TurnEvent) -> Message:
 
 async def run_turn(user: User, conversation: Conversation, content: str = "Hello") -> TurnEvent:
     turn = await Turn.begin(user=user, conversation=conversation, content=content)
-    return await turn.run_to_end()
+    return await run_to_end(turn)
 
 
 async def collect(turn: Turn) -> list[TurnEvent]:
@@ -345,7 +347,7 @@ async def test_a_concurrent_turn_in_the_same_conversation_is_refused_and_writes_
     assert "Another reply" in str(refused.value)
     assert [m.content for m in await messages_of(conversation)] == ["first", ""]
 
-    await first.run_to_end()
+    await run_to_end(first)
     assert await lock_of(conversation) is None
     assert (await run_turn(user, conversation, "third")).type == "done"
 
@@ -368,9 +370,9 @@ async def test_a_third_concurrent_turn_of_one_user_is_refused_by_the_run_slots(
     other_conversation = await sync_to_async(conversation_create)(user=other)
     assert (await run_turn(other, other_conversation)).type == "done"
 
-    await turn_a.run_to_end()
+    await run_to_end(turn_a)
     assert (await run_turn(user, c, "c")).type == "done"
-    await turn_b.run_to_end()
+    await run_to_end(turn_b)
 
 
 async def test_an_expired_lock_neither_blocks_nor_takes_a_slot(
@@ -459,7 +461,7 @@ async def test_deleting_the_conversation_during_a_turn_ends_it_quietly(
 ) -> None:
     turn = await Turn.begin(user=user, conversation=conversation, content="Hello")
     await sync_to_async(conversation_delete)(conversation=await Conversation.objects.aget(pk=conversation.pk))
-    assert (await turn.run_to_end()).type == "done"
+    assert (await run_to_end(turn)).type == "done"
     assert await Message.objects.acount() == 0
     assert turn_hook_calls == []
 
@@ -547,7 +549,7 @@ async def test_cancelling_while_tools_run_leaves_every_tool_call_answered_in_the
         Step(tool_calls=[ToolCall(id="call_fast", name="fast", arguments="{}"), ToolCall("call_slow", "slow", "{}")])
     )
     turn = await Turn.begin(user=user, conversation=conversation, content="Use both")
-    task = asyncio.create_task(turn.run_to_end())
+    task = asyncio.create_task(run_to_end(turn))
     try:
         await asyncio.to_thread(slow.started.wait, 10)
         task.cancel()

@@ -11,7 +11,8 @@ from django.test import Client
 
 from accounts.models import User
 from chat.models import AgentState, Conversation, Message
-from chat.services import conversation_create, conversation_rename, turn_start
+from chat.services import conversation_create, conversation_rename
+from chat.turn.transactions import turn_start
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

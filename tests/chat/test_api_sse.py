@@ -13,7 +13,8 @@ from asgiref.sync import sync_to_async
 from accounts.models import User
 from accounts.services import api_token_create
 from chat.models import AgentState, Conversation, Message
-from chat.services import conversation_create, turn_start
+from chat.services import conversation_create
+from chat.turn.transactions import turn_start
 from tests.chat.fake_tools import EchoTool
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 

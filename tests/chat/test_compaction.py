@@ -9,10 +9,12 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from accounts.models import User
-from chat import compaction
-from chat.agent import Turn, TurnEvent
 from chat.models import AgentState, Conversation, Message
+from chat.turn import compaction, cut
+from chat.turn.agent import Turn
+from chat.turn.model_input import TurnEvent
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.turns import run_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,7 +40,7 @@ def said(i: int) -> str:
 
 async def turn(user: User, conversation: Conversation, content: str) -> TurnEvent:
     started = await Turn.begin(user=user, conversation=conversation, content=content)
-    return await started.run_to_end()
+    return await run_to_end(started)
 
 
 async def display(conversation: Conversation) -> list[tuple[str, str]]:
@@ -60,7 +62,7 @@ async def test_with_the_window_set_a_long_conversation_never_sends_a_request_abo
     assert provider.refused == 0
     assert max(provider.prompt_sizes) <= 1500
     state = await state_of(conversation)
-    assert state.compactions >= 1 and compaction.is_summary(state.context[0])
+    assert state.compactions >= 1 and cut.is_summary(state.context[0])
     log = await display(conversation)
     assert [c for r, c in log if r == "user"] == [said(i) for i in range(25)]  # every word, in order
 
@@ -134,7 +136,7 @@ async def test_a_failing_summarizer_falls_back_to_dropping_the_oldest_messages(
     event = await turn(user, conversation, "Go on.")
     assert event.type == "done", event.text
     state = await state_of(conversation)
-    assert state.compactions == 0 and not compaction.is_summary(state.context[0])
+    assert state.compactions == 0 and not cut.is_summary(state.context[0])
     assert state.context[0]["role"] == "user"  # cut before a user message
     assert "dropped the oldest part" in caplog.text
     assert len(await display(conversation)) == 22
@@ -238,7 +240,7 @@ async def test_background_compaction_applies_when_the_state_is_unchanged(
     assert await _compact_in_background(conversation) == "compacted"
     after = await state_of(conversation)
     assert after.version == before.version + 1 and after.compactions == 1
-    assert compaction.is_summary(after.context[0]) and after.compacting_since is None
+    assert cut.is_summary(after.context[0]) and after.compacting_since is None
     assert after.summarized_through_id is not None
     assert len(await display(conversation)) == 16  # the display log is untouched
 
@@ -253,7 +255,7 @@ async def test_background_compaction_never_applies_while_a_turn_holds_the_lock(
     running = await Turn.begin(user=user, conversation=conversation, content="A turn in progress")
     assert await _compact_in_background(conversation) == "changed"
     assert (await state_of(conversation)).compactions == 0
-    assert (await running.run_to_end()).type == "done"  # and the running turn saves normally
+    assert (await run_to_end(running)).type == "done"  # and the running turn saves normally
     assert (await state_of(conversation)).context[-2]["content"] == "A turn in progress"
 
 

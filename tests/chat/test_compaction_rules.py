@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat import compaction, tokens
-from chat.compaction import Budget, Compacted, compact, cut_points, drop_oldest, is_summary, split_at, summary_of
+from chat.turn import context_budget, cut, summary, tokens
+from chat.turn.context_budget import Budget
+from chat.turn.cut import cut_points, drop_oldest, is_summary, split_at, summary_of
+from chat.turn.summary import Compacted, compact
 
 
 def user(text: str) -> dict[str, Any]:
@@ -129,7 +131,7 @@ def test_nothing_to_compact_when_the_state_already_fits_what_is_kept() -> None:
 
 
 def test_dropping_the_oldest_items_keeps_the_summary_while_it_can() -> None:
-    state = [compaction.summary_item("short"), *conversation(10)]
+    state = [cut.summary_item("short"), *conversation(10)]
     dropped = drop_oldest(state, target=tokens.estimate_messages(state[:1] + state[-2:]))
     assert dropped == [state[0], *state[-2:]]
     assert drop_oldest(state, target=1) == []
@@ -142,21 +144,21 @@ def test_dropping_never_leaves_a_tool_result_alone() -> None:
 
 
 def test_clipped_text_fits_and_says_so() -> None:
-    clipped = compaction.clip_text("word " * 1000, 50)
+    clipped = cut.clip_text("word " * 1000, 50)
     assert tokens.estimate_text(clipped) <= 50 and clipped.endswith("[…]")
-    assert compaction.clip_text("short", 50) == "short"
+    assert cut.clip_text("short", 50) == "short"
 
 
 def test_the_reply_room_is_at_most_half_a_small_window(settings: Any) -> None:
     settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 4000, 4000
-    assert compaction.budget_for().input == 2000
+    assert context_budget.budget_for().input == 2000
     settings.CHAT_CONTEXT_TOKENS = 32000
-    assert compaction.budget_for().input == 28000
+    assert context_budget.budget_for().input == 28000
 
 
 def test_a_long_transcript_is_summarized_in_pieces_that_each_fit(fake_model: Any) -> None:
     budget = Budget(window=1200, reply=300)
-    compaction.summarize(previous="before", items=conversation(40), budget=budget, max_tokens=100)
+    summary.summarize(previous="before", items=conversation(40), budget=budget, max_tokens=100)
     requests = fake_model.summary_requests
     assert len(requests) > 1
     for request in requests:
@@ -166,7 +168,7 @@ def test_a_long_transcript_is_summarized_in_pieces_that_each_fit(fake_model: Any
 
 
 def test_the_summary_prompt_says_what_to_keep() -> None:
-    prompt = compaction.summary_prompt()
+    prompt = summary.summary_prompt()
     for phrase in ("decided", "open questions", "constraints", "Never invent", "earlier summary"):
         assert phrase.lower() in prompt.lower()
 

@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import User
-from chat import compaction
 from chat.models import AgentState, Conversation, Message
 from chat.services import conversation_create
+from chat.turn import compaction, context_budget, cut
 from tests.factories import MessageFactory
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ def compacted(user: User) -> Conversation:
         users.append(MessageFactory(conversation=conversation, user=user, content=f"question {i}"))
         MessageFactory(conversation=conversation, user=user, role=Message.Role.ASSISTANT, content=f"answer {i}")
     context = [
-        compaction.summary_item("The user compares two small phones; budget 600 euros."),
+        cut.summary_item("The user compares two small phones; budget 600 euros."),
         {"role": "user", "content": "question 2"},
         {"role": "assistant", "content": "answer 2"},
     ]
@@ -63,7 +63,7 @@ def test_the_api_reports_context_tokens_and_compactions(api_client: Client, comp
     body = api_client.get(f"/api/conversations/{compacted.pk}").json()
     state = AgentState.objects.get(conversation=compacted)
     assert body["compactions"] == 2
-    assert body["context_tokens"] == compaction.state_tokens(state) > 0
+    assert body["context_tokens"] == context_budget.state_tokens(state) > 0
     assert body["title"] == "Phones"
 
 
@@ -81,7 +81,7 @@ def test_a_new_conversation_reports_an_empty_context(api_client: Client, user: U
 def test_the_admin_shows_state_size_and_compactions(admin_client: Client, compacted: Conversation) -> None:
     state = AgentState.objects.get(conversation=compacted)
     listing = admin_client.get(reverse("admin:chat_agentstate_changelist")).content.decode()
-    assert f"3 items, ~{compaction.state_tokens(state):,} tokens" in listing
+    assert f"3 items, ~{context_budget.state_tokens(state):,} tokens" in listing
     page = admin_client.get(reverse("admin:chat_conversation_change", args=[compacted.pk])).content.decode()
     assert "3 items" in page and "Compactions" in page
 

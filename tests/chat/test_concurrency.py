@@ -16,7 +16,8 @@ from django.db import connection, connections, transaction
 
 from accounts.models import User
 from chat.models import Conversation, Message
-from chat.services import ConversationBusy, RunSlotsFull, TurnRejected, conversation_create, turn_start
+from chat.services import ConversationBusy, RunSlotsFull, TurnRejected, conversation_create
+from chat.turn.transactions import turn_start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

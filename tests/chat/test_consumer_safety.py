@@ -47,7 +47,7 @@ async def socket(alice: Any) -> AsyncIterator[WebsocketCommunicator]:
     communicator = WebsocketCommunicator(application, f"/ws/c/{conversation.pk}/", headers=headers)
     connected, _ = await communicator.connect()
     assert connected
-    # The page's first frame says it follows the conversation live (chat/runner.py).
+    # The page's first frame says it follows the conversation live (chat/turn/runner.py).
     assert 'id="turn-live"' in await communicator.receive_from(timeout=5)
     yield communicator
     await communicator.disconnect()

@@ -15,9 +15,10 @@ from channels.testing.websocket import WebsocketCommunicator  # (the package __i
 from django.conf import settings as django_settings
 from django.test import Client
 
-from chat import consumers, runner
+from chat import consumers
 from chat.llm import ChatModel, StreamChunk, TextDelta
 from chat.models import Conversation, Message
+from chat.turn import fanout, registry, runner
 from config.asgi import application
 from tests.factories import UserFactory
 
@@ -165,7 +166,7 @@ async def test_a_turn_shows_the_user_message_then_streams_deltas_then_the_saved_
 
 
 async def test_deltas_are_batched(alice: Any, conversation: Conversation, fake_model: Any, monkeypatch: Any) -> None:
-    monkeypatch.setattr(runner, "FLUSH_SECONDS", 3600)
+    monkeypatch.setattr(registry, "FLUSH_SECONDS", 3600)
     fake_model.reply(*[f"w{i} " for i in range(20)], delay=0.005)
     socket = await connected(alice, conversation)
     await send(socket, "Count")
@@ -468,7 +469,7 @@ class TestOverRedisChannelLayer:
         config: dict[str, Any] = django_settings.CHANNEL_LAYERS["default"]["CONFIG"]  # type: ignore[assignment]
         other = RedisChannelLayer(**config)
         remote = await other.new_channel()
-        await other.group_add(runner.conversation_group(conversation.pk), remote)
+        await other.group_add(fanout.conversation_group(conversation.pk), remote)
         try:
             fake_model.reply("Shared ", "reply")
             await send(socket, "Again")
@@ -479,23 +480,23 @@ class TestOverRedisChannelLayer:
             assert [m["type"] for m in received] == kinds
             assert "".join(m["text"] for m in received if m["type"] == "turn.delta") == "Shared reply"
         finally:
-            await other.group_discard(runner.conversation_group(conversation.pk), remote)
+            await other.group_discard(fanout.conversation_group(conversation.pk), remote)
             await other.close_pools()
         await socket.disconnect()
 
     async def test_the_layers_copy_of_a_turn_that_runs_here_is_not_shown_twice(
         self, alice: Any, conversation: Conversation
     ) -> None:
-        from chat import pages
+        from chat.turn import pages
 
         socket = await connected(alice, conversation)
         pages.turn_started_here(987654)
         await get_channel_layer().group_send(
-            runner.conversation_group(conversation.pk),
+            fanout.conversation_group(conversation.pk),
             {"type": "turn.begin", "message_id": 987654, "html": "<p>a duplicate</p>"},
         )
         await get_channel_layer().group_send(
-            runner.conversation_group(conversation.pk),
+            fanout.conversation_group(conversation.pk),
             {"type": "turn.begin", "message_id": 987655, "html": "<p>another process's turn</p>"},
         )
         frame = await socket.receive_from(timeout=5)
@@ -545,7 +546,7 @@ def private_redis(settings: Any) -> Any:
     }
     yield redis, redis.servers
     redis.close()
-    runner._layer_down_until = 0.0  # later tests start with a working layer
+    fanout._layer_down_until = 0.0  # later tests start with a working layer
 
 
 async def test_without_the_channel_layer_the_page_still_connects_streams_its_turn_and_recovers(

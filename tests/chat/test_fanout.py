@@ -1,27 +1,30 @@
-"""The runner's fan-out to a conversation's pages: messages leave in the order the turn made them."""
+"""The fan-out to a conversation's pages: messages leave in the order the turn made them."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from chat import pages, runner
+from chat.turn import fanout as fanout_module
+from chat.turn import pages, registry, runner
+from chat.turn.fanout import Fanout
 
 
 @pytest.fixture
 def delivered(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
 
-    async def deliver(self: runner.Fanout, message: dict[str, Any]) -> None:
+    async def deliver(self: Fanout, message: dict[str, Any]) -> None:
         sent.append(message)
 
-    monkeypatch.setattr(runner.Fanout, "_deliver", deliver)
+    monkeypatch.setattr(Fanout, "_deliver", deliver)
     return sent
 
 
 async def test_text_never_overtakes_the_reply_it_belongs_to(delivered: list[dict[str, Any]]) -> None:
-    fanout = runner.Fanout("c", 7)
+    fanout = Fanout("c", 7)
     # All of it queued before the fan-out task first runs: a fast model, a start with nothing to wait for.
     fanout.send({"type": "turn.begin", "message_id": 7})
     fanout.pending += ["Hel", "lo"]
@@ -41,10 +44,10 @@ async def test_text_never_overtakes_the_reply_it_belongs_to(delivered: list[dict
 
 
 async def test_text_is_batched_between_flushes(delivered: list[dict[str, Any]]) -> None:
-    fanout = runner.Fanout("c", 7)
+    fanout = Fanout("c", 7)
     fanout.pending.append("first")
     fanout.wake.set()
-    await runner.asyncio.sleep(0.005)  # the first piece goes at once
+    await asyncio.sleep(0.005)  # the first piece goes at once
     for piece in ("a", "b", "c"):
         fanout.pending.append(piece)
         fanout.wake.set()
@@ -59,7 +62,7 @@ async def test_html_is_rendered_for_a_page_and_a_failed_render_skips_only_that_m
     shown: list[dict[str, Any]] = []
     unwatch = pages.watch("c", shown.append)  # a page of this process on the conversation
     try:
-        fanout = runner.Fanout("c", 7)
+        fanout = Fanout("c", 7)
 
         def broken() -> str:
             raise ValueError("a template error")
@@ -82,7 +85,7 @@ async def test_nothing_is_rendered_when_no_page_follows_the_conversation() -> No
         rendered.append("begin")
         return "<p>begin</p>"
 
-    fanout = runner.Fanout("nobody-watches", 7)  # an API client's turn: it needs no HTML
+    fanout = Fanout("nobody-watches", 7)  # an API client's turn: it needs no HTML
     fanout.send({"type": "turn.begin", "message_id": 7, "html": render})
     fanout.close()
     await fanout.task
@@ -92,35 +95,35 @@ async def test_nothing_is_rendered_when_no_page_follows_the_conversation() -> No
 async def test_a_slow_channel_layer_is_not_taken_for_one_that_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
     class SlowLayer:
         async def group_send(self, group: str, message: dict[str, Any]) -> None:
-            await runner.asyncio.sleep(1)
+            await asyncio.sleep(1)
 
-    monkeypatch.setattr(runner, "get_channel_layer", lambda: SlowLayer())
-    monkeypatch.setattr(runner, "LAYER_TIMEOUT_SECONDS", 0.01)
-    monkeypatch.setattr(runner, "_layer_down_until", 0.0)
-    monkeypatch.setattr(runner, "_layer_slow", 0)
-    fanout = runner.Fanout("c", 7)
+    monkeypatch.setattr(fanout_module, "get_channel_layer", lambda: SlowLayer())
+    monkeypatch.setattr(fanout_module, "LAYER_TIMEOUT_SECONDS", 0.01)
+    monkeypatch.setattr(fanout_module, "_layer_down_until", 0.0)
+    monkeypatch.setattr(fanout_module, "_layer_slow", 0)
+    fanout = Fanout("c", 7)
     fanout.close()
     await fanout.task
 
-    for _ in range(runner.LAYER_SLOW_LIMIT - 1):
+    for _ in range(fanout_module.LAYER_SLOW_LIMIT - 1):
         await fanout._deliver({"type": "turn.delta", "message_id": 7, "offset": 0, "text": "x"})
-    assert runner._layer_down_until == 0.0  # slow, still used
+    assert fanout_module._layer_down_until == 0.0  # slow, still used
     await fanout._deliver({"type": "turn.delta", "message_id": 7, "offset": 1, "text": "y"})
-    assert runner._layer_down_until > 0.0  # not answering at all: pages fall back to polling
+    assert fanout_module._layer_down_until > 0.0  # not answering at all: pages fall back to polling
 
 
 def test_text_is_batched_longer_when_a_process_writes_many_replies(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS)})
-    assert runner.flush_interval() == runner.FLUSH_SECONDS
-    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS * 5)})
-    assert runner.flush_interval() == pytest.approx(runner.FLUSH_SECONDS * 5)
+    monkeypatch.setattr(registry.running_turns, "turns", {str(n): object() for n in range(registry.FLUSH_TURNS)})
+    assert registry.flush_interval() == registry.FLUSH_SECONDS
+    monkeypatch.setattr(registry.running_turns, "turns", {str(n): object() for n in range(registry.FLUSH_TURNS * 5)})
+    assert registry.flush_interval() == pytest.approx(registry.FLUSH_SECONDS * 5)
 
 
 def test_a_reply_pauses_between_reads_only_when_a_process_writes_many(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS)})
-    assert runner.read_pause() == 0.0
-    monkeypatch.setattr(runner, "_running", {str(n): object() for n in range(runner.FLUSH_TURNS * 5)})
-    assert runner.read_pause() == pytest.approx(runner.flush_interval() / 2)
+    monkeypatch.setattr(registry.running_turns, "turns", {str(n): object() for n in range(registry.FLUSH_TURNS)})
+    assert registry.read_pause() == 0.0
+    monkeypatch.setattr(registry.running_turns, "turns", {str(n): object() for n in range(registry.FLUSH_TURNS * 5)})
+    assert registry.read_pause() == pytest.approx(registry.flush_interval() / 2)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -134,7 +137,7 @@ async def test_after_a_pause_a_reply_reads_every_piece_that_came_meanwhile_at_on
     monkeypatch.setattr(runner, "read_pause", lambda: pause)
     ClockedModel.waits.clear()
     running = await runner.start_turn(user=user, conversation=conversation, content="Go on")
-    final = await runner.asyncio.wait_for(running.result(), 10)
+    final = await asyncio.wait_for(running.result(), 10)
 
     assert final.assistant_message is not None
     assert final.assistant_message.content.split() == [f"w{i}" for i in range(20)]

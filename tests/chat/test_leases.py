@@ -13,9 +13,9 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from accounts.models import User
-from chat import leases, runner
 from chat.models import AgentState, Conversation, Message
-from chat.services import turn_start
+from chat.turn import leases, runner
+from chat.turn.transactions import turn_start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,9 +12,9 @@ from typing import Any, cast
 
 import pytest
 
-from chat.deadlines import Deadline
 from chat.llm import LLMError, TextDelta, ToolCalls, Usage, get_chat_model
 from chat.llm.openai_adapter import DRAIN_SECONDS, OpenAIChatModel
+from chat.turn.deadlines import Deadline
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 USER = [{"role": "user", "content": "Hello"}]

@@ -19,9 +19,9 @@ from django.db import connection
 from django.utils import timezone
 
 from chat import model_queue
-from chat.agent import Turn
 from chat.llm import ChatModel, TextDelta, get_chat_model
 from chat.models import ProviderTicket
+from chat.turn.agent import Turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

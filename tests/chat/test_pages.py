@@ -10,7 +10,7 @@ import pytest
 import redis
 from channels_redis.core import RedisChannelLayer
 
-from chat import pages
+from chat.turn import pages
 
 pytestmark = pytest.mark.redis
 

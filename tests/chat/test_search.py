@@ -13,6 +13,7 @@ from accounts.models import User
 from chat import services
 from chat.models import Conversation, Message, SearchEntry
 from chat.search.query import QUERY_MAX_CHARS
+from chat.turn import transactions
 
 pytestmark = pytest.mark.django_db
 
@@ -25,8 +26,8 @@ def conversation(user: User) -> Conversation:
 
 def exchange(user: User, conversation: Conversation, text: str, reply: str = "Noted.") -> tuple[Message, Message]:
     """One turn as chat runs it: the user's message, then the reply saved when it completes."""
-    started = services.turn_start(user=user, conversation=conversation, content=text)
-    answer = services.turn_finish(
+    started = transactions.turn_start(user=user, conversation=conversation, content=text)
+    answer = transactions.turn_finish(
         turn=started, status="complete", content=reply, new_items=[{"role": "assistant", "content": reply}]
     )
     return started.user_message, answer
@@ -142,12 +143,12 @@ def test_temporary_conversations_are_not_searched(api_client: Client, user: User
 def test_a_reply_written_again_is_found_by_its_new_words_only(
     api_client: Client, user: User, conversation: Conversation
 ) -> None:
-    started = services.turn_start(user=user, conversation=conversation, content="Tell me")
-    services.turn_finish(turn=started, status="interrupted", content="About zebras", new_items=[])
+    started = transactions.turn_start(user=user, conversation=conversation, content="Tell me")
+    transactions.turn_finish(turn=started, status="interrupted", content="About zebras", new_items=[])
     assert len(found(api_client, "zebra")) == 1
-    retry = services.turn_retry_start(user=user, conversation=conversation)
+    retry = transactions.turn_retry_start(user=user, conversation=conversation)
     assert found(api_client, "zebra") == []  # emptied while it is written again
-    services.turn_finish(turn=retry, status="complete", content="About giraffes", new_items=[])
+    transactions.turn_finish(turn=retry, status="complete", content="About giraffes", new_items=[])
     assert [h["message_id"] for h in found(api_client, "giraffe")] == [retry.assistant_message.pk]
 
 

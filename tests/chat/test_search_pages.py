@@ -10,6 +10,7 @@ from django.test import Client
 from accounts.models import User
 from chat import services
 from chat.models import Conversation, Message
+from chat.turn import transactions
 
 pytestmark = pytest.mark.django_db
 
@@ -21,8 +22,8 @@ def alice(client: Client, user: User) -> Client:
 
 
 def exchange(user: User, conversation: Conversation, text: str, reply: str = "Noted.") -> Message:
-    started = services.turn_start(user=user, conversation=conversation, content=text)
-    services.turn_finish(turn=started, status="complete", content=reply, new_items=[])
+    started = transactions.turn_start(user=user, conversation=conversation, content=text)
+    transactions.turn_finish(turn=started, status="complete", content=reply, new_items=[])
     return started.user_message
 
 

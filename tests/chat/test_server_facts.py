@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from chat import compaction
 from chat.llm import TextDelta, get_chat_model, server_facts
 from chat.models import AgentState
 from chat.services import conversation_create
-from chat.tokens import estimate_request
+from chat.turn import compaction, context_budget
+from chat.turn.tokens import estimate_request
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 USER = [{"role": "user", "content": "Hello there, how are you today? " * 20}]
@@ -35,7 +35,7 @@ def test_the_window_vllm_states_is_used_when_chat_context_tokens_is_not_set(
     fake_openai.model_fields = {"max_model_len": 4096}
     settings.CHAT_CONTEXT_FROM_SERVER = True
     assert server_facts.context_tokens() == 4096
-    assert compaction.budget_of(context_window=None, token_ratio=None).window == 4096
+    assert context_budget.budget_of(context_window=None, token_ratio=None).window == 4096
 
 
 def test_the_window_llama_cpp_states_in_props_is_used(fake_openai: FakeOpenAIServer, settings: Any) -> None:

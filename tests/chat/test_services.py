@@ -19,15 +19,15 @@ from chat.services import (
     conversation_rename,
     message_content_clean,
     title_from,
-    turn_finish,
-    turn_start,
 )
+from chat.turn import transactions
+from chat.turn.transactions import turn_finish, turn_start
 from tests.factories import MessageFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def _finish(started: services.StartedTurn, content: str = "Hi!") -> Message:
+def _finish(started: transactions.StartedTurn, content: str = "Hi!") -> Message:
     return turn_finish(
         turn=started, status="complete", content=content, new_items=[{"role": "assistant", "content": content}]
     )
@@ -275,7 +275,9 @@ def test_turn_retry_start_reopens_the_failed_reply_for_the_same_message(user: Us
         new_items=[{"role": "assistant", "content": "Half [reply cut short]"}],
     )
 
-    retried = services.turn_retry_start(user=user, conversation=conversation, message_id=failed.assistant_message.pk)
+    retried = transactions.turn_retry_start(
+        user=user, conversation=conversation, message_id=failed.assistant_message.pk
+    )
 
     assert retried.retry
     assert (retried.user_message.pk, retried.assistant_message.pk) == (
@@ -306,17 +308,17 @@ def test_turn_retry_start_refuses_anything_but_the_failed_latest_reply_and_write
     before = list(Message.objects.values_list("pk", "status", "content"))
     expected = ConversationBusy if case == "busy" else services.NothingToRetry
     with pytest.raises(expected):
-        services.turn_retry_start(user=user, conversation=conversation, message_id=message_id)
+        transactions.turn_retry_start(user=user, conversation=conversation, message_id=message_id)
     assert list(Message.objects.values_list("pk", "status", "content")) == before
 
 
 def test_context_before_drops_only_the_failed_turns_tail() -> None:
     earlier = [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}]
     failed = [{"role": "user", "content": "Q2"}, {"role": "assistant", "content": "A [reply cut short]"}]
-    assert services.context_before([*earlier, *failed], "Q2") == earlier
+    assert transactions.context_before([*earlier, *failed], "Q2") == earlier
     # A turn that failed for length left nothing behind: the tail is an earlier turn's, kept as is.
-    assert services.context_before(earlier, "Q2") == earlier
-    assert services.context_before([], "Q2") == []
+    assert transactions.context_before(earlier, "Q2") == earlier
+    assert transactions.context_before([], "Q2") == []
 
 
 def test_the_sweep_deletes_temporary_chats_a_day_after_their_last_message(user: User) -> None:

@@ -8,16 +8,18 @@ from typing import Any, cast
 import pytest
 
 from accounts.models import User
-from chat.agent import Turn, TurnEvent
 from chat.models import AgentState, Conversation, Message
+from chat.turn.agent import Turn
+from chat.turn.model_input import TurnEvent
 from tests.chat.fake_tools import EchoTool
+from tests.turns import run_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def run_turn(user: User, conversation: Conversation, content: str = "Hello") -> TurnEvent:
     turn = await Turn.begin(user=user, conversation=conversation, content=content)
-    return await turn.run_to_end()
+    return await run_to_end(turn)
 
 
 async def test_an_empty_reply_is_an_error_not_a_complete_message(

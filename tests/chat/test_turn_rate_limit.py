@@ -15,6 +15,7 @@ from accounts.models import User
 from chat import services
 from chat.models import Conversation, Message, TurnStart
 from chat.services import conversation_create
+from chat.turn import transactions
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,9 +47,9 @@ def started(user: User | None, *, seconds_ago: float = 0, address: str = "") -> 
     )
 
 
-def failed_turn(user: User, conversation: Conversation) -> services.StartedTurn:
-    turn = services.turn_start(user=user, conversation=conversation, content="Hello")
-    services.turn_finish(turn=turn, status=Message.Status.ERROR, content="", error="boom", new_items=[])
+def failed_turn(user: User, conversation: Conversation) -> transactions.StartedTurn:
+    turn = transactions.turn_start(user=user, conversation=conversation, content="Hello")
+    transactions.turn_finish(turn=turn, status=Message.Status.ERROR, content="", error="boom", new_items=[])
     return turn
 
 
@@ -78,9 +79,9 @@ def test_a_turns_start_counts_only_the_users_own_turns_of_the_last_minute(
     started(other_user)
     started(user)  # the one that counts
 
-    services.turn_start(user=user, conversation=conversation_create(user=user), content="Second")
+    transactions.turn_start(user=user, conversation=conversation_create(user=user), content="Second")
     with pytest.raises(services.TooManyTurns):
-        services.turn_start(user=user, conversation=conversation_create(user=user), content="Third")
+        transactions.turn_start(user=user, conversation=conversation_create(user=user), content="Third")
 
 
 def test_deleting_the_conversation_does_not_reset_the_limit(user: User, settings: Any) -> None:
@@ -91,7 +92,7 @@ def test_deleting_the_conversation_does_not_reset_the_limit(user: User, settings
         services.conversation_delete(conversation=conversation)
     assert not Message.objects.filter(user=user).exists()
     with pytest.raises(services.TooManyTurns):
-        services.turn_start(user=user, conversation=conversation_create(user=user), content="Again")
+        transactions.turn_start(user=user, conversation=conversation_create(user=user), content="Again")
 
 
 def test_every_retry_is_a_model_turn_that_counts(user: User, settings: Any) -> None:
@@ -99,35 +100,35 @@ def test_every_retry_is_a_model_turn_that_counts(user: User, settings: Any) -> N
     conversation = conversation_create(user=user)
     failed_turn(user, conversation)
     for _ in range(2):  # Retry, then Stop: the same stored message each time
-        retry = services.turn_retry_start(user=user, conversation=conversation)
-        services.turn_finish(turn=retry, status=Message.Status.INTERRUPTED, content="", new_items=[])
+        retry = transactions.turn_retry_start(user=user, conversation=conversation)
+        transactions.turn_finish(turn=retry, status=Message.Status.INTERRUPTED, content="", new_items=[])
     assert Message.objects.filter(user=user, role=Message.Role.USER).count() == 1
     with pytest.raises(services.TooManyTurns):
-        services.turn_retry_start(user=user, conversation=conversation)
+        transactions.turn_retry_start(user=user, conversation=conversation)
 
 
 def test_a_refused_turn_is_not_counted(user: User, settings: Any) -> None:
     conversation = conversation_create(user=user)
-    services.turn_start(user=user, conversation=conversation, content="First")
+    transactions.turn_start(user=user, conversation=conversation, content="First")
     with pytest.raises(services.ConversationBusy):
-        services.turn_start(user=user, conversation=conversation, content="Second")
+        transactions.turn_start(user=user, conversation=conversation, content="Second")
     assert TurnStart.objects.filter(user=user).count() == 1
 
 
 def test_one_address_is_limited_across_accounts(user: User, other_user: User, settings: Any) -> None:
     settings.CHAT_ADDRESS_TURNS_PER_MINUTE = 3
     here = services.TurnOrigin(address="203.0.113.9")
-    services.turn_start(user=user, conversation=conversation_create(user=user), content="1", origin=here)
-    services.turn_start(user=user, conversation=conversation_create(user=user), content="2", origin=here)
+    transactions.turn_start(user=user, conversation=conversation_create(user=user), content="1", origin=here)
+    transactions.turn_start(user=user, conversation=conversation_create(user=user), content="2", origin=here)
     started(None, address="203.0.113.9")  # an account deleted since still counts
     with pytest.raises(services.TooManyTurns) as caught:
-        services.turn_start(
+        transactions.turn_start(
             user=other_user, conversation=conversation_create(user=other_user), content="3", origin=here
         )
     assert "from this address" in str(caught.value)
     assert caught.value.retry_after is not None and 1 <= caught.value.retry_after <= 60
     elsewhere = services.TurnOrigin(address="198.51.100.7")
-    services.turn_start(
+    transactions.turn_start(
         user=other_user, conversation=conversation_create(user=other_user), content="4", origin=elsewhere
     )
 

@@ -17,9 +17,10 @@ from django.test import Client
 
 from accounts import throttle
 from accounts.models import User
-from chat import runner, services
+from chat import services
 from chat.models import Message
 from chat.services import conversation_create
+from chat.turn import fanout, transactions
 from tests.processes import PrivateRedis
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,7 +41,7 @@ def stopped_redis(settings: Any) -> Iterator[PrivateRedis]:
     server.wait()
     yield redis
     redis.close()
-    runner._layer_down_until = 0.0  # later tests start with a working layer
+    fanout._layer_down_until = 0.0  # later tests start with a working layer
     throttle._store_down = False
 
 
@@ -113,11 +114,11 @@ def test_locks_run_slots_and_turn_limits_do_not_fail_open_while_redis_is_down(
 ) -> None:
     settings.CHAT_USER_RUN_SLOTS = 1
     busy = conversation_create(user=user)
-    services.turn_start(user=user, conversation=busy, content="First")
+    transactions.turn_start(user=user, conversation=busy, content="First")
     with pytest.raises(services.ConversationBusy):
-        services.turn_start(user=user, conversation=busy, content="Second")
+        transactions.turn_start(user=user, conversation=busy, content="Second")
     with pytest.raises(services.RunSlotsFull):
-        services.turn_start(user=user, conversation=conversation_create(user=user), content="Third")
+        transactions.turn_start(user=user, conversation=conversation_create(user=user), content="Third")
     settings.CHAT_USER_TURNS_PER_MINUTE = 1
     with pytest.raises(services.TooManyTurns):
-        services.turn_start(user=user, conversation=conversation_create(user=user), content="Fourth")
+        transactions.turn_start(user=user, conversation=conversation_create(user=user), content="Fourth")

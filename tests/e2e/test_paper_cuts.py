@@ -130,7 +130,7 @@ def test_a_provider_error_is_a_plain_sentence_with_the_providers_words_behind_de
 
 EVERYTHING_SUMMARIZED = f"""
 from accounts.models import User
-from chat.compaction import summary_item
+from chat.turn.cut import summary_item
 from chat.models import AgentState, Conversation, Message
 owner = User.objects.create_user("summarized", password={PASSWORD!r})
 conversation = Conversation.objects.create(owner=owner, title="All summarized")

@@ -9,14 +9,15 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat import extensions
-from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.models import AgentState, Message
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import services
 from memory.context import BACKGROUND_HEADER, SERVING_HEADER, block_for_turn, memory_block, memory_recall_summary
 from memory.models import Memory, MemoryUse
 from tests.helpers import make_conversation, make_memory, make_message, make_user
+from tests.turns import run_to_end
 
 
 def context_for(user: Any, text: str = "Hello", *, temporary: bool = False, reply: bool = False) -> TurnContext:
@@ -178,14 +179,14 @@ async def test_edit_and_delete_take_effect_on_the_next_turn_of_an_old_conversati
     glasses = await sync_to_async(make_memory)(owner=user, content="Wears glasses when reading phones.")
 
     turn = await Turn.begin(user=user, conversation=conversation, content="Suggest a phone")
-    await turn.run_to_end()
+    await run_to_end(turn)
     expected = f"{BACKGROUND_HEADER}\n- Prefers small phones.\n- Wears glasses when reading phones."
     assert sorted(_memory_blocks(fake_model.requests[-1])[0].splitlines()) == sorted(expected.splitlines())
 
     await sync_to_async(services.memory_edit)(user=user, memory=small, content="Prefers large-screen phones.")
     await sync_to_async(services.memory_delete)(user=user, memory=glasses)
     turn = await Turn.begin(user=user, conversation=conversation, content="And now, which phone?")
-    await turn.run_to_end()
+    await run_to_end(turn)
 
     assert _memory_blocks(fake_model.requests[-1]) == [f"{BACKGROUND_HEADER}\n- Prefers large-screen phones."]
     state = await AgentState.objects.aget(conversation=conversation)
@@ -198,11 +199,11 @@ async def test_a_memory_pinned_on_the_page_is_in_the_next_turn(fake_model: Any) 
     conversation = await sync_to_async(conversation_create)(user=user)
     diet = await sync_to_async(make_memory)(owner=user, content="Is vegetarian.")
 
-    await (await Turn.begin(user=user, conversation=conversation, content="Hello there")).run_to_end()
+    await run_to_end(await Turn.begin(user=user, conversation=conversation, content="Hello there"))
     assert _memory_blocks(fake_model.requests[-1]) == []
 
     await Memory.objects.filter(pk=diet.pk).aupdate(pinned=True)  # what the page's pin button writes
-    await (await Turn.begin(user=user, conversation=conversation, content="Hello again")).run_to_end()
+    await run_to_end(await Turn.begin(user=user, conversation=conversation, content="Hello again"))
     assert _memory_blocks(fake_model.requests[-1]) == [f"{SERVING_HEADER}\n- Is vegetarian."]
 
 
@@ -213,7 +214,7 @@ async def test_temporary_conversation_gets_no_block_and_its_messages_are_skipped
     conversation = await sync_to_async(conversation_create)(user=user, temporary=True)
 
     turn = await Turn.begin(user=user, conversation=conversation, content="I'm vegetarian")
-    await turn.run_to_end()
+    await run_to_end(turn)
 
     assert _memory_blocks(fake_model.requests[-1]) == []
     message = await Message.objects.aget(conversation=conversation, role="user")
@@ -221,7 +222,7 @@ async def test_temporary_conversation_gets_no_block_and_its_messages_are_skipped
 
 
 def test_the_system_prompt_tells_preferences_from_background() -> None:
-    from chat.agent import system_prompt
+    from chat.turn.model_input import system_prompt
 
     prompt = system_prompt()
     assert "to be followed" in prompt and "not instructions" in prompt and "grants permissions" in prompt
@@ -230,8 +231,8 @@ def test_the_system_prompt_tells_preferences_from_background() -> None:
 
 @pytest.mark.django_db
 def test_the_demo_models_what_do_you_remember_lists_what_it_was_given(user: Any) -> None:
-    from chat.agent import build_model_input
     from chat.llm.demo import DemoChatModel
+    from chat.turn.model_input import build_model_input
 
     make_memory(owner=user, content="Answer briefly.", pinned=True)
     make_memory(owner=user, content="Plays the cello.")

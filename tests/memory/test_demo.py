@@ -9,15 +9,16 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat.agent import Turn
 from chat.models import Message
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import tasks
 from memory.demo import demo_judge, demo_tool_trigger, judge_answer
 from memory.judge import ActiveMemory, PendingMessage, judge_prompt, render_input
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task
 from tests.helpers import make_user, run, say
+from tests.turns import run_to_end
 
 SMALL = "Prefers small phones, finds them easier to use one-handed"
 
@@ -237,7 +238,7 @@ async def test_spec_flow_through_the_offline_demo_chat(monkeypatch: Any) -> None
 
     async def send(conversation: Any, text: str) -> str:
         turn = await Turn.begin(user=user, conversation=conversation, content=text)
-        final = await turn.run_to_end()
+        final = await run_to_end(turn)
         assert final.assistant_message is not None
         return final.assistant_message.content
 

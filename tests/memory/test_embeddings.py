@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat.agent import Turn
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import services
 from memory.context import BACKGROUND_HEADER
 from memory.models import Memory, MemoryVector
@@ -18,6 +18,7 @@ from memory.receivers import on_memories_written
 from memory.tasks import embed_memories_task
 from tests.fake_openai import FakeOpenAIServer
 from tests.helpers import make_memory, make_user
+from tests.turns import run_to_end
 
 
 @pytest.fixture
@@ -90,7 +91,7 @@ async def test_a_memory_related_only_in_meaning_is_recalled_with_one_request_per
     embedding_server.embedding_requests.clear()
 
     turn = await Turn.begin(user=user, conversation=conversation, content="Can I have a Snickers bar?")
-    await turn.run_to_end()
+    await run_to_end(turn)
 
     system = _blocks(fake_model.requests[-1])
     assert BACKGROUND_HEADER in system and "- Is allergic to peanuts." in system
@@ -109,7 +110,7 @@ async def test_one_embeddings_request_even_when_a_tool_rebuilds_the_block(
     tool = register_tool(EchoTool())
     fake_model.call_tool(tool.name, '{"q": "x"}')
     fake_model.reply("Done.")
-    await (await Turn.begin(user=user, conversation=conversation, content="Any satay ideas?")).run_to_end()
+    await run_to_end(await Turn.begin(user=user, conversation=conversation, content="Any satay ideas?"))
 
     assert len(fake_model.requests) == 2 and "peanuts" in _blocks(fake_model.requests[-1])
     assert len(embedding_server.embedding_requests) == 1
@@ -128,7 +129,7 @@ async def test_a_failing_or_slow_endpoint_leaves_the_turn_answered_lexically(
 
     started = time.monotonic()
     turn = await Turn.begin(user=user, conversation=conversation, content="Peanut snacks for the orchestra tour?")
-    event = await turn.run_to_end()
+    event = await run_to_end(turn)
 
     assert event.type == "done" and time.monotonic() - started < 3
     system = _blocks(fake_model.requests[-1])

@@ -16,15 +16,16 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import User
-from chat.agent import Turn
 from chat.models import AgentState, ConversationMarker
 from chat.services import conversation_create, conversation_delete
+from chat.turn.agent import Turn
 from memory import forgetting, pipeline, retention, services
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
 from memory.notices import mark_conversation
 from tests.helpers import make_memory, make_user, run, say
 from tests.scan import scan_beyond_display_log, scan_for
+from tests.turns import run_to_end
 
 SENTENCE = "Keeps bees on the roof of a building in Marseille."
 
@@ -118,7 +119,7 @@ async def test_a_turn_that_finishes_after_a_delete_saves_no_copy_in_its_state(fa
     gated.gate = asyncio.Event()
 
     turn = await Turn.begin(user=user, conversation=conversation, content="Remember that my dog Pastis fears bees.")
-    task = asyncio.create_task(turn.run_to_end())
+    task = asyncio.create_task(run_to_end(turn))
     while len(fake_model.requests) < 2:  # the tool ran; the reply waits at its gate
         await asyncio.sleep(0.02)
     new = await Memory.objects.aget(owner=user, content=learned)
@@ -198,7 +199,9 @@ def test_sqlite_overwrites_deleted_rows() -> None:
 
 @pytest.mark.django_db
 def test_a_summary_made_before_a_delete_is_not_saved_after_it(user: Any, conversation: Any) -> None:
-    from chat.compaction import Compacted, state_compacted_save, summary_item
+    from chat.turn.compaction import state_compacted_save
+    from chat.turn.cut import summary_item
+    from chat.turn.summary import Compacted
 
     memory = make_memory(owner=user, content=SENTENCE)
     read = [{"role": "user", "content": "What do you know?"}, {"role": "assistant", "content": f"That: {SENTENCE}"}]

@@ -12,24 +12,26 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat import extensions, services
-from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.models import Conversation, Message
+from chat.turn import transactions
+from chat.turn.agent import Turn
 from memory import history
 from memory.models import Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import make_memory, make_user
+from tests.turns import run_to_end
 
 
 def exchange(user: User, conversation: Conversation, text: str, reply: str = "Noted.") -> Message:
-    started = services.turn_start(user=user, conversation=conversation, content=text)
-    services.turn_finish(turn=started, status="complete", content=reply, new_items=[])
+    started = transactions.turn_start(user=user, conversation=conversation, content=text)
+    transactions.turn_finish(turn=started, status="complete", content=reply, new_items=[])
     return started.user_message
 
 
 def ctx_in_new_conversation(user: User, text: str = "What did I say?") -> TurnContext:
     conversation = services.conversation_create(user=user, title="Today")
-    started = services.turn_start(user=user, conversation=conversation, content=text)
+    started = transactions.turn_start(user=user, conversation=conversation, content=text)
     return TurnContext(user=user, conversation=conversation, user_message=started.user_message)
 
 
@@ -127,7 +129,7 @@ async def test_search_history_is_offered_only_where_flush_memory_is(
     fake_openai.queue(FakeResponse("Hello."))
 
     turn = await Turn.begin(user=user, conversation=conversation, content="What did I say about phones?")
-    assert (await turn.run_to_end()).type == "done"
+    assert (await run_to_end(turn)).type == "done"
 
     tools = _offered_tools(fake_openai.requests[0])
     assert ("search_history" in tools) is offered
@@ -144,7 +146,7 @@ async def test_the_models_call_gets_the_excerpt(fake_openai: FakeOpenAIServer) -
     fake_openai.queue(FakeResponse(tool_calls=[call]), FakeResponse("You said you like small phones."))
 
     turn = await Turn.begin(user=user, conversation=conversation, content="Which phones do I like?")
-    assert (await turn.run_to_end()).type == "done"
+    assert (await run_to_end(turn)).type == "done"
 
     results = [m for m in fake_openai.requests[1]["messages"] if m["role"] == "tool"]
     assert len(results) == 1
@@ -160,7 +162,7 @@ async def test_the_demo_model_searches_when_asked_what_was_said_before() -> None
     conversation = await sync_to_async(services.conversation_create)(user=user)
 
     turn = await Turn.begin(user=user, conversation=conversation, content="上次我说的手机是什么？")
-    done = await turn.run_to_end()
+    done = await run_to_end(turn)
 
     assert done.type == "done" and done.assistant_message is not None
     assert "我一直喜欢小屏手机" in done.assistant_message.content

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from chat.leases import owner
 from chat.models import Message
+from chat.turn.process import owner
 from memory import pipeline, recovery
 from memory.models import ExtractionRun, MemoryClaim
 from tests.helpers import make_user, say

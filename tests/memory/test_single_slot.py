@@ -14,16 +14,17 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from accounts.models import User
-from chat.agent import Turn
 from chat.llm import get_chat_model
 from chat.models import ConversationMarker, Message, ProviderTicket
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import tasks
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task
 from tests.factories import UserFactory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import run, say
+from tests.turns import run_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,7 +64,7 @@ async def _three_users_and_a_background_run(server: FakeOpenAIServer) -> list[An
     async def turn(i: int) -> Any:
         await asyncio.sleep(0.1 * i)
         started = await Turn.begin(user=users[i], conversation=conversations[i], content=f"Hello from {i}")
-        return await started.run_to_end()
+        return await run_to_end(started)
 
     judged: list[Any] = []
     thread = threading.Thread(target=lambda: judged.append(background()))
@@ -133,7 +134,7 @@ async def test_remember_on_a_server_that_answers_tools_with_an_empty_reply_reach
     conversation = await sync_to_async(conversation_create)(user=user)
 
     turn = await Turn.begin(user=user, conversation=conversation, content="Remember that I am vegetarian.")
-    final = await turn.run_to_end()
+    final = await run_to_end(turn)
 
     assert final.type == "done"
     assert [bool(r.get("tools")) for r in single_slot.requests[:2]] == [True, False]  # empty reply, asked again

@@ -9,7 +9,7 @@ import pytest
 
 from chat.llm import LLMError
 from chat.models import Message
-from chat.tokens import estimate_request, estimate_text
+from chat.turn.tokens import estimate_request, estimate_text
 from memory import batching, judge
 from memory.models import ExtractionRun
 from memory.pipeline import Outcome

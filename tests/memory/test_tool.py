@@ -6,14 +6,15 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat import extensions
-from chat.agent import Turn
 from chat.extensions import TurnContext
 from chat.llm import LLMError
 from chat.services import conversation_create
+from chat.turn.agent import Turn
 from memory import pipeline, tools
 from memory.models import Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import make_conversation, make_memory, make_user, say
+from tests.turns import run_to_end
 
 
 def ctx_for(user: Any, text: str = "I'm vegetarian", *, temporary: bool = False) -> TurnContext:
@@ -54,7 +55,7 @@ async def test_the_provider_is_offered_flush_memory_only_where_it_can_act(
     fake_openai.queue(FakeResponse("Hello."))
 
     turn = await Turn.begin(user=user, conversation=conversation, content="I'm vegetarian")
-    assert (await turn.run_to_end()).type == "done"
+    assert (await run_to_end(turn)).type == "done"
 
     assert ("flush_memory" in _offered_tools(fake_openai.requests[0])) is offered
 

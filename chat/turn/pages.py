@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer
+from channels_redis.core import RedisChannelLayer
 
 Page = Callable[[dict[str, Any]], None]  # takes an event without waiting (it goes into the page's inbox)
 
@@ -81,10 +82,6 @@ async def remote_pages(layer: Any, group: str) -> list[str] | None:
     the whole group gets the event). Raises what the layer raises when it is unreachable."""
     if isinstance(layer, InMemoryChannelLayer):
         return []  # one process: every page is one of ours
-    try:
-        from channels_redis.core import RedisChannelLayer
-    except ImportError:  # pragma: no cover - channels_redis is a dependency
-        return None
     if not isinstance(layer, RedisChannelLayer):
         return None
     loop = asyncio.get_running_loop()

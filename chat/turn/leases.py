@@ -10,22 +10,20 @@ closes the turn: the assistant message is saved `interrupted` with its persisted
 state gets the user's message and the partial reply (so the next turn sees what happened), and the
 lock and the user's run slot are released.
 
-The lock also records its owner, "host:pid:boot". A process that starts on the same host knows the
-turns of a process that is gone (or of an earlier life of its own pid) are dead: it recovers them at
+The lock also records its owner, "host:pid:boot" (chat/turn/process.py). A process that starts on the
+same host knows the turns of a process that is gone (or of an earlier life of its own pid) are dead: it recovers them at
 once instead of waiting for their lease to run out, so a restarted server answers the next turn in
 that conversation straight away. The other way round, a lease that ran out while its process still
 runs on this host is that process being late (overloaded), not gone: its turn is left to finish, up to
 its own deadline (CHAT_TURN_TIMEOUT) past the lease.
 
 Stop is a flag on the conversation (`stop_requested`), so it reaches the turn whichever process runs
-it; the runner also cancels a turn of its own process at once (chat/runner.py).
+it; the runner also cancels a turn of its own process at once (chat/turn/runner.py).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -39,48 +37,18 @@ from django.utils.translation import gettext_noop as _
 from chat import services
 from chat.models import AgentState, Conversation, Message
 from chat.search.index import search_index_messages
+from chat.turn import transactions
+from chat.turn.model_input import CUT_SHORT  # the agent's own marker for a reply cut short
+from chat.turn.process import owner_is_alive, owner_is_dead
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 1.0  # partial text is saved about this often; the lease is renewed with it
 RECOVERED_ERROR = _("The server stopped while this reply was being written.")
-_BOOT = uuid.uuid4().hex[:8]
-
-
-def owner() -> str:
-    """This process, as recorded on the leases it holds."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_BOOT}"
 
 
 def lease_seconds() -> int:
     return int(settings.CHAT_LOCK_TTL_SECONDS)
-
-
-def _local_owner(value: str) -> tuple[int, str] | None:
-    """(pid, boot) of a lock owner on this host; None for another machine's (its lease decides) or garbage."""
-    try:
-        host, pid_text, boot = value.rsplit(":", 2)
-        pid = int(pid_text)
-    except ValueError:
-        return None
-    return (pid, boot) if host == socket.gethostname() else None
-
-
-def owner_is_dead(value: str) -> bool:
-    """True only when sure: the owner ran on this host and its process is gone (or this pid's earlier life)."""
-    local = _local_owner(value)
-    if local is None:
-        return False
-    pid, boot = local
-    if pid == os.getpid():
-        return boot != _BOOT
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 @dataclass
@@ -104,7 +72,7 @@ def turns_heartbeat(pulses: list[Pulse]) -> dict[Any, Beat]:
     """Renew the leases of these turns and save their partial text; each turn's Beat, by conversation."""
     if not pulses:
         return {}
-    now = services._now()
+    now = transactions._now()
     expires = now + timedelta(seconds=lease_seconds())
     # Three statements however many turns: the texts (each only while its reply is still streaming),
     # the leases still held by these tokens, then who holds what and who was asked to stop.
@@ -123,28 +91,12 @@ def turns_heartbeat(pulses: list[Pulse]) -> dict[Any, Beat]:
     return {p.conversation_id: Beat(held=p.conversation_id in held, stop=p.conversation_id in stopping) for p in pulses}
 
 
-def turn_heartbeat(*, conversation_id: Any, lock_token: uuid.UUID, message_id: int, content: str | None) -> Beat:
-    """Renew one turn's lease and save its partial text (`content`, None when unchanged)."""
-    return turns_heartbeat([Pulse(conversation_id, lock_token, message_id, content)])[conversation_id]
-
-
 def turn_stop_request(*, conversation: Conversation) -> bool:
     """Ask the turn running in `conversation` to stop, wherever it runs. False when none runs."""
     return bool(Conversation.objects.filter(pk=conversation.pk, lock_token__isnull=False).update(stop_requested=True))
 
 
 # --- recovery ------------------------------------------------------------------------------------
-
-
-def owner_is_alive(value: str) -> bool:
-    """True only when sure: the owner is this very process, or a running process of this host."""
-    local = _local_owner(value)
-    if local is None:
-        return False
-    pid, boot = local
-    if pid == os.getpid():
-        return boot == _BOOT
-    return not owner_is_dead(value)
 
 
 def _is_dead(conversation: Conversation, now: Any) -> bool:
@@ -167,7 +119,7 @@ def turns_recover(*, conversation_id: Any = None) -> int:
     Safe to run anywhere and concurrently: each close is conditional on the message still streaming
     and the lock still being the one that was read.
     """
-    now = services._now()
+    now = transactions._now()
     streaming = Message.objects.filter(status=Message.Status.STREAMING, role=Message.Role.ASSISTANT)
     if conversation_id is not None:
         streaming = streaming.filter(conversation_id=conversation_id)
@@ -192,13 +144,11 @@ def _close(conversation: Conversation, message: Message, *, with_state: bool) ->
     if not with_state:
         # An older reply in a conversation whose lock a later turn holds: only the display is fixed.
         closed = Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
-            status=Message.Status.INTERRUPTED, error=RECOVERED_ERROR, updated_at=services._now()
+            status=Message.Status.INTERRUPTED, error=RECOVERED_ERROR, updated_at=transactions._now()
         )
         if closed:  # its text as the last heartbeat saved it becomes searchable, as a finished reply's
             search_index_messages(messages=[message])
         return closed
-    from chat.agent import CUT_SHORT  # the agent's own marker for a reply cut short
-
     lock = Q(lock_token=conversation.lock_token) if conversation.lock_token else Q(lock_token__isnull=True)
     if not Conversation.objects.filter(lock, pk=conversation.pk).exists():
         return 0  # the lock changed since it was read: a live turn, or another sweep got there first
@@ -208,7 +158,7 @@ def _close(conversation: Conversation, message: Message, *, with_state: bool) ->
     if user_message is None:
         return _close(conversation, message, with_state=False)
     partial = message.content.strip()
-    turn = services.StartedTurn(
+    turn = transactions.StartedTurn(
         user=conversation.owner,
         conversation=conversation,
         user_message=user_message,
@@ -218,7 +168,7 @@ def _close(conversation: Conversation, message: Message, *, with_state: bool) ->
         state_version=state.version,
     )
     items = [{"role": "assistant", "content": partial + CUT_SHORT}] if partial else []
-    services.turn_finish(
+    transactions.turn_finish(
         turn=turn, status=Message.Status.INTERRUPTED, content=partial, error=RECOVERED_ERROR, new_items=items
     )
     return 1

@@ -4,7 +4,7 @@
     turn = await Turn.begin_retry(user=..., conversation=...)          # the failed latest reply, again
     async for event in turn.events(): ...                                # "start", "delta", "tool", "done" | "error"
 
-Run by chat/runner.py, detached from any connection, for the JSON API (plain and server-sent events)
+Run by chat/turn/runner.py, detached from any connection, for the JSON API (plain and server-sent events)
 and the WebSocket consumer alike.
 
 However a turn ends it is saved exactly once and the conversation is unlocked: "complete"; "error" with
@@ -22,8 +22,6 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -32,8 +30,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat import compaction, extensions, model_queue, selectors, services, tokens
-from chat.deadlines import Deadline
+from chat import extensions, model_queue, selectors, services
 from chat.extensions import TurnContext
 from chat.llm import (
     ChatModel,
@@ -43,52 +40,14 @@ from chat.llm import (
     ToolCalls,
     Usage,
     get_chat_model,
-    single_system_message,
 )
 from chat.models import Conversation, Message
+from chat.turn import compaction, context_budget, tokens, transactions
+from chat.turn.deadlines import Deadline
+from chat.turn.model_input import CUT_SHORT, TurnEvent, build_model_input
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-PROMPTS = Path(__file__).parent / "prompts"
-# Appended, in the agent state only, to a reply that was stopped or failed half-way.
-CUT_SHORT = " [reply cut short]"
-
-
-@cache
-def system_prompt() -> str:
-    return (PROMPTS / "system.md").read_text(encoding="utf-8").strip()
-
-
-@dataclass
-class TurnEvent:
-    type: str  # "start" | "waiting" (text: how many requests are ahead) | "delta" | "tool" | "done" | "error"
-    text: str = ""
-    user_message: Message | None = None
-    assistant_message: Message | None = None
-    tool: str = ""
-    kind: str = ""  # on "error": the LLMError's kind ("too_long": the message alone does not fit the window)
-
-
-def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One system message (the system prompt, then one block per context provider), the stored
-    context, the new message.
-
-    Provider blocks are rebuilt every turn and never stored, so an edit takes effect next turn. They
-    are part of the one system message, as is any system item in the stored context (a summary):
-    many chat templates keep a single system message and silently drop the others.
-    """
-    parts = [system_prompt()]
-    for provider in extensions.context_providers():
-        try:
-            block = provider(ctx)
-        except Exception:  # a broken provider must not break chat
-            logger.exception("context provider failed")
-            continue
-        if block:
-            parts.append(block)
-    system = {"role": "system", "content": "\n\n".join(parts)}
-    replayed = [compaction.framed(context[0]), *context[1:]] if context else []
-    return single_system_message([system, *replayed, {"role": "user", "content": ctx.user_message.content}])
 
 
 def _run_tool(ctx: TurnContext, call: ToolCall) -> str:
@@ -134,7 +93,7 @@ def _begin(
     retry: bool = False,
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
-) -> tuple[services.StartedTurn, list[dict[str, Any]] | None]:
+) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
     conversation is looked up here too (Http404 unless it is the user's). The input is None when
@@ -142,9 +101,11 @@ def _begin(
     if not isinstance(conversation, Conversation):
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
-        started = services.turn_retry_start(user=user, conversation=conversation, message_id=message_id, origin=origin)
+        started = transactions.turn_retry_start(
+            user=user, conversation=conversation, message_id=message_id, origin=origin
+        )
     else:
-        started = services.turn_start(user=user, conversation=conversation, content=content, origin=origin)
+        started = transactions.turn_start(user=user, conversation=conversation, content=content, origin=origin)
     try:
         ctx = TurnContext(
             user=started.user,
@@ -159,7 +120,7 @@ def _begin(
 
 
 _begin_async = database_sync_to_async(_begin, thread_sensitive=False)
-_turn_finish = database_sync_to_async(services.turn_finish, thread_sensitive=False)
+_turn_finish = database_sync_to_async(transactions.turn_finish, thread_sensitive=False)
 _model_input = database_sync_to_async(lambda ctx, context: build_model_input(ctx, context), thread_sensitive=False)
 # Summarizing waits for the model: off the shared ORM thread too.
 _fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=False)
@@ -202,15 +163,15 @@ class TurnBudget:
 
 @dataclass
 class Turn:
-    started: services.StartedTurn
+    started: transactions.StartedTurn
     model: ChatModel
     _text: list[str] = field(default_factory=list)
     _items: list[dict[str, Any]] = field(default_factory=list)
     _step_text: list[str] = field(default_factory=list)
     _finished: Message | None = None
-    # Context budget (chat.compaction): loaded at the first step; whether a refusal for length was already
+    # Context budget (chat.turn.context_budget): loaded at the first step; whether a refusal for length was already
     # retried; whether the turn failed for length (then it leaves the state as it found it, or smaller).
-    _budget: compaction.Budget | None = None
+    _budget: context_budget.Budget | None = None
     _refused: bool = False
     _too_long: bool = False
     _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
@@ -245,8 +206,10 @@ class Turn:
         return cls._started(started, model, messages)
 
     @classmethod
-    def _started(cls, started: services.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None) -> Turn:
-        budget = compaction.budget_of(context_window=started.context_window, token_ratio=started.token_ratio)
+    def _started(
+        cls, started: transactions.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None
+    ) -> Turn:
+        budget = context_budget.budget_of(context_window=started.context_window, token_ratio=started.token_ratio)
         return cls(started=started, model=model, _budget=budget, _first_input=messages)
 
     @property
@@ -346,7 +309,7 @@ class Turn:
         compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
         s = self.started
         if self._budget is None:
-            self._budget = compaction.budget_of(context_window=s.context_window, token_ratio=s.token_ratio)
+            self._budget = context_budget.budget_of(context_window=s.context_window, token_ratio=s.token_ratio)
         request = [*messages, *self._items]
         size = self._budget.measure(request, tools)
         if size > self._budget.input:
@@ -370,13 +333,13 @@ class Turn:
                         yield chunk
                 return
             except LLMError as exc:
-                overflow = compaction.is_overflow(exc, request_tokens=size, budget=self._budget)
+                overflow = context_budget.is_overflow(exc, request_tokens=size, budget=self._budget)
                 if not overflow or answered or self._refused:
                     self._too_long = self._too_long or (overflow and not answered)
                     raise
                 refusal = exc
             self._refused = True
-            self._budget = await database_sync_to_async(compaction.after_refusal)(
+            self._budget = await database_sync_to_async(context_budget.after_refusal)(
                 conversation_id=s.conversation.pk, exc=refusal, budget=self._budget, request_tokens=size
             )
             yield TurnEvent("tool", tool=compaction.SUMMARIZING)
@@ -410,10 +373,10 @@ class Turn:
     async def _calibrate(self, reported: int, estimated: int) -> None:
         budget = self._budget
         assert budget is not None
-        ratio = await database_sync_to_async(compaction.state_calibrate)(
+        ratio = await database_sync_to_async(context_budget.state_calibrate)(
             conversation_id=self.started.conversation.pk, reported=reported, estimated=estimated, previous=budget.ratio
         )
-        self._budget = compaction.Budget(window=budget.window, reply=budget.reply, ratio=ratio)
+        self._budget = context_budget.Budget(window=budget.window, reply=budget.reply, ratio=ratio)
 
     async def _finish(self, status: str, error: str) -> Message:
         if self._finished is not None:  # a turn is saved once, whichever way it ends
@@ -434,11 +397,3 @@ class Turn:
                 context=self.started.context,
             )
         return self._finished
-
-    async def run_to_end(self) -> TurnEvent:
-        """Run the whole turn; returns the final "done" or "error" event."""
-        last = TurnEvent("error")
-        async with aclosing(self.events()) as events:
-            async for event in events:
-                last = event
-        return last

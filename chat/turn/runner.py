@@ -10,7 +10,7 @@ Why here. A page that is closed or reloaded, a dropped WebSocket or an SSE clien
 stops *listening*: the turn goes on, is saved as complete, and every open tab (in any web process)
 follows it, because what a turn shows goes to every page of the conversation, not to the socket that
 started it: this process's pages directly, other processes' through the channel layer
-(`conversation_group`; chat/pages.py). Only Stop stops it.
+(`conversation_group`; chat/turn/fanout.py, chat/turn/pages.py). Only Stop stops it.
 
 What goes to the pages, rendered once per event and only when a page gets it (chat/fragments.py):
     {"type": "turn.begin", "message_id", "html"}          the user's message and the empty reply
@@ -23,14 +23,14 @@ What goes to the pages, rendered once per event and only when a page gets it (ch
 without gaps or repeats (chat/consumers.py).
 
 While it runs, the turn's lease is renewed and its text so far saved every HEARTBEAT_SECONDS, by one
-heartbeat per process for all its turns (chat/leases.py); that is also where a Stop asked in another
+heartbeat per process for all its turns (chat/turn/leases.py); that is also where a Stop asked in another
 process, or a lost lease, is noticed.
 A sweep in every web process (started by the ASGI lifespan, `lifespan`) closes the turns whose
 process died. When the server shuts down cleanly, the turns it runs are stopped and saved first.
 
-When the channel layer is unreachable (Redis down), sends are skipped for a few seconds at a time
-instead of slowing the turn; pages of this process follow its turns as always (chat/pages.py), and
-those of other processes poll the saved text.
+The turns this process runs are in its registry (chat/turn/registry.py); what a turn shows goes to the
+pages through its fan-out (chat/turn/fanout.py), which also says what happens while the channel layer
+is unreachable.
 """
 
 from __future__ import annotations
@@ -41,66 +41,39 @@ import contextvars
 import copy
 import dataclasses
 import logging
-import threading
 import time
 import weakref
-from collections import deque
-from collections.abc import Callable
 from contextlib import aclosing
 from typing import Any
 from uuid import UUID
 
 from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
-from chat import leases, pages, services
-from chat.agent import Turn, TurnEvent
-from chat.fragments import (
-    activity_html,
-    final_html,
-    notice_html,
-    start_html,
-    summary_divider_html,
-    turn_state_html,
-    waiting_html,
-)
+from chat import services
 from chat.models import Conversation, Message
-from chat.selectors import SummaryDivider
+from chat.turn import leases, pages
+from chat.turn.agent import Turn
+from chat.turn.fanout import Fanout
+from chat.turn.model_input import TurnEvent
+from chat.turn.registry import read_pause, running_turns
 
 logger = logging.getLogger(__name__)
 
-FLUSH_SECONDS = 0.04
-FLUSH_TURNS = 20  # replies of one process beyond which their text is batched longer (flush_interval)
 PAUSE_AFTER_WAIT = 0.002  # a wait for the model's next piece longer than this was a wait for the network
-LAYER_TIMEOUT_SECONDS = 2.0
-LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
 SHUTDOWN_SECONDS = 10.0
 STOPPED = gettext_noop("The reply was stopped.")
-SKIPPABLE = {"turn.delta", "turn.text"}
 
-REMOTE_REFRESH_SECONDS = 1.0  # how often a turn looks again for pages in other processes
-
-_running: dict[str, RunningTurn] = {}
-_registry_lock = threading.Lock()
-_layer_down_until = 0.0
-_layer_slow = 0  # channel layer sends in a row that timed out
-LAYER_SLOW_LIMIT = 3
 _sweeper: asyncio.Task[None] | None = None
-
-
-def conversation_group(conversation_id: Any) -> str:
-    """The channel layer group of one conversation's open pages, in every web process."""
-    return f"conversation-{conversation_id}"
 
 
 def running_turn(conversation_id: Any) -> RunningTurn | None:
     """The turn this process runs in that conversation, if any."""
-    return _running.get(str(conversation_id))
+    return running_turns.get(conversation_id)
 
 
 async def start_turn(
@@ -127,7 +100,7 @@ async def start_turn(
             user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
         )
     except services.ConversationBusy:
-        # The lock may be held by a turn whose process died (chat/leases.py): close that turn, then try
+        # The lock may be held by a turn whose process died (chat/turn/leases.py): close that turn, then try
         # once more. Only then: on the way to every first token, it would be one more database trip.
         recover = database_sync_to_async(leases.turns_recover, thread_sensitive=False)
         conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
@@ -138,8 +111,7 @@ async def start_turn(
         )
     running = RunningTurn(turn, language=translation.get_language())
     pages.turn_started_here(running.message_id)
-    with _registry_lock:
-        _running[running.key] = running
+    running_turns.add(running)
     # A fresh context: the turn outlives the request or socket that started it, so it must not use that
     # request's thread for database calls (asgiref shuts it down when the request ends).
     running.task = asyncio.create_task(running.main(), name=f"turn-{running.key}", context=contextvars.Context())
@@ -234,9 +206,7 @@ class RunningTurn:
             )
             self._emit(last)
         finally:
-            with _registry_lock:
-                if _running.get(self.key) is self:
-                    del _running[self.key]
+            running_turns.remove(self)
             for queue in self.listeners:
                 queue.put_nowait(None)
             self.fanout.close()
@@ -263,21 +233,6 @@ class RunningTurn:
             self.fanout.event(event, self.turn)
         except Exception:  # a page that cannot be rendered must not stop the turn
             logger.exception("could not render a turn event for open pages")
-
-
-def flush_interval() -> float:
-    """How long a reply's text is batched before it is sent: FLUSH_SECONDS, longer when this process
-    writes many replies at once (FLUSH_SECONDS per FLUSH_TURNS of them), so that the channel layer and the
-    event loop keep up; the first piece of each reply still goes at once."""
-    return FLUSH_SECONDS * max(1.0, len(_running) / FLUSH_TURNS)
-
-
-def read_pause() -> float:
-    """How long a reply pauses before it reads on, after it had to wait for the model's next piece: not
-    at all, unless this process writes more than FLUSH_TURNS replies at once; then half of
-    `flush_interval`, their text's batching time anyway. The pieces that arrive meanwhile are read
-    together instead of waking the event loop once each (200 streams: about a seventh less CPU)."""
-    return flush_interval() / 2 if len(_running) > FLUSH_TURNS else 0.0
 
 
 async def _read_pause(*, waited: float) -> None:
@@ -308,8 +263,7 @@ async def _heartbeat() -> None:
     beat = database_sync_to_async(leases.turns_heartbeat, thread_sensitive=False)
     while True:
         await asyncio.sleep(leases.HEARTBEAT_SECONDS)
-        with _registry_lock:
-            turns = [r for r in _running.values() if r.loop is loop and r.task is not None and not r.task.done()]
+        turns = [r for r in running_turns.all() if r.loop is loop and r.task is not None and not r.task.done()]
         turns = [r for r in turns if not r.turn.saved]  # a saved turn has released its lease already
         if not turns:
             return
@@ -346,151 +300,6 @@ def _reload(message_id: int) -> Message | None:
     return Message.objects.filter(pk=message_id).first()
 
 
-class Fanout:
-    """Sends a turn's events to its conversation's group, in order, batching the reply's text."""
-
-    def __init__(self, key: str, message_id: int) -> None:
-        self.key, self.message_id = key, message_id
-        self.group = conversation_group(key)
-        self.pending: list[str] = []
-        self.sent = 0  # characters of reply text sent so far
-        self.outbox: deque[dict[str, Any]] = deque()
-        self.wake = asyncio.Event()
-        self.closed = False
-        self.last_flush = float("-inf")  # the first piece goes at once
-        self.remote: list[str] | None = []  # other processes' pages (None: the whole group)
-        self.remote_checked = float("-inf")
-        self.divider_sent: SummaryDivider | None = None
-        self.task = asyncio.create_task(self._run())
-
-    def event(self, event: TurnEvent, turn: Turn) -> None:
-        """Queue what `event` shows. Its HTML is rendered by the fan-out task, not here, and only when a page
-        gets it: the turn goes on to the provider at once (an API client needs no HTML at all), from copies
-        of the messages as they are now."""
-        started = turn.started
-        divider = turn.summary_divider
-        if divider is not None and divider is not self.divider_sent:  # a summary was applied: show where
-            self.divider_sent = divider
-            self._send_html("turn.html", lambda: summary_divider_html(divider))
-        if event.type == "delta":
-            self.pending.append(event.text)
-            self.wake.set()
-        elif event.type == "start":
-            now = dataclasses.replace(
-                event, user_message=copy.copy(event.user_message), assistant_message=copy.copy(event.assistant_message)
-            )
-            conversation, retry = copy.copy(started.conversation), started.retry
-            self._send_html("turn.begin", lambda: start_html(now, conversation, retry=retry))
-        elif event.type == "tool":
-            self._send_html("turn.html", lambda: activity_html(self.message_id, event.tool))
-        elif event.type == "waiting":
-            ahead = int(event.text or 0)
-            self._send_html("turn.html", lambda: waiting_html(self.message_id, ahead))
-        elif event.assistant_message is not None:  # "done" or "error": the saved reply
-            saved = copy.copy(event.assistant_message)
-            self._send_html("turn.end", lambda: final_html(saved))
-        else:
-            error = gettext("Something went wrong. Reload the page.")
-            self._send_html("turn.end", lambda: notice_html(error, level="error") + turn_state_html("idle"))
-
-    def _send_html(self, kind: str, render: Callable[[], str]) -> None:
-        self.send({"type": kind, "message_id": self.message_id, "html": render})
-
-    def send(self, message: dict[str, Any]) -> None:
-        # Text that arrived before this message goes before it: a page must see a reply begin before
-        # its text, and its text before its end.
-        self._pending_to_outbox()
-        self.outbox.append(message)
-        self.wake.set()
-
-    def close(self) -> None:
-        self.closed = True
-        self.wake.set()
-
-    def _pending_to_outbox(self) -> None:
-        if self.pending:
-            text, self.pending = "".join(self.pending), []
-            self.outbox.append({"type": "turn.delta", "message_id": self.message_id, "offset": self.sent, "text": text})
-            self.sent += len(text)
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            if self.outbox:  # strictly in order
-                message = self.outbox.popleft()
-                if message["type"] == "turn.delta":
-                    self.last_flush = loop.time()
-                await self._deliver(message)
-                continue
-            if not self.pending:
-                if self.closed:
-                    return
-                self.wake.clear()
-                await self.wake.wait()
-                continue
-            wait = self.last_flush + flush_interval() - loop.time()
-            if wait > 0 and not self.closed:  # batch: wait for the interval, or for a message that must go now
-                self.wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), wait)
-                continue
-            self._pending_to_outbox()
-
-    @staticmethod
-    def _rendered(message: dict[str, Any]) -> bool:
-        """Render the message's HTML (once, and only for a page that gets it: an API client needs none);
-        False when it cannot be rendered, and then it goes to no page (the others still get theirs)."""
-        if callable(message.get("html")):
-            try:
-                message["html"] = message["html"]()
-            except Exception:
-                logger.exception("could not render a turn event for open pages")
-                message["html"] = None
-        return message.get("html", "") is not None
-
-    async def _deliver(self, message: dict[str, Any]) -> None:
-        global _layer_down_until, _layer_slow
-        local = pages.local_pages(self.key)
-        if local and not self._rendered(message):
-            return
-        for page in local:  # this process's pages: straight into their inboxes
-            try:
-                page(message)
-            except Exception:  # one broken page must not keep the others from the reply
-                logger.exception("could not hand a turn event to a page")
-        loop = asyncio.get_running_loop()
-        # While the layer is failing, skip the reply's text (a page catches up from the full text later),
-        # never its start, tool activity or end: a page that misses those would look stuck.
-        if message["type"] in SKIPPABLE and loop.time() < _layer_down_until:
-            return
-        layer = get_channel_layer()
-        try:
-            async with asyncio.timeout(LAYER_TIMEOUT_SECONDS):
-                if loop.time() >= self.remote_checked + REMOTE_REFRESH_SECONDS or message["type"] == "turn.begin":
-                    # Pages in other processes: looked up at the start, then about once a second (a page that
-                    # opens there mid-reply shows the saved text, then catches up at the next full text).
-                    self.remote = await pages.remote_pages(layer, self.group)
-                    self.remote_checked = loop.time()
-                if self.remote == [] or not self._rendered(message):
-                    pass  # no page elsewhere
-                elif self.remote is None:
-                    await layer.group_send(self.group, message)
-                else:
-                    for channel in self.remote:
-                        await layer.send(channel, message)
-            _layer_slow = 0
-        except TimeoutError:
-            # Slow is not down: a machine at full load can take this long. Only repeated timeouts in a row
-            # (an unreachable host) count as the layer being away.
-            _layer_slow += 1
-            if _layer_slow >= LAYER_SLOW_LIMIT:
-                _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
-                logger.warning("channel layer not answering; open pages fall back to polling")
-        except Exception as exc:
-            _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
-            logger.warning("channel layer unavailable (%r); open pages fall back to polling", exc)
-
-
 # --- the web process's lifecycle (ASGI lifespan) ----------------------------------------------------
 
 
@@ -499,7 +308,7 @@ _pruned_at = 0.0
 
 
 async def recover_once() -> None:
-    """Close the turns whose process died (see chat/leases.py), and once a minute delete the turn starts
+    """Close the turns whose process died (see chat/turn/leases.py), and once a minute delete the turn starts
     too old to count for a limit; a failure is logged, not raised."""
     global _pruned_at
     try:
@@ -525,7 +334,7 @@ async def shutdown() -> None:
     if _sweeper is not None:
         _sweeper.cancel()
         _sweeper = None
-    tasks = [r.task for r in list(_running.values()) if r.task is not None]
+    tasks = [r.task for r in running_turns.all() if r.task is not None]
     for task in tasks:
         task.cancel()
     if tasks:

@@ -1,0 +1,59 @@
+"""The model input of a turn: the system prompt, the input assembled for each step of a turn, and the
+events a turn yields (chat.turn.agent, chat.turn.runner).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from chat import extensions
+from chat.extensions import TurnContext
+from chat.llm import single_system_message
+from chat.models import Message
+from chat.turn import cut
+
+logger = logging.getLogger(__name__)
+PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+# Appended, in the agent state only, to a reply that was stopped or failed half-way.
+CUT_SHORT = " [reply cut short]"
+
+
+@cache
+def system_prompt() -> str:
+    return (PROMPTS / "system.md").read_text(encoding="utf-8").strip()
+
+
+@dataclass
+class TurnEvent:
+    type: str  # "start" | "waiting" (text: how many requests are ahead) | "delta" | "tool" | "done" | "error"
+    text: str = ""
+    user_message: Message | None = None
+    assistant_message: Message | None = None
+    tool: str = ""
+    kind: str = ""  # on "error": the LLMError's kind ("too_long": the message alone does not fit the window)
+
+
+def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One system message (the system prompt, then one block per context provider), the stored
+    context, the new message.
+
+    Provider blocks are rebuilt every turn and never stored, so an edit takes effect next turn. They
+    are part of the one system message, as is any system item in the stored context (a summary):
+    many chat templates keep a single system message and silently drop the others.
+    """
+    parts = [system_prompt()]
+    for provider in extensions.context_providers():
+        try:
+            block = provider(ctx)
+        except Exception:  # a broken provider must not break chat
+            logger.exception("context provider failed")
+            continue
+        if block:
+            parts.append(block)
+    system = {"role": "system", "content": "\n\n".join(parts)}
+    replayed = [cut.framed(context[0]), *context[1:]] if context else []
+    return single_system_message([system, *replayed, {"role": "user", "content": ctx.user_message.content}])

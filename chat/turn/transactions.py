@@ -1,0 +1,258 @@
+"""The two transactions that bracket every chat turn: its start (`turn_start`, or `turn_retry_start` for a
+failed reply written again), which takes the conversation's lock and saves the user's message, and its
+finish (`turn_finish`), which saves the reply and the agent state and releases the lock."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Case, F, Q, Value, When
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from accounts.models import User
+from chat import extensions
+from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
+from chat.models import AgentState, Conversation, Message, TurnStart
+from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
+from chat.search.index import search_index_messages, search_index_title
+from chat.services import message_content_clean, title_from, without_nul
+from chat.turn.process import owner
+
+
+def _now() -> Any:
+    """The current time; a seam for tests."""
+    return timezone.now()
+
+
+@dataclass
+class StartedTurn:
+    user: User
+    conversation: Conversation
+    user_message: Message
+    assistant_message: Message
+    lock_token: uuid.UUID
+    context: list[dict[str, Any]]
+    state_version: int
+    retry: bool = False  # regenerating a failed reply in place (turn_retry_start)
+    # The state's learned context window and token calibration (chat.turn.context_budget), read with it.
+    context_window: int | None = None
+    token_ratio: float | None = None
+
+
+def _turn_claim(
+    *, user: User, conversation: Conversation, now: Any, title: str | None = None, origin: TurnOrigin | None = None
+) -> uuid.UUID:
+    """Within the caller's transaction: check that the user may still start turns (active, the socket's
+    session alive) and the turn rates, take the conversation lock and a run slot, and count the turn
+    started; the lock token. Raises TurnRejected (rolling back with the caller's transaction).
+    With `title`, the same statement moves the conversation to the top, titled from it unless it has one."""
+    origin = origin or TurnOrigin()
+    # Serialise turn starts per user, so two of them cannot both take the last run slot
+    # (a no-op on SQLite, whose writers are serialised anyway). The row also gives the current
+    # memory switch: the `user` object may be stale (a long-lived WebSocket's, say). The same statement
+    # counts the turns started in the last minute and checks the user's access.
+    row = user_row(user_id=user.pk, now=now, lock=True, origin=origin)
+    if row is None or not row.has_access(origin):
+        raise AccessEnded()
+    user.memory_enabled = row.memory_enabled
+    turn_rate_check(user=user, now=now, recent=row.user_turns)
+    address_rate_check(address=origin.address, now=now, recent=row.address_turns)
+    token = uuid.uuid4()
+    free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
+    expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
+    touch = {} if title is None else _touch(title=title, now=now)
+    taken = Conversation.objects.filter(free, pk=conversation.pk).update(
+        lock_token=token, lock_expires_at=expires, lock_owner=owner(), stop_requested=False, **touch
+    )
+    if not taken:
+        if not Conversation.objects.filter(pk=conversation.pk).exists():
+            raise ConversationGone()
+        raise ConversationBusy()
+    running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
+    if running >= settings.CHAT_USER_RUN_SLOTS:
+        raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
+    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
+    return token
+
+
+@dataclass
+class _State:
+    context: list[dict[str, Any]]
+    version: int
+    context_window: int | None
+    token_ratio: float | None
+
+
+def _touch(*, title: str, now: Any) -> dict[str, Any]:
+    """The fields that move a conversation to the top, titled from `title` unless it has one (checked in
+    SQL: the object may be stale)."""
+    return {"updated_at": now, "title": Case(When(title="", then=Value(title_from(title))), default=F("title"))}
+
+
+def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _State:
+    """The conversation's agent state (and title); with `title`, first move it to the top (`_touch`)."""
+    if title is not None:
+        Conversation.objects.filter(pk=conversation.pk).update(**_touch(title=title, now=now))
+    conversation.updated_at = now
+    row = Conversation.objects.filter(pk=conversation.pk).values_list(
+        "title",
+        "agent_state__context",
+        "agent_state__version",
+        "agent_state__context_window",
+        "agent_state__token_ratio",
+    )[0]
+    conversation.title, context, version, window, ratio = row
+    if version is None:  # every conversation is created with its state; this only repairs a missing one
+        state = AgentState.objects.create(conversation=conversation)
+        context, version = state.context, state.version
+    return _State(list(context), version, window, ratio)
+
+
+@transaction.atomic
+def turn_start(
+    *, user: User, conversation: Conversation, content: str, origin: TurnOrigin | None = None
+) -> StartedTurn:
+    """Take the conversation lock and a run slot, then save the user's message.
+
+    Both happen in one transaction: a refused turn writes nothing, an accepted one has its user
+    message saved before the model is called, so it is never lost.
+    """
+    content = message_content_clean(content)
+    now = _now()
+    title_before = conversation.title
+    token = _turn_claim(user=user, conversation=conversation, now=now, title=content, origin=origin)
+    learns = user.memory_enabled and not conversation.temporary
+    # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
+    user_message, assistant_message = Message.objects.bulk_create(
+        [
+            Message(
+                conversation=conversation,
+                user=user,
+                role=Message.Role.USER,
+                content=content,
+                memory_status=Message.MemoryStatus.PENDING if learns else Message.MemoryStatus.SKIPPED,
+            ),
+            Message(conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING),
+        ]
+    )
+    state = _turn_state(conversation, title=None, now=now)  # touched with the lock
+    # Searchable from now on, like the title the first message gave the conversation.
+    retitled = conversation if conversation.title != title_before else None
+    search_index_messages(messages=[user_message], replace=False, retitled=retitled)
+    return StartedTurn(
+        user, conversation, user_message, assistant_message, token, state.context, state.version,
+        context_window=state.context_window, token_ratio=state.token_ratio,
+    )  # fmt: skip
+
+
+def retryable_reply(conversation: Conversation) -> Message | None:
+    """The conversation's latest message when it is a reply that failed or was stopped: the one reply
+    Retry can regenerate in place (an earlier one has later messages that depend on it)."""
+    latest = Message.objects.filter(conversation=conversation).order_by("-created_at", "-id").first()
+    retryable = (Message.Status.ERROR, Message.Status.INTERRUPTED)
+    if latest is None or latest.role != Message.Role.ASSISTANT or latest.status not in retryable:
+        return None
+    return latest
+
+
+def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str, Any]]:
+    """`context` without the failed turn that answered `content`: what the stored state looked like
+    before it, so a retry does not show the model the question twice (or its cut-short answer).
+
+    A failed turn leaves its user message and whatever it wrote at the tail; a turn that failed for
+    length left nothing (compaction.failed_turn_discard), and then the tail is an earlier turn's."""
+    for index in range(len(context) - 1, -1, -1):
+        if context[index].get("role") == "user":
+            return context[:index] if context[index].get("content") == content else context
+    return context
+
+
+@transaction.atomic
+def turn_retry_start(
+    *, user: User, conversation: Conversation, message_id: int | None = None, origin: TurnOrigin | None = None
+) -> StartedTurn:
+    """Regenerate the conversation's failed (or stopped) latest reply in place: the same user message,
+    the same reply row, emptied and streaming again. Refused like turn_start, writing nothing; also
+    with NothingToRetry when the latest message is not such a reply (or is not `message_id`)."""
+    now = _now()
+    token = _turn_claim(user=user, conversation=conversation, now=now, origin=origin)
+    reply = retryable_reply(conversation)
+    if reply is None or (message_id is not None and reply.pk != message_id):
+        raise NothingToRetry()
+    user_message = (
+        Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=reply.pk)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if user_message is None:
+        raise NothingToRetry()
+    reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
+    reply.save(update_fields=["content", "error", "status", "updated_at"])
+    search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
+    title_before = conversation.title
+    state = _turn_state(conversation, title=user_message.content, now=now)
+    if conversation.title != title_before:
+        search_index_title(conversation=conversation)
+    context = context_before(state.context, user_message.content)
+    return StartedTurn(
+        user, conversation, user_message, reply, token, context, state.version, retry=True,
+        context_window=state.context_window, token_ratio=state.token_ratio,
+    )  # fmt: skip
+
+
+@transaction.atomic
+def turn_finish(
+    *, turn: StartedTurn, status: str, content: str, error: str = "", new_items: list[dict[str, Any]]
+) -> Message:
+    """Save the assistant message and the new agent state, release the lock, then (after commit)
+    fire the post-turn hook. `new_items` are the model messages this turn adds after the user's."""
+    message = turn.assistant_message
+    message.content = without_nul(content)
+    message.status = status
+    message.error = without_nul(error)[:500]
+    message.updated_at = _now()
+    fields = {f: getattr(message, f) for f in ("content", "status", "error", "updated_at")}
+    if not Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(**fields):
+        # Deleted with its conversation, or already closed by crash recovery (chat/turn/leases.py) after this
+        # turn's lease ran out: nothing left to save or announce.
+        return Message.objects.filter(pk=message.pk).first() or message
+    search_index_messages(messages=[message])  # the reply as saved, whatever its status
+
+    context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
+    # The state row is locked before the filters re-check what was deleted while the turn ran (SPEC §8):
+    # a deletion that redacts agent states either finished before (and the filters see it) or waits.
+    list(AgentState.objects.select_for_update().filter(conversation=turn.conversation).values_list("pk"))
+    for state_filter in extensions.state_filters():
+        context = state_filter(turn.user.pk, turn.user_message.pk, context)
+    saved = AgentState.objects.filter(conversation=turn.conversation, version=turn.state_version).update(
+        context=context, version=turn.state_version + 1, updated_at=_now()
+    )
+    if not saved:
+        # Only possible when our lock expired and another turn ran meanwhile: keep the display
+        # message, leave that turn's state alone.
+        message.status = Message.Status.ERROR
+        message.error = _("The conversation changed while this reply was written; it was not added to the context.")
+        Message.objects.filter(pk=message.pk).update(status=message.status, error=message.error)
+    Conversation.objects.filter(pk=turn.conversation.pk, lock_token=turn.lock_token).update(
+        lock_token=None, lock_expires_at=None, lock_owner="", stop_requested=False
+    )
+
+    payload = {
+        "user_id": turn.user.pk,
+        "conversation_id": turn.conversation.pk,
+        "user_message_id": turn.user_message.pk,
+        "assistant_message_id": message.pk,
+        "status": message.status,
+    }
+    extensions.turn_saving.send(sender=Message, user_id=turn.user.pk, assistant_message_id=message.pk)
+    transaction.on_commit(lambda: extensions.turn_finished.send(sender=Message, **payload))
+    # A tool may have processed the user's message for memory during the turn (flush_memory).
+    turn.user_message.refresh_from_db(fields=["memory_status"])
+    extensions.annotate_messages([message])  # what the reply used, for the "done" event and the final push
+    return message
