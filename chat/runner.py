@@ -29,8 +29,8 @@ A sweep in every web process (started by the ASGI lifespan, `lifespan`) closes t
 process died. When the server shuts down cleanly, the turns it runs are stopped and saved first.
 
 When the channel layer is unreachable (Redis down), sends are skipped for a few seconds at a time
-instead of slowing the turn; pages of this process follow its turns as always (chat/pages.py), and
-those of other processes poll the saved text.
+instead of slowing the turn (the rule of chat/push.py); pages of this process follow its turns as
+always (chat/pages.py), and those of other processes poll the saved text.
 """
 
 from __future__ import annotations
@@ -52,13 +52,12 @@ from uuid import UUID
 
 from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
-from chat import leases, pages, services
+from chat import leases, pages, push, services
 from chat.agent import Turn, TurnEvent
 from chat.fragments import (
     activity_html,
@@ -77,8 +76,6 @@ logger = logging.getLogger(__name__)
 FLUSH_SECONDS = 0.04
 FLUSH_TURNS = 20  # replies of one process beyond which their text is batched longer (flush_interval)
 PAUSE_AFTER_WAIT = 0.002  # a wait for the model's next piece longer than this was a wait for the network
-LAYER_TIMEOUT_SECONDS = 2.0
-LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
 SHUTDOWN_SECONDS = 10.0
 STOPPED = gettext_noop("The reply was stopped.")
 SKIPPABLE = {"turn.delta", "turn.text"}
@@ -87,9 +84,6 @@ REMOTE_REFRESH_SECONDS = 1.0  # how often a turn looks again for pages in other 
 
 _running: dict[str, RunningTurn] = {}
 _registry_lock = threading.Lock()
-_layer_down_until = 0.0
-_layer_slow = 0  # channel layer sends in a row that timed out
-LAYER_SLOW_LIMIT = 3
 _sweeper: asyncio.Task[None] | None = None
 
 
@@ -449,7 +443,6 @@ class Fanout:
         return message.get("html", "") is not None
 
     async def _deliver(self, message: dict[str, Any]) -> None:
-        global _layer_down_until, _layer_slow
         local = pages.local_pages(self.key)
         if local and not self._rendered(message):
             return
@@ -458,37 +451,24 @@ class Fanout:
                 page(message)
             except Exception:  # one broken page must not keep the others from the reply
                 logger.exception("could not hand a turn event to a page")
-        loop = asyncio.get_running_loop()
-        # While the layer is failing, skip the reply's text (a page catches up from the full text later),
+        # While the layer is down, the reply's text is skipped (a page catches up from the full text later),
         # never its start, tool activity or end: a page that misses those would look stuck.
-        if message["type"] in SKIPPABLE and loop.time() < _layer_down_until:
-            return
-        layer = get_channel_layer()
-        try:
-            async with asyncio.timeout(LAYER_TIMEOUT_SECONDS):
-                if loop.time() >= self.remote_checked + REMOTE_REFRESH_SECONDS or message["type"] == "turn.begin":
-                    # Pages in other processes: looked up at the start, then about once a second (a page that
-                    # opens there mid-reply shows the saved text, then catches up at the next full text).
-                    self.remote = await pages.remote_pages(layer, self.group)
-                    self.remote_checked = loop.time()
-                if self.remote == [] or not self._rendered(message):
-                    pass  # no page elsewhere
-                elif self.remote is None:
-                    await layer.group_send(self.group, message)
-                else:
-                    for channel in self.remote:
-                        await layer.send(channel, message)
-            _layer_slow = 0
-        except TimeoutError:
-            # Slow is not down: a machine at full load can take this long. Only repeated timeouts in a row
-            # (an unreachable host) count as the layer being away.
-            _layer_slow += 1
-            if _layer_slow >= LAYER_SLOW_LIMIT:
-                _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
-                logger.warning("channel layer not answering; open pages fall back to polling")
-        except Exception as exc:
-            _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
-            logger.warning("channel layer unavailable (%r); open pages fall back to polling", exc)
+        await push.send_event_async(
+            message,
+            group=self.group,
+            lookup=lambda layer: self._remote_pages(layer, message),
+            prepare=lambda: self._rendered(message),
+            skippable=message["type"] in SKIPPABLE,
+        )
+
+    async def _remote_pages(self, layer: Any, message: dict[str, Any]) -> list[str] | None:
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self.remote_checked + REMOTE_REFRESH_SECONDS or message["type"] == "turn.begin":
+            # Pages in other processes: looked up at the start, then about once a second (a page that
+            # opens there mid-reply shows the saved text, then catches up at the next full text).
+            self.remote = await pages.remote_pages(layer, self.group)
+            self.remote_checked = loop.time()
+        return self.remote
 
 
 # --- the web process's lifecycle (ASGI lifespan) ----------------------------------------------------

@@ -17,7 +17,7 @@ from django.test import Client
 
 from accounts import throttle
 from accounts.models import User
-from chat import runner, services
+from chat import push, services
 from chat.models import Message
 from chat.services import conversation_create
 from tests.processes import PrivateRedis
@@ -40,7 +40,7 @@ def stopped_redis(settings: Any) -> Iterator[PrivateRedis]:
     server.wait()
     yield redis
     redis.close()
-    runner._layer_down_until = 0.0  # later tests start with a working layer
+    push.layer_reset()  # later tests start with a working layer
     throttle._store_down = False
 
 
