@@ -45,14 +45,12 @@ from chat.llm.base import (
     Messages,
     StreamChunk,
     TextDelta,
-    ToolCalls,
     Usage,
     single_system_message,
 )
 from chat.llm.errors import clean_provider_message, deadline_error, provider_error_code, provider_error_text
 from chat.llm.retry import retry_wait
-from chat.llm.sse import drain, is_progress, sse_chunks
-from chat.llm.toolcalls import ToolCallAssembler
+from chat.llm.sse import StreamRead, drain, sse_chunks
 from chat.llm.tools_fallback import ToolsFallback
 
 logger = logging.getLogger(__name__)
@@ -223,15 +221,11 @@ class OpenAIChatModel(ChatModel):
     async def _stream_once(
         self, request: dict[str, Any], *, first_by: float, end: float
     ) -> AsyncGenerator[StreamChunk, None]:
-        calls = ToolCallAssembler()
-        finished = False
-        got_token = False
-        received = False
-        usage: int | None = None
+        read = StreamRead(end=end)
         stalled = False
         try:
             # The raw response: the SDK's typed chunk objects cost more CPU than the rest of a streamed
-            # token's way to the page together; the chunks are read as JSON (`_sse_chunks`) instead.
+            # token's way to the page together; the chunks are read as JSON (`sse_chunks`) instead.
             completions = self._async_client().chat.completions.with_streaming_response
             # The SDK checks and transforms typed parameters by walking their type annotations, a few
             # milliseconds for a conversation on the way to every first token. Our request is already in
@@ -253,40 +247,18 @@ class OpenAIChatModel(ChatModel):
                     except StopAsyncIteration:
                         await drain(lines)
                         break
-                    received = True
-                    prompt_tokens = (chunk.get("usage") or {}).get("prompt_tokens")
-                    if prompt_tokens:
-                        usage = int(prompt_tokens)
-                    texts = calls.add_chunk(chunk)
-                    if texts or is_progress(chunk):
-                        if got_token:
-                            deadline.progress()
-                        elif texts or calls.started:
-                            got_token = True
-                            deadline.move(end)
-                            deadline.stall_after(float(settings.LLM_STALL_TIMEOUT))
-                    for text in texts:
+                    for text in read.add(chunk, deadline):
                         yield TextDelta(text)
-                    choices = chunk.get("choices") or [{}]
-                    finished = finished or bool(isinstance(choices[0], dict) and choices[0].get("finish_reason"))
             finally:
                 deadline.cancel()
                 stalled = deadline.stalled
                 await opened.__aexit__(None, None, None)
         except TimeoutError as exc:
-            raise deadline_error(got_token, stalled=stalled) from exc
+            raise deadline_error(read.got_token, stalled=stalled) from exc
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
             raise _as_llm_error(exc) from exc
-        if not received:
-            # llama.cpp answers a request longer than its context this way; the caller decides.
-            raise LLMError(_("The model provider sent an empty answer."), kind="empty")
-        if usage is not None:
-            yield Usage(usage)
-        if not finished:
-            # The connection ended without a finish_reason: the reply was cut off, not complete.
-            raise LLMError(_("The model provider stopped before the reply was complete."), kind="bad_response")
-        if calls.started:
-            yield ToolCalls(calls.calls())
+        for rest in read.ending():
+            yield rest
 
     def complete_json(
         self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import suppress
 from typing import Any
 
-from chat.llm.base import LLMError
+from django.conf import settings
+from django.utils.translation import gettext as _
+
+from chat.deadlines import Deadline
+from chat.llm.base import LLMError, StreamChunk, ToolCalls, Usage
 from chat.llm.errors import clean_provider_message, provider_error_text
+from chat.llm.toolcalls import ToolCallAssembler
 
 DRAIN_SECONDS = 0.5  # see drain
 
@@ -70,3 +75,46 @@ def is_progress(chunk: dict[str, Any]) -> bool:
         return False
     delta = choice.get("delta")
     return bool(choice.get("finish_reason") or (isinstance(delta, dict) and delta.get("tool_calls")))
+
+
+class StreamRead:
+    """What one streamed answer brought so far: its text goes on as it comes (`add`), the rest at the end
+    (`ending`): the prompt size the server counted, the tool calls, and whether it finished at all."""
+
+    def __init__(self, *, end: float) -> None:
+        self.end = end  # when the whole step must be over (CHAT_TURN_TIMEOUT)
+        self.calls = ToolCallAssembler()
+        self.received = self.got_token = self.finished = False
+        self.usage: int | None = None
+
+    def add(self, chunk: dict[str, Any], deadline: Deadline) -> list[str]:
+        """The text pieces of `chunk`. The deadline moves from the first token's to the step's at the first
+        token (text or a tool call), and every piece of progress after it restarts the stall timer."""
+        self.received = True
+        prompt_tokens = (chunk.get("usage") or {}).get("prompt_tokens")
+        if prompt_tokens:
+            self.usage = int(prompt_tokens)
+        texts = self.calls.add_chunk(chunk)
+        if texts or is_progress(chunk):
+            if self.got_token:
+                deadline.progress()
+            elif texts or self.calls.started:
+                self.got_token = True
+                deadline.move(self.end)
+                deadline.stall_after(float(settings.LLM_STALL_TIMEOUT))
+        choices = chunk.get("choices") or [{}]
+        self.finished = self.finished or bool(isinstance(choices[0], dict) and choices[0].get("finish_reason"))
+        return texts
+
+    def ending(self) -> Iterator[StreamChunk]:
+        """What follows the text once the stream ended, or the LLMError that says what was wrong with it."""
+        if not self.received:
+            # llama.cpp answers a request longer than its context this way; the caller decides.
+            raise LLMError(_("The model provider sent an empty answer."), kind="empty")
+        if self.usage is not None:
+            yield Usage(self.usage)
+        if not self.finished:
+            # The connection ended without a finish_reason: the reply was cut off, not complete.
+            raise LLMError(_("The model provider stopped before the reply was complete."), kind="bad_response")
+        if self.calls.started:
+            yield ToolCalls(self.calls.calls())
