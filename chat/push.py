@@ -94,6 +94,8 @@ async def send_event_async(
         _slow = 0
         return outcome
     except TimeoutError:
+        # Slow is not down: a machine at full load can take this long. Only repeated timeouts in a row
+        # (an unreachable host) count as the layer being away.
         _slow += 1
         if _slow >= LAYER_SLOW_LIMIT:
             _down_until = time.monotonic() + LAYER_RETRY_SECONDS
