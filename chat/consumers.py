@@ -16,7 +16,7 @@ leaves the turn running. A page that connects mid-reply gets the text so far, th
 after a gap waits for the runner's next full text (about once a second).
 
 Server-side events for a user reach all their open chat pages through the channel layer group
-``user-<user id>`` (chat.extensions.user_group). Other apps show a notice with
+``user-<user id>`` (chat.push.user_group). Other apps show a notice with
 chat.extensions.notify_user, which sends
 
     {"type": "chat.notice", "html": "<rendered fragment>"}
@@ -54,7 +54,6 @@ from django.utils.translation import gettext as _
 from accounts.middleware import socket_language
 from accounts.models import User
 from chat import selectors, services
-from chat.extensions import user_group
 from chat.fragments import (
     delta_html,
     message_html,
@@ -67,6 +66,7 @@ from chat.fragments import (
     turn_state_html,
 )
 from chat.models import Conversation, Message
+from chat.push import user_group
 from chat.turn import fanout, pages, runner
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ Chat works, and its pages render, with nothing registered here.
 - page blocks: markup other apps add to named slots of the chat pages (`PAGE_SLOTS`: header links,
   the user menu, the start page's lead, ...), rendered by the `page_blocks` template tag (chat_tags).
 - notices: `notify_user(user_id, html)` appends a rendered fragment to the notices area of every open
-  chat page of the user, through the channel layer group `user_group(user_id)` (event "chat.notice").
+  chat page of the user, through the channel layer group `user_group(user_id)` (event "chat.notice",
+  sent by chat.push.send_event).
 - demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
   tool trigger (which tool the demo calls for a user's text) and a JSON responder (answers JSON calls).
 - conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
@@ -32,9 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.dispatch import Signal
+
+from chat import push
+from chat.push import user_group as user_group  # the notices' group, named here for other apps
 
 logger = logging.getLogger(__name__)
 
@@ -221,25 +223,23 @@ def annotate_messages(messages: list[Message]) -> list[Message]:
 NOTICE_EVENT = "chat.notice"
 
 
-def user_group(user_id: int) -> str:
-    """The channel layer group of one user's open chat pages (chat.consumers.ChatConsumer joins it)."""
-    return f"user-{user_id}"
+class NoticeNotSent(Exception):
+    """The channel layer failed to take a notice (chat.push logged it; the pages poll)."""
 
 
 def notify_user(user_id: int, html: str, *, translations: dict[str, str] | None = None) -> bool:
     """Append `html` (rendered, already-escaped) to the notices area of the user's open chat pages, in
     any process the channel layer reaches. `translations` may give the same notice rendered in other
     languages (by language code): each page shows the one in its own language, else `html`. False when
-    there is no channel layer; a layer error raises (the caller decides whether a missed notice matters).
-    Call it after commit."""
-    layer = get_channel_layer()
-    if layer is None:
-        return False
+    there is no channel layer; NoticeNotSent when the layer failed (the caller decides whether a missed
+    notice matters). Call it after commit."""
     event: dict[str, Any] = {"type": NOTICE_EVENT, "html": html}
     if translations:
         event["translations"] = translations
-    async_to_sync(layer.group_send)(user_group(user_id), event)
-    return True
+    outcome = push.send_event(event, user_id=user_id)
+    if outcome is push.Outcome.DOWN:
+        raise NoticeNotSent(f"the notice to user {user_id} was not sent: the channel layer is down")
+    return outcome is push.Outcome.SENT
 
 
 # --- the offline demo model's hooks (chat.llm.demo) ----------------------------------------------

@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from chat import extensions
-from chat.models import Conversation, Message
+from chat.models import Conversation, ConversationMarker, Message
 from chat.selectors import SummaryDivider
 from chat.turn.compaction import SUMMARIZING
 from chat.turn.model_input import TurnEvent
@@ -49,6 +49,11 @@ def notices_append_html(html: str) -> str:
 def messages_append_html(html: str) -> str:
     """An already-rendered item (a conversation marker), appended to the end of the page's timeline."""
     return render_to_string("chat/_messages_append.html", {"html": SafeString(html)})
+
+
+def marker_html(marker: ConversationMarker) -> str:
+    """A conversation marker (chat.markers), as the timeline shows it."""
+    return render_to_string("chat/_marker.html", {"marker": marker})
 
 
 def turn_state_html(state: str) -> str:

@@ -1,31 +1,25 @@
 """Conversation markers: small, lasting notes in a conversation's timeline, added by other apps
 (the memory app marks where a memory changed). Chat stores them, shows them between the messages
-in time order on every load, and pushes a new one to the conversation's open pages.
+in time order on every load (selectors.marker_list, `timeline`), and pushes a new one to the
+conversation's open pages (rendered by fragments.marker_html).
 
     marker_add(conversation=..., kind="...", text="...", link="/somewhere/", link_text="Review")
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
-from django.template.loader import render_to_string
 
-from chat.extensions import user_group
+from chat import push
+from chat.fragments import marker_html
 from chat.models import Conversation, ConversationMarker, Message
 
-logger = logging.getLogger(__name__)
+__all__ = ["TEXT_MAX", "marker_add", "marker_html", "timeline"]
 
 TEXT_MAX = 300
-
-
-def marker_html(marker: ConversationMarker) -> str:
-    return render_to_string("chat/_marker.html", {"marker": marker})
 
 
 @transaction.atomic
@@ -43,19 +37,10 @@ def marker_add(
 
 
 def _push(marker: ConversationMarker) -> None:
-    # The group of the owner's open chat pages; each page keeps only its own conversation's.
-    layer = get_channel_layer()
-    if layer is None:
-        return
+    # The group of the owner's open chat pages; each page keeps only its own conversation's. Missed (the
+    # channel layer down), it shows on the next load.
     event = {"type": "chat.marker", "conversation_id": str(marker.conversation_id), "html": marker_html(marker)}
-    try:
-        async_to_sync(layer.group_send)(user_group(marker.conversation.owner_id), event)
-    except Exception:  # the marker is saved and shows on the next load; a missed push must not fail the caller
-        logger.exception("could not push marker %s", marker.pk)
-
-
-def marker_list(*, conversation: Conversation) -> list[ConversationMarker]:
-    return list(ConversationMarker.objects.filter(conversation=conversation).order_by("created_at", "id"))
+    push.send_event(event, user_id=marker.conversation.owner_id)
 
 
 def timeline(messages: Iterable[Message], markers: Iterable[ConversationMarker]) -> list[Any]:

@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, ConversationMarker, Message
 from chat.turn import context_budget, cut
 
 
@@ -35,6 +35,11 @@ def turns_running(*, now: datetime) -> bool:
 
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
+
+
+def marker_list(*, conversation: Conversation) -> list[ConversationMarker]:
+    """The conversation's markers (chat.markers), in time order."""
+    return list(ConversationMarker.objects.filter(conversation=conversation).order_by("created_at", "id"))
 
 
 @dataclass(frozen=True)

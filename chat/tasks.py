@@ -5,12 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from celery import shared_task
-from channels.layers import get_channel_layer
 
-from chat import selectors, services
-from chat.extensions import user_group
+from chat import push, selectors, services
 from chat.fragments import summary_divider_html
 from chat.models import Conversation
 from chat.turn import compaction
@@ -31,15 +28,12 @@ def compact_conversation_task(conversation_id: str) -> str:
 def _push_summary_divider(conversation_id: Any) -> None:
     """Show the conversation's open pages where the summary now ends, without a reload."""
     conversation = Conversation.objects.filter(pk=conversation_id).first()
-    layer = get_channel_layer()
     divider = selectors.summary_divider(conversation=conversation) if conversation is not None else None
-    if conversation is None or layer is None or divider is None:
+    if conversation is None or divider is None:
         return
+    # Missed (the channel layer down), the divider shows on the next load.
     event = {"type": "chat.fragment", "conversation_id": str(conversation.pk), "html": summary_divider_html(divider)}
-    try:
-        async_to_sync(layer.group_send)(user_group(conversation.owner_id), event)
-    except Exception:  # the divider shows on the next load; a missed push must not fail the task
-        logger.exception("could not push the summary divider of conversation %s", conversation_id)
+    push.send_event(event, user_id=conversation.owner_id)
 
 
 @shared_task(ignore_result=True)

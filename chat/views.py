@@ -124,7 +124,7 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
             selectors.with_summary_divider(
                 chat_messages, selectors.conversation_context_size(conversation=conversation)
             ),
-            markers.marker_list(conversation=conversation),
+            selectors.marker_list(conversation=conversation),
         ),
         "turn_state": "streaming" if streaming else "idle",
         "draft": draft,

@@ -13,6 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from chat.llm.base import LLMError
+
 MAX_CHARS = 300
 
 _SECRETS = [
@@ -53,6 +55,12 @@ _UNREACHABLE = re.compile(r"^Could not reach the model provider \((?P<said>.*)\)
 _TOO_LONG = re.compile(r"^The conversation is longer than the model can read at once \((?P<said>.*)\)$", re.S)
 
 
+def provider_error_text(said: str) -> str:
+    if said:
+        return _("The model provider reported an error: %(said)s") % {"said": said}
+    return _("The model provider reported an error.")
+
+
 def _status_sentence(status: int) -> str:
     if status in (401, 403):
         return _("The model provider refused this app’s credentials. Whoever runs Memora should check its API key.")
@@ -79,3 +87,21 @@ def error_for_people(text: str) -> tuple[str, str]:
     if m := _TOO_LONG.match(text):
         return _("The conversation is longer than the model can read at once."), m["said"]
     return text, ""
+
+
+def deadline_error(got_token: bool, *, stalled: bool = False) -> LLMError:
+    """A streamed call past a deadline: the stall, the whole step, or the first token's."""
+    if stalled:
+        limit = float(settings.LLM_STALL_TIMEOUT)
+        text = _("The model provider stopped sending the reply: nothing arrived for %(seconds)s s.")
+        return LLMError(text % {"seconds": f"{limit:g}"}, kind="timeout")
+    if got_token:
+        limit = float(settings.CHAT_TURN_TIMEOUT)
+        return LLMError(
+            _("The reply did not finish within the time limit (%(seconds)s s).") % {"seconds": f"{limit:g}"},
+            kind="timeout",
+        )
+    limit = float(settings.LLM_FIRST_TOKEN_TIMEOUT)
+    return LLMError(
+        _("The model provider sent no reply within %(seconds)s s.") % {"seconds": f"{limit:g}"}, kind="timeout"
+    )

@@ -9,10 +9,13 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
   alive past LLM_FIRST_TOKEN_TIMEOUT (first token), LLM_STALL_TIMEOUT (between two tokens) or
   CHAT_TURN_TIMEOUT (whole step);
 - the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
-  server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout;
+  server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout
+  (the retry policy: `chat.llm.retry`);
 - a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
-  is asked again without them, and not offered tools again for TOOLS_RETRY_SECONDS (see `tools_supported`):
-  a server restarted with another chat format, or a passing fault, gets its tools back;
+  is asked again without them, and not offered tools again for a while (see `tools_supported`): a server
+  restarted with another chat format, or a passing fault, gets its tools back (the tools fallback policy:
+  `chat.llm.tools_fallback`);
+- a stream is read as raw server-sent events (`chat.llm.sse`);
 - tool calls are assembled by `chat.llm.toolcalls`, which tolerates repeated names and missing ids.
 """
 
@@ -25,7 +28,7 @@ import re
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from typing import Any
 
 import httpx2  # the `openai` package's HTTP library
@@ -41,18 +44,16 @@ from chat.llm.base import (
     Messages,
     StreamChunk,
     TextDelta,
-    ToolCalls,
     Usage,
     single_system_message,
 )
-from chat.llm.errors import clean_provider_message, provider_error_code
-from chat.llm.toolcalls import ToolCallAssembler
+from chat.llm.errors import clean_provider_message, deadline_error, provider_error_code, provider_error_text
+from chat.llm.retry import retry_wait
+from chat.llm.sse import StreamRead, drain, sse_chunks
+from chat.llm.tools_fallback import ToolsFallback
 from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
-
-RETRY_BASE_SECONDS = 0.5
-DRAIN_SECONDS = 0.5  # see _drain
 
 
 # How providers word a refusal for length: OpenAI and vLLM ("maximum context length is 8192 tokens"),
@@ -106,19 +107,13 @@ def _as_llm_error(exc: Exception) -> LLMError:
         return LLMError(text, kind="status", status=exc.status_code, code=provider_error_code(exc.body))
     if isinstance(exc, openai.APIError):
         said = clean_provider_message(_said(exc))
-        text = _provider_error(said)
+        text = provider_error_text(said)
         return LLMError(text, kind="status", code=provider_error_code(exc.body))
     # Anything else (a body that is not JSON, an unexpected shape) means the answer was garbage.
     name = exc.__class__.__name__
     return LLMError(
         _("The model provider sent an answer that could not be read (%(name)s).") % {"name": name}, kind="bad_response"
     )
-
-
-def _provider_error(said: str) -> str:
-    if said:
-        return _("The model provider reported an error: %(said)s") % {"said": said}
-    return _("The model provider reported an error.")
 
 
 def _said(exc: openai.APIError) -> str:
@@ -144,75 +139,6 @@ def _said(exc: openai.APIError) -> str:
     return exc.message
 
 
-async def _sse_chunks(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
-    """The JSON objects of a server-sent event stream of chat completion chunks, up to `[DONE]`.
-
-    An event that carries an `error` (some servers report a failure after the 200) raises LLMError with
-    the provider's words; a `data` that is not JSON raises ValueError, read as a garbage answer."""
-    data: list[str] = []
-    event = ""
-    async for line in lines:
-        if line.startswith("data:"):
-            data.append(line[5:].lstrip(" "))
-            continue
-        if line.startswith("event:"):
-            event = line[6:].strip()
-            continue
-        if line or not data:  # a comment (": ping"), another field, or a blank line between events
-            continue
-        payload, data = "\n".join(data), []
-        if payload.strip() == "[DONE]":
-            return
-        chunk = json.loads(payload)
-        if not isinstance(chunk, dict):
-            raise ValueError("a stream chunk that is not a JSON object")
-        error = chunk.get("error")
-        if error or event == "error":
-            said = error.get("message") if isinstance(error, dict) else error
-            detail = clean_provider_message(str(said or ""))
-            raise LLMError(_provider_error(detail), kind="status")
-        event = ""
-        yield chunk
-
-
-async def _drain(lines: AsyncIterator[str]) -> None:
-    """Read what follows `[DONE]` (the end of the chunked body, normally nothing else), so the connection
-    goes back to the client's pool: a response closed before its end closes its connection, and the
-    next turn would wait for a new one (a TLS handshake, with a remote provider). A server that keeps
-    the response open after `[DONE]` loses the connection after DRAIN_SECONDS, not the reply."""
-    with suppress(Exception):
-        async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in lines:
-                pass
-
-
-def _retryable(error: LLMError) -> bool:
-    # The server answered without working on our request, or could not be reached at all: asking again
-    # cannot pile up behind a generation that is still running.
-    return error.kind == "connection" or (error.kind == "status" and error.status in (408, 429, 500, 502, 503, 504))
-
-
-#: how long tools stay off after a provider rejected or ignored them, before they are offered again
-TOOLS_RETRY_SECONDS = 600.0
-
-
-def _rejects_tools(error: LLMError) -> bool:
-    text = str(error).lower()
-    return error.status in (400, 422, 500, 501) and ("tool" in text or "function" in text)
-
-
-def _is_progress(chunk: dict[str, Any]) -> bool:
-    """Whether a chunk (beyond its text) moves the reply on: a piece of a tool call, the finish, the usage.
-    An empty delta does not: some servers send those as keep-alives."""
-    if chunk.get("usage"):
-        return True
-    choice = (chunk.get("choices") or [{}])[0]
-    if not isinstance(choice, dict):
-        return False
-    delta = choice.get("delta")
-    return bool(choice.get("finish_reason") or (isinstance(delta, dict) and delta.get("tool_calls")))
-
-
 class OpenAIChatModel(ChatModel):
     def __init__(self) -> None:
         self._options: dict[str, Any] = {
@@ -220,13 +146,13 @@ class OpenAIChatModel(ChatModel):
             "api_key": settings.OPENAI_API_KEY or "not-needed",
             "base_url": settings.OPENAI_BASE_URL or None,
             "timeout": settings.LLM_TIMEOUT,
-            "max_retries": 0,  # retried here, only when that is safe (see `_retryable`)
+            "max_retries": 0,  # retried here, only when that is safe (chat.llm.retry)
         }
         self.model = settings.CHAT_MODEL
         self.label = settings.CHAT_MODEL
         self.max_retries = int(settings.LLM_MAX_RETRIES)
-        # Set when the provider rejected or ignored tools: chat goes on without them until then.
-        self._tools_off_until = 0.0
+        # Whether the provider handles tools: chat goes on without them for a while when it does not.
+        self.tools = ToolsFallback()
         self._sync = openai.OpenAI(**self._options)
         # An async client's connection pool belongs to the event loop that opened it; a process can run
         # several loops (ASGI server, async_to_sync under WSGI, Celery), so there is one client per loop.
@@ -243,16 +169,7 @@ class OpenAIChatModel(ChatModel):
 
     @property
     def tools_supported(self) -> bool:
-        return time.monotonic() >= self._tools_off_until
-
-    def _disable_tools(self, why: str) -> None:
-        if self.tools_supported:
-            logger.warning(
-                "the model provider does not handle tools (%s); chat continues without them for %g s",
-                why,
-                TOOLS_RETRY_SECONDS,
-            )
-        self._tools_off_until = time.monotonic() + TOOLS_RETRY_SECONDS
+        return self.tools.supported
 
     async def stream(
         self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
@@ -273,57 +190,42 @@ class OpenAIChatModel(ChatModel):
         started = time.monotonic()
         first_by = started + float(settings.LLM_FIRST_TOKEN_TIMEOUT)
         end = started + float(settings.CHAT_TURN_TIMEOUT)
+        tools_fallback = self.tools.request(request)
         attempt = 0
-        # Set when an empty answer came to a request with tools: if the same request without them is
-        # answered, the provider does not handle tools; if not, the emptiness had another cause (length).
-        tools_suspect = False
         while True:
             received = False
             try:
+                once = self._stream_once(tools_fallback.request, first_by=min(first_by, end), end=end)
                 # aclosing: a consumer that stops early closes the provider's response at once.
-                async with aclosing(self._stream_once(request, first_by=min(first_by, end), end=end)) as once:
+                async with aclosing(once):
                     async for chunk in once:
-                        received = received or not isinstance(chunk, Usage)
-                        if received and tools_suspect:
-                            self._disable_tools("an empty answer when tools were offered")
-                            tools_suspect = False
+                        if not received and not isinstance(chunk, Usage):
+                            received = True
+                            tools_fallback.answered()
                         yield chunk
             except LLMError as exc:
                 if received:
                     raise
-                if "tools" in request and (_rejects_tools(exc) or exc.kind == "empty"):
-                    if exc.kind == "empty":
-                        tools_suspect = True
-                    else:
-                        self._disable_tools(str(exc))
-                    request = {k: v for k, v in request.items() if k not in ("tools", "tool_choice")}
+                if tools_fallback.drop_tools(exc):
                     continue
-                wait = RETRY_BASE_SECONDS * 2**attempt
-                if not _retryable(exc) or attempt >= self.max_retries or time.monotonic() + wait >= first_by:
+                wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=first_by)
+                if wait is None:
                     raise
                 attempt += 1
                 await asyncio.sleep(wait)
                 continue
-            if not received and "tools" in request:
-                # A finished answer with neither text nor a tool call, to a request with tools: ask
-                # again without them (llama.cpp's chatml-function-calling does this with tool_choice "auto").
-                tools_suspect = True
-                request = {k: v for k, v in request.items() if k not in ("tools", "tool_choice")}
+            if not received and tools_fallback.drop_tools(None):
                 continue
             return
 
     async def _stream_once(
         self, request: dict[str, Any], *, first_by: float, end: float
     ) -> AsyncGenerator[StreamChunk, None]:
-        calls = ToolCallAssembler()
-        finished = False
-        got_token = False
-        received = False
-        usage: int | None = None
+        read = StreamRead(end=end)
         stalled = False
         try:
             # The raw response: the SDK's typed chunk objects cost more CPU than the rest of a streamed
-            # token's way to the page together; the chunks are read as JSON (`_sse_chunks`) instead.
+            # token's way to the page together; the chunks are read as JSON (`sse_chunks`) instead.
             completions = self._async_client().chat.completions.with_streaming_response
             # The SDK checks and transforms typed parameters by walking their type annotations, a few
             # milliseconds for a conversation on the way to every first token. Our request is already in
@@ -338,66 +240,27 @@ class OpenAIChatModel(ChatModel):
             deadline = Deadline(first_by)
             try:
                 lines = response.iter_lines()
-                chunks = aiter(_sse_chunks(lines))
+                chunks = aiter(sse_chunks(lines))
                 while True:
                     try:
                         chunk = await deadline.wait(anext(chunks))
                     except StopAsyncIteration:
-                        await _drain(lines)
+                        await drain(lines)
                         break
-                    received = True
-                    prompt_tokens = (chunk.get("usage") or {}).get("prompt_tokens")
-                    if prompt_tokens:
-                        usage = int(prompt_tokens)
-                    texts = calls.add_chunk(chunk)
-                    if texts or _is_progress(chunk):
-                        if got_token:
-                            deadline.progress()
-                        elif texts or calls.started:
-                            got_token = True
-                            deadline.move(end)
-                            deadline.stall_after(float(settings.LLM_STALL_TIMEOUT))
-                    for text in texts:
+                    for text in read.add(chunk, deadline):
                         yield TextDelta(text)
-                    choices = chunk.get("choices") or [{}]
-                    finished = finished or bool(isinstance(choices[0], dict) and choices[0].get("finish_reason"))
             finally:
                 deadline.cancel()
                 stalled = deadline.stalled
                 await opened.__aexit__(None, None, None)
         except TimeoutError as exc:
-            raise self._deadline_error(got_token, stalled=stalled) from exc
+            raise deadline_error(read.got_token, stalled=stalled) from exc
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
             raise _as_llm_error(exc) from exc
-        if not received:
-            # llama.cpp answers a request longer than its context this way; the caller decides.
-            raise LLMError(_("The model provider sent an empty answer."), kind="empty")
-        if usage is not None:
-            yield Usage(usage)
-        elif finished:  # a server that sends no usage in streams: its tokenizer calibrates instead
+        for rest in read.ending():
+            yield rest
+        if read.usage is None:  # a server that sends no usage in streams: its tokenizer calibrates instead
             server_facts.calibrate_later(model=str(request.get("model")), messages=request["messages"])
-        if not finished:
-            # The connection ended without a finish_reason: the reply was cut off, not complete.
-            raise LLMError(_("The model provider stopped before the reply was complete."), kind="bad_response")
-        if calls.started:
-            yield ToolCalls(calls.calls())
-
-    @staticmethod
-    def _deadline_error(got_token: bool, *, stalled: bool = False) -> LLMError:
-        if stalled:
-            limit = float(settings.LLM_STALL_TIMEOUT)
-            text = _("The model provider stopped sending the reply: nothing arrived for %(seconds)s s.")
-            return LLMError(text % {"seconds": f"{limit:g}"}, kind="timeout")
-        if got_token:
-            limit = float(settings.CHAT_TURN_TIMEOUT)
-            return LLMError(
-                _("The reply did not finish within the time limit (%(seconds)s s).") % {"seconds": f"{limit:g}"},
-                kind="timeout",
-            )
-        limit = float(settings.LLM_FIRST_TOKEN_TIMEOUT)
-        return LLMError(
-            _("The model provider sent no reply within %(seconds)s s.") % {"seconds": f"{limit:g}"}, kind="timeout"
-        )
 
     def complete_json(
         self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
@@ -430,8 +293,8 @@ class OpenAIChatModel(ChatModel):
             try:
                 return self._complete_once(request, end=end, timeout=timeout)
             except LLMError as exc:
-                wait = RETRY_BASE_SECONDS * 2**attempt
-                if not _retryable(exc) or attempt >= self.max_retries or time.monotonic() + wait >= end:
+                wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=end)
+                if wait is None:
                     raise
                 attempt += 1
                 time.sleep(wait)

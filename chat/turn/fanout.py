@@ -2,8 +2,8 @@
 (this process's pages directly, other processes' through the channel layer; chat/turn/pages.py).
 
 When the channel layer is unreachable (Redis down), sends are skipped for a few seconds at a time
-instead of slowing the turn; pages of this process follow its turns as always, and those of other
-processes poll the saved text.
+instead of slowing the turn (the rule of chat/push.py); pages of this process follow its turns as
+always, and those of other processes poll the saved text.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from channels.layers import get_channel_layer
 from django.utils.translation import gettext
 
+from chat import push
 from chat.fragments import (
     activity_html,
     final_html,
@@ -39,15 +39,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LAYER_TIMEOUT_SECONDS = 2.0
-LAYER_RETRY_SECONDS = 5.0  # after a failed send, skip the channel layer this long
 SKIPPABLE = {"turn.delta", "turn.text"}
 
 REMOTE_REFRESH_SECONDS = 1.0  # how often a turn looks again for pages in other processes
-
-_layer_down_until = 0.0
-_layer_slow = 0  # channel layer sends in a row that timed out
-LAYER_SLOW_LIMIT = 3
 
 
 def conversation_group(conversation_id: Any) -> str:
@@ -158,7 +152,6 @@ class Fanout:
         return message.get("html", "") is not None
 
     async def _deliver(self, message: dict[str, Any]) -> None:
-        global _layer_down_until, _layer_slow
         local = pages.local_pages(self.key)
         if local and not self._rendered(message):
             return
@@ -167,34 +160,21 @@ class Fanout:
                 page(message)
             except Exception:  # one broken page must not keep the others from the reply
                 logger.exception("could not hand a turn event to a page")
-        loop = asyncio.get_running_loop()
-        # While the layer is failing, skip the reply's text (a page catches up from the full text later),
+        # While the layer is down, the reply's text is skipped (a page catches up from the full text later),
         # never its start, tool activity or end: a page that misses those would look stuck.
-        if message["type"] in SKIPPABLE and loop.time() < _layer_down_until:
-            return
-        layer = get_channel_layer()
-        try:
-            async with asyncio.timeout(LAYER_TIMEOUT_SECONDS):
-                if loop.time() >= self.remote_checked + REMOTE_REFRESH_SECONDS or message["type"] == "turn.begin":
-                    # Pages in other processes: looked up at the start, then about once a second (a page that
-                    # opens there mid-reply shows the saved text, then catches up at the next full text).
-                    self.remote = await pages.remote_pages(layer, self.group)
-                    self.remote_checked = loop.time()
-                if self.remote == [] or not self._rendered(message):
-                    pass  # no page elsewhere
-                elif self.remote is None:
-                    await layer.group_send(self.group, message)
-                else:
-                    for channel in self.remote:
-                        await layer.send(channel, message)
-            _layer_slow = 0
-        except TimeoutError:
-            # Slow is not down: a machine at full load can take this long. Only repeated timeouts in a row
-            # (an unreachable host) count as the layer being away.
-            _layer_slow += 1
-            if _layer_slow >= LAYER_SLOW_LIMIT:
-                _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
-                logger.warning("channel layer not answering; open pages fall back to polling")
-        except Exception as exc:
-            _layer_down_until = loop.time() + LAYER_RETRY_SECONDS
-            logger.warning("channel layer unavailable (%r); open pages fall back to polling", exc)
+        await push.send_event_async(
+            message,
+            group=self.group,
+            lookup=lambda layer: self._remote_pages(layer, message),
+            prepare=lambda: self._rendered(message),
+            skippable=message["type"] in SKIPPABLE,
+        )
+
+    async def _remote_pages(self, layer: Any, message: dict[str, Any]) -> list[str] | None:
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self.remote_checked + REMOTE_REFRESH_SECONDS or message["type"] == "turn.begin":
+            # Pages in other processes: looked up at the start, then about once a second (a page that
+            # opens there mid-reply shows the saved text, then catches up at the next full text).
+            self.remote = await pages.remote_pages(layer, self.group)
+            self.remote_checked = loop.time()
+        return self.remote

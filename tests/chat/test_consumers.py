@@ -15,7 +15,7 @@ from channels.testing.websocket import WebsocketCommunicator  # (the package __i
 from django.conf import settings as django_settings
 from django.test import Client
 
-from chat import consumers
+from chat import consumers, push
 from chat.llm import ChatModel, StreamChunk, TextDelta
 from chat.models import Conversation, Message
 from chat.turn import fanout, registry, runner
@@ -546,7 +546,7 @@ def private_redis(settings: Any) -> Any:
     }
     yield redis, redis.servers
     redis.close()
-    fanout._layer_down_until = 0.0  # later tests start with a working layer
+    push.layer_reset()  # later tests start with a working layer
 
 
 async def test_without_the_channel_layer_the_page_still_connects_streams_its_turn_and_recovers(

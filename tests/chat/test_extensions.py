@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.test import Client
 
-from chat import extensions
+from chat import extensions, push
 from chat.fragments import activity_html
 from tests.chat.fake_tools import EchoTool
 
@@ -49,7 +49,7 @@ async def test_notify_user_sends_a_chat_notice_to_the_users_group_only() -> None
 
 
 def test_notify_user_without_a_channel_layer_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extensions, "get_channel_layer", lambda: None)
+    monkeypatch.setattr(push, "get_channel_layer", lambda: None)
     assert extensions.notify_user(1, "<p>Hello</p>") is False
 
 

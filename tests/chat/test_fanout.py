@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chat.turn import fanout as fanout_module
+from chat import push
 from chat.turn import pages, registry, runner
 from chat.turn.fanout import Fanout
 
@@ -97,19 +97,19 @@ async def test_a_slow_channel_layer_is_not_taken_for_one_that_is_down(monkeypatc
         async def group_send(self, group: str, message: dict[str, Any]) -> None:
             await asyncio.sleep(1)
 
-    monkeypatch.setattr(fanout_module, "get_channel_layer", lambda: SlowLayer())
-    monkeypatch.setattr(fanout_module, "LAYER_TIMEOUT_SECONDS", 0.01)
-    monkeypatch.setattr(fanout_module, "_layer_down_until", 0.0)
-    monkeypatch.setattr(fanout_module, "_layer_slow", 0)
+    monkeypatch.setattr(push, "get_channel_layer", lambda: SlowLayer())
+    monkeypatch.setattr(push, "LAYER_TIMEOUT_SECONDS", 0.01)
+    push.layer_reset()
     fanout = Fanout("c", 7)
     fanout.close()
     await fanout.task
 
-    for _ in range(fanout_module.LAYER_SLOW_LIMIT - 1):
+    for _ in range(push.LAYER_SLOW_LIMIT - 1):
         await fanout._deliver({"type": "turn.delta", "message_id": 7, "offset": 0, "text": "x"})
-    assert fanout_module._layer_down_until == 0.0  # slow, still used
+    assert not push.layer_down()  # slow, still used
     await fanout._deliver({"type": "turn.delta", "message_id": 7, "offset": 1, "text": "y"})
-    assert fanout_module._layer_down_until > 0.0  # not answering at all: pages fall back to polling
+    assert push.layer_down()  # not answering at all: pages fall back to polling
+    push.layer_reset()  # later tests start with a working layer
 
 
 def test_text_is_batched_longer_when_a_process_writes_many_replies(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,8 @@ from typing import Any, cast
 import pytest
 
 from chat.llm import LLMError, TextDelta, ToolCalls, Usage, get_chat_model
-from chat.llm.openai_adapter import DRAIN_SECONDS, OpenAIChatModel
+from chat.llm.openai_adapter import OpenAIChatModel
+from chat.llm.sse import DRAIN_SECONDS
 from chat.turn.deadlines import Deadline
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
@@ -288,7 +289,7 @@ def test_complete_text_sends_one_plain_request(fake_openai: FakeOpenAIServer) ->
 
 
 async def test_stream_chunks_are_read_from_the_raw_events() -> None:
-    from chat.llm.openai_adapter import _sse_chunks
+    from chat.llm.sse import sse_chunks
 
     async def lines(*items: str) -> AsyncIterator[str]:
         for item in items:
@@ -299,13 +300,13 @@ async def test_stream_chunks_are_read_from_the_raw_events() -> None:
         "data: {\"choices\":", 'data: [{"delta": {"content": " there"}}]}', "",  # one event on two lines
         "data: [DONE]", "", 'data: {"after": "done"}', "",
     )  # fmt: skip
-    assert [chunk async for chunk in _sse_chunks(stream)] == [
+    assert [chunk async for chunk in sse_chunks(stream)] == [
         {"choices": [{"delta": {"content": "Hi"}}]},
         {"choices": [{"delta": {"content": " there"}}]},
     ]
     failing = lines('data: {"choices": []}', "", 'data: {"error": {"message": "Out of memory"}}', "")
     with pytest.raises(LLMError, match="reported an error: Out of memory"):
-        _ = [chunk async for chunk in _sse_chunks(failing)]
+        _ = [chunk async for chunk in sse_chunks(failing)]
 
 
 async def test_a_stream_deadline_turns_its_own_expiry_into_a_timeout_and_lets_a_stop_through() -> None:

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat import markers
+from chat import markers, push
 from chat.consumers import user_group
 from chat.models import Conversation, ConversationMarker, Message
 
@@ -43,7 +43,7 @@ def test_a_new_marker_is_pushed_to_the_owners_pages_after_commit(
         async def group_send(self, group: str, event: dict[str, Any]) -> None:
             sent.append((group, event))
 
-    monkeypatch.setattr(markers, "get_channel_layer", Layer)
+    monkeypatch.setattr(push, "get_channel_layer", Layer)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         markers.marker_add(conversation=conversation, kind="note", text="Noted")
     assert sent == []

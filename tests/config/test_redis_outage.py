@@ -17,10 +17,10 @@ from django.test import Client
 
 from accounts import throttle
 from accounts.models import User
-from chat import services
+from chat import push, services
 from chat.models import Message
 from chat.services import conversation_create
-from chat.turn import fanout, transactions
+from chat.turn import transactions
 from tests.processes import PrivateRedis
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +41,7 @@ def stopped_redis(settings: Any) -> Iterator[PrivateRedis]:
     server.wait()
     yield redis
     redis.close()
-    fanout._layer_down_until = 0.0  # later tests start with a working layer
+    push.layer_reset()  # later tests start with a working layer
     throttle._store_down = False
 
 

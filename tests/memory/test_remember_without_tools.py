@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chat.extensions import turn_finished
-from chat.llm import openai_adapter, tools_usable
+from chat.llm import tools_fallback, tools_usable
 from chat.models import ConversationMarker, Message
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task
@@ -125,9 +125,9 @@ def test_tools_a_provider_ignored_are_offered_again_after_a_while(
 ) -> None:
     from chat.llm import get_chat_model
 
-    monkeypatch.setattr(openai_adapter, "TOOLS_RETRY_SECONDS", 0.2)
+    monkeypatch.setattr(tools_fallback, "TOOLS_RETRY_SECONDS", 0.2)
     model = get_chat_model()
-    model._disable_tools("an empty answer when tools were offered")  # type: ignore[attr-defined]
+    model.tools.disable("an empty answer when tools were offered")  # type: ignore[attr-defined]
     assert not model.tools_supported and not tools_usable()
     time.sleep(0.3)
     assert model.tools_supported and tools_usable()
