@@ -15,6 +15,7 @@ import yaml
 
 from memory import judge
 from memory.batching import compact_prompt
+from memory.judge_validation import Review
 from memory.models import MemoryKey
 
 GOLDEN_PATH = Path(__file__).parent / "golden.yaml"
@@ -116,10 +117,10 @@ class Case:
                 pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text, sent))
         return judge.render_input(memories=memories, pending=pending, today=self.today, compact=compact_prompt())
 
-    def review(self) -> judge.Review:
+    def review(self) -> Review:
         """What validation checks end dates against: every message was sent `today`."""
         rendered = self.judge_input()
-        return judge.Review(days={mid: self.today for mid in rendered.numbers.values()} if self.today else {})
+        return Review(days={mid: self.today for mid in rendered.numbers.values()} if self.today else {})
 
 
 def _terms(value: Any, where: str) -> tuple[str, ...]:
