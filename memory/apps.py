@@ -11,7 +11,7 @@ class MemoryConfig(AppConfig):
         from accounts import data
         from chat import extensions
         from memory import data as memory_data
-        from memory import demo, forgetting
+        from memory import demo, demo_wording, forgetting
         from memory.context import memory_block
         from memory.history import demo_tool_trigger as demo_search_trigger
         from memory.history import search_history
@@ -41,7 +41,7 @@ class MemoryConfig(AppConfig):
         # rather than flushes: tried first.
         extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
-        extensions.register_demo_result_wording("memory-flush", demo.demo_result_wording)
+        extensions.register_demo_result_wording("memory-flush", demo_wording.demo_result_wording)
         # Forgetting that forgets (memory/forgetting.py, SPEC §8): every copy of a memory's text is
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
