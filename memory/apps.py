@@ -12,10 +12,11 @@ class MemoryConfig(AppConfig):
         from chat import extensions
         from memory import data as memory_data
         from memory import demo, demo_wording, forgetting
+        from memory.chat_fragments import conversation_page_block
         from memory.context import memory_block
         from memory.history import demo_tool_trigger as demo_search_trigger
         from memory.history import search_history
-        from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
+        from memory.notices import mark_conversation, on_memories_changed
         from memory.receivers import on_memories_written, on_turn_finished
         from memory.selectors import memory_uses_annotate
         from memory.signals import memories_changed

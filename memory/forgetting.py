@@ -56,6 +56,7 @@ from accounts.middleware import background_language
 from accounts.models import User
 from chat.extensions import TurnContext
 from chat.models import AgentState, ConversationMarker, Message
+from memory.changes import MARKER_KIND
 from memory.models import ExtractionRun, Memory
 
 DELETED_MEMORY = "(a memory that was since deleted)"
@@ -145,8 +146,6 @@ def _marker_forms(forgotten: Forgotten) -> list[str]:
 
 def markers_redact(forgotten: Forgotten) -> None:
     """'Memory updated · Prefers small phones…' → 'Memory updated · (deleted)' (the excerpt too)."""
-    from memory.notices import MARKER_KIND
-
     forms = _marker_forms(forgotten)
     rows = ConversationMarker.objects.select_for_update().filter(
         conversation__owner_id=forgotten.user_id, kind=MARKER_KIND

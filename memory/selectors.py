@@ -9,7 +9,8 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from accounts.models import User
-from chat.models import Message
+from chat.models import ConversationMarker, Message
+from memory.changes import MARKER_KIND
 from memory.models import ExtractionRun, Memory, MemoryUse
 
 MemoryStatusFilter = Literal["active", "invalid", "suggested", "all"]
@@ -192,6 +193,69 @@ def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     return dict(Memory.objects.filter(owner=user, pk__in=ids).values_list("pk", "content"))
+
+
+def memory_suggestions_waiting(*, user: User) -> list[Memory]:
+    """The user's suggestions waiting for Keep or Discard, with the sentence each would replace."""
+    return list(memories_suggested(user_id=user.pk).annotate(supersedes_content=F("supersedes__content")))
+
+
+def memory_ids_written_by_runs(*, run_ids: list[int]) -> dict[int, list[int]]:
+    """Every memory each run wrote that is still active or waiting, oldest first, by run id (one query)."""
+    rows = Memory.objects.filter(run_id__in=run_ids, invalid_at__isnull=True).order_by("id").values_list("run_id", "pk")
+    written: dict[int, list[int]] = {}
+    for run_id, pk in rows:
+        if run_id is not None:
+            written.setdefault(run_id, []).append(pk)
+    return written
+
+
+def memory_suggestions_by_run(*, run_ids: list[int]) -> dict[int, list[Memory]]:
+    """The suggestions each run made that still wait for the user, with the version each would replace."""
+    rows = memory_suggestions_of_runs(run_ids=run_ids)
+    found: dict[int, list[Memory]] = {}
+    for memory in rows:
+        if memory.run_id is not None:
+            found.setdefault(memory.run_id, []).append(memory)
+    return found
+
+
+def memory_ids_existing(*, ids: set[int]) -> set[int]:
+    """Which of these memory ids still exist (a memory deleted since a run committed does not)."""
+    return set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+
+
+def extraction_run_applied_ops(*, run_id: int) -> ExtractionRun | None:
+    """The run with only what it applied loaded (for its Review link), or None."""
+    return ExtractionRun.objects.filter(pk=run_id).only("applied_ops").first()
+
+
+def extraction_run_of_user(*, user_id: int, run_id: int) -> ExtractionRun | None:
+    return ExtractionRun.objects.filter(pk=run_id, owner_id=user_id).first()
+
+
+def message_of_user(*, user_id: int, message_id: int) -> Message | None:
+    """The user's message with its conversation (and its user, for the language setting), or None when the
+    conversation was deleted meanwhile."""
+    return Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation", "user").first()
+
+
+def memory_markers_after(*, user: User, conversation_id: str, after_marker_id: int) -> list[ConversationMarker]:
+    """The conversation's memory markers newer than `after_marker_id` (the user's conversation only)."""
+    return list(
+        ConversationMarker.objects.filter(
+            conversation_id=conversation_id,
+            conversation__owner=user,
+            kind=MARKER_KIND,
+            pk__gt=after_marker_id,
+        ).order_by("pk")[:20]
+    )
+
+
+def memory_marker_last_id(*, conversation_id: str) -> int:
+    """The id of the conversation's latest memory marker (0 when there is none)."""
+    query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)
+    return query.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
 # --- what a reply used ---------------------------------------------------------------------------

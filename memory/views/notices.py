@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from config.http import HttpRequest
-from memory import notices, selectors
+from memory import chat_fragments, notices, selectors
 from memory.views.common import request_user
 
 
@@ -31,14 +31,14 @@ def memory_notices(request: HttpRequest) -> HttpResponse:
         "enabled": True,
         "after": last,
         "notices": items,
-        "offline_only": notices.push_is_cross_process(),
+        "offline_only": chat_fragments.push_is_cross_process(),
     }
     conversation_id = request.GET.get("conversation", "")
     if conversation_id and _is_uuid(conversation_id):
         try:
             marker = int(request.GET.get("marker", ""))
         except ValueError:
-            marker = notices.last_marker_id(conversation_id=conversation_id)
+            marker = selectors.memory_marker_last_id(conversation_id=conversation_id)
         html, marker = notices.markers_after(user=user, conversation_id=conversation_id, after_marker_id=marker)
         context.update(conversation_id=conversation_id, marker=marker, markers=html)
     return render(request, "memory/_notice_poller.html", context)
