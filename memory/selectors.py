@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
-from django.db.models import F, Prefetch, Q, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet, Value
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from accounts.models import User
 from chat.models import ConversationMarker, Message
 from memory.changes import MARKER_KIND
-from memory.models import ExtractionRun, Memory, MemoryUse
+from memory.models import ExtractionRun, Memory, MemoryUse, MemoryVector
 
 MemoryStatusFilter = Literal["active", "invalid", "suggested", "all"]
 EXCERPT_CHARS = 200
@@ -256,6 +257,48 @@ def memory_marker_last_id(*, conversation_id: str) -> int:
     """The id of the conversation's latest memory marker (0 when there is none)."""
     query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)
     return query.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+# --- recall, the history search tool, forgetting -------------------------------------------------
+
+
+def memory_history_for_search(*, user_id: int, since: datetime | None, until: datetime | None) -> QuerySet[Memory]:
+    """The user's invalidated memories (never a suggestion) that ended from `since` on and began before
+    `until`, newest end first (what the history search tool scans)."""
+    history = Memory.objects.filter(owner_id=user_id, invalid_at__isnull=False, suggested=False)
+    if since is not None:
+        history = history.filter(invalid_at__gte=since)
+    if until is not None:
+        history = history.filter(created_at__lt=until)
+    return history.order_by("-invalid_at", "-id")
+
+
+def messages_last_two_before(*, conversation_id: Any, message_id: int) -> list[tuple[str, str]]:
+    """The (role, content) of the conversation's two messages before `message_id`, newest first."""
+    before = Message.objects.filter(conversation_id=conversation_id, id__lt=message_id)
+    return list(before.order_by("-id").values_list("role", "content")[:2])
+
+
+def users_missing_vectors(*, model: str, limit: int) -> list[int]:
+    """Users with an active memory that has no vector for `model`."""
+    rows = Memory.objects.filter(invalid_at__isnull=True, suggested=False).exclude(vector__model=model)
+    return list(rows.values_list("owner_id", flat=True).distinct()[:limit])
+
+
+def memory_vectors_of_user(*, user_id: int, model: str) -> QuerySet[MemoryVector]:
+    """The user's memory vectors for `model` (one indexed join by owner, no list of ids)."""
+    return MemoryVector.objects.filter(memory__owner_id=user_id, model=model)
+
+
+def memory_and_message_ids_alive(*, memory_ids: list[int], message_ids: list[int]) -> set[tuple[str, int]]:
+    """Which of these memories and messages still exist, as ("memory", id) and ("message", id): one query."""
+    memories = (
+        Memory.objects.filter(pk__in=memory_ids).order_by().annotate(kind=Value("memory")).values_list("kind", "pk")
+    )
+    messages = (
+        Message.objects.filter(pk__in=message_ids).order_by().annotate(kind=Value("message")).values_list("kind", "pk")
+    )
+    return set(memories.union(messages, all=True))
 
 
 # --- what a reply used ---------------------------------------------------------------------------
