@@ -151,6 +151,23 @@ def _operation(index: int, item: object) -> Operation:
     op = item.get("op")
     if op not in OPS:
         raise MalformedOutput(f"{where} has an unknown op {op!r}")
+    _check_fields(where, op, item)
+    if op in ("add", "update"):
+        return Operation(
+            op=op,
+            id=item.get("id") if op == "update" else None,
+            content=item.get("content"),
+            sources=tuple(item.get("sources") or ()),
+            expires=item.get("expires"),
+            sensitive=bool(item.get("sensitive")),
+            key=item.get("key") or "",
+            pin=bool(item.get("pin")),
+        )
+    return Operation(op=op, id=item.get("id") if op == "retract" else None)
+
+
+def _check_fields(where: str, op: str, item: dict[str, Any]) -> None:
+    """Raise MalformedOutput when a field the op needs is missing, or any field has the wrong type."""
     memory_id = item.get("id")
     content = item.get("content")
     sources = item.get("sources")
@@ -168,17 +185,6 @@ def _operation(index: int, item: object) -> Operation:
     for flag in ("sensitive", "pin"):
         if item.get(flag) is not None and not isinstance(item.get(flag), bool):
             raise MalformedOutput(f'{where} has a "{flag}" that is not true or false')
-    writes = op in ("add", "update")
-    return Operation(
-        op=op,
-        id=memory_id if op in ("update", "retract") else None,
-        content=content if writes else None,
-        sources=tuple(sources or ()) if writes else (),
-        expires=expires if writes else None,
-        sensitive=bool(item.get("sensitive")) and writes,
-        key=(key or "") if writes else "",
-        pin=bool(item.get("pin")) and writes,
-    )
 
 
 def parse_output(raw: str) -> list[Operation]:

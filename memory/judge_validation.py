@@ -218,12 +218,17 @@ def _write(walk: _Walk, operation: Operation, *, numbers: dict[int, int], max_ac
     walk.contents[text] = NEW_IN_THIS_ANSWER
     if key:
         walk.keys[key] = NEW_IN_THIS_ANSWER
-    applied = {**operation.as_dict(), "content": text}
-    if sensitive:
+    walk.plan.applied.append(_applied(operation, write))
+
+
+def _applied(operation: Operation, write: Write) -> dict[str, Any]:
+    """The operation as the run records it applied: the cleaned sentence, and whether it is sensitive or waits."""
+    applied = {**operation.as_dict(), "content": write.content}
+    if write.sensitive:
         applied["sensitive"] = True
     if write.suggested:
         applied["suggested"] = True
-    walk.plan.applied.append(applied)
+    return applied
 
 
 def validate(
