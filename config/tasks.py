@@ -37,16 +37,7 @@ def send_task(
     return True
 
 
-def send_task_on_commit(
-    task: Task,
-    *,
-    args: Sequence[Any] = (),
-    kwargs: Mapping[str, Any] | None = None,
-    countdown: float | None = None,
-    retry_policy: Mapping[str, Any] | None = None,
-    what: str,
-) -> None:
-    """`send_task` once the current transaction commits (at once outside one): the worker sees what it commits."""
-    transaction.on_commit(
-        lambda: send_task(task, args=args, kwargs=kwargs, countdown=countdown, retry_policy=retry_policy, what=what)
-    )
+def send_task_on_commit(task: Task, **options: Any) -> None:
+    """`send_task(task, **options)` once the current transaction commits (at once outside one): the worker
+    sees what it commits."""
+    transaction.on_commit(lambda: send_task(task, **options))
