@@ -194,7 +194,7 @@ def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
 def token_create(request: HttpRequest, payload: TokenIn) -> Any:
     _signed_in_or_password(request, payload.password)
     token, plain = api_token_create(user=request.user, name=payload.name, expires_at=payload.expires_at)  # type: ignore[arg-type]
-    return Status(201, {**TokenOut.from_orm(token).model_dump(), "token": plain})
+    return Status(201, {**TokenOut.model_validate(token).model_dump(), "token": plain})
 
 
 @router.delete(

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -29,6 +29,7 @@ from accounts.services import (
     user_set_language,
 )
 from accounts.throttle import client_address
+from config.http import HttpRequest
 
 
 @require_http_methods(["GET", "POST"])

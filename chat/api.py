@@ -111,7 +111,7 @@ def message_list(request: HttpRequest, conversation_id: UUID) -> Any:
 
 
 def _message(message: Message | None) -> dict[str, Any]:
-    return MessageOut.from_orm(message).model_dump() if message else {}
+    return MessageOut.model_validate(message).model_dump() if message else {}
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:

@@ -11,8 +11,11 @@ from chat import push, selectors, services
 from chat.fragments import summary_divider_html
 from chat.models import Conversation
 from chat.turn import compaction
+from config.tasks import send_task
 
 logger = logging.getLogger(__name__)
+
+ENQUEUE_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5}
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -44,15 +47,14 @@ def sweep_temporary_conversations_task() -> int:
 
 
 def enqueue_compaction(conversation_id: Any) -> None:
-    try:
-        compact_conversation_task.apply_async(
-            args=(str(conversation_id),),
-            retry=True,
-            retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
-        )
-    except Exception:
-        # A broker outage must never break chat: the pending mark expires and a later turn tries again.
-        logger.exception("could not enqueue compaction of conversation %s", conversation_id)
+    """Send the compaction task (called on commit, chat.compaction). A broker outage must never break chat:
+    the pending mark expires and a later turn tries again."""
+    send_task(
+        compact_conversation_task,
+        args=(str(conversation_id),),
+        retry_policy=ENQUEUE_RETRY_POLICY,
+        what=f"compaction of conversation {conversation_id}",
+    )
 
 
 def on_turn_finished(sender: object, *, conversation_id: Any, **kwargs: Any) -> None:

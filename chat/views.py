@@ -15,7 +15,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
@@ -29,6 +29,7 @@ from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
 from chat.search.query import SearchRejected
 from chat.search.query import search as search_conversations
+from config.http import HttpRequest
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
 SUGGESTIONS = [
@@ -136,15 +137,15 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
 @require_http_methods(["GET", "POST"])
 def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    if request.method == "GET" and request.GET.get("cancel") and request.htmx:  # type: ignore[attr-defined]
+    if request.method == "GET" and request.GET.get("cancel") and request.htmx:
         return render(request, "chat/_title.html", {"conversation": conversation})
     form = ConversationRenameForm(request.POST or None, initial={"title": conversation.title})
     if request.method == "POST" and form.is_valid():
         conversation = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
-        if not request.htmx:  # type: ignore[attr-defined]
+        if not request.htmx:
             return redirect("chat:conversation", conversation_id=conversation.pk)
         return render(request, "chat/_title_renamed.html", {"conversation": conversation, "current": conversation})
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         # In place of the title; a refused title comes back with its error (422, swapped by page.js).
         context = {"conversation": conversation, "form": form, "inline": True}
         return render(request, "chat/_rename_form.html", context, status=422 if form.is_bound else 200)
@@ -160,7 +161,7 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResp
         context = {**_chat_context(request, conversation), "conversation": conversation}
         return render(request, "chat/delete.html", context)
     services.conversation_delete(conversation=conversation)
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         return HttpResponseClientRedirect("/")
     return redirect("chat:index")
 
@@ -199,7 +200,7 @@ def search(request: HttpRequest) -> HttpResponse:
         offset = max(0, int(request.GET.get("offset", 0)))
     except ValueError:
         offset = 0
-    limit = SEARCH_SIDEBAR_HITS if request.htmx else SEARCH_PAGE_HITS  # type: ignore[attr-defined]
+    limit = SEARCH_SIDEBAR_HITS if request.htmx else SEARCH_PAGE_HITS
     context: dict[str, Any] = {"search_query": text, "search_current": current, "hits": [], "total": 0}
     if text.strip():
         try:
@@ -210,6 +211,6 @@ def search(request: HttpRequest) -> HttpResponse:
             context.update(hits=page.hits, total=page.total, searched=True)
             if offset + limit < page.total:
                 context["more_offset"] = offset + limit
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         return render(request, "chat/_search_results.html", context)
     return render(request, "chat/search.html", {**_chat_context(request, current), **context})

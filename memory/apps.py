@@ -11,11 +11,12 @@ class MemoryConfig(AppConfig):
         from accounts import data
         from chat import extensions
         from memory import data as memory_data
-        from memory import demo, forgetting
+        from memory import demo, demo_wording, forgetting
+        from memory.chat_fragments import conversation_page_block
         from memory.context import memory_block, record_uses_on_save
         from memory.history import demo_tool_trigger as demo_search_trigger
         from memory.history import search_history
-        from memory.notices import conversation_page_block, mark_conversation, on_memories_changed
+        from memory.notices import mark_conversation, on_memories_changed
         from memory.receivers import on_memories_written, on_turn_finished
         from memory.selectors import memory_uses_annotate
         from memory.signals import memories_changed
@@ -42,7 +43,7 @@ class MemoryConfig(AppConfig):
         # rather than flushes: tried first.
         extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
         extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
-        extensions.register_demo_result_wording("memory-flush", demo.demo_result_wording)
+        extensions.register_demo_result_wording("memory-flush", demo_wording.demo_result_wording)
         # Forgetting that forgets (memory/forgetting.py, SPEC §8): every copy of a memory's text is
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.

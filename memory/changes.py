@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["add", "update", "retract", "clear"]
+# The kind of the chat conversation markers memory writes (chat.markers): where a memory changed.
+MARKER_KIND = "memory"
 
 
 @dataclass(frozen=True)

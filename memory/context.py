@@ -28,7 +28,7 @@ from chat.models import Message
 from memory import embeddings
 from memory.forgetting import turn_memories_note
 from memory.recall import Candidate, always_used, rank
-from memory.selectors import memories_active
+from memory.selectors import memories_active, messages_last_two_before
 from memory.services import memory_uses_record
 
 logger = logging.getLogger(__name__)
@@ -112,9 +112,8 @@ def candidates(*, user_id: int) -> list[Candidate]:
 
 def last_exchange(ctx: TurnContext) -> tuple[str, str]:
     """The conversation's previous user message and the reply to it, before the turn's own message."""
-    before = Message.objects.filter(conversation_id=ctx.conversation.pk, id__lt=ctx.user_message.pk)
     previous, reply = "", ""
-    for role, content in before.order_by("-id").values_list("role", "content")[:2]:
+    for role, content in messages_last_two_before(conversation_id=ctx.conversation.pk, message_id=ctx.user_message.pk):
         if role == Message.Role.USER:
             previous = previous or content
         else:

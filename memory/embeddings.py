@@ -27,6 +27,7 @@ from django.db import transaction
 
 from chat.extensions import TurnContext
 from chat.llm import LLMError, get_embedder
+from memory import selectors
 from memory.models import Memory, MemoryVector
 from memory.selectors import memories_active
 
@@ -88,10 +89,7 @@ def users_missing_vectors(limit: int = 100) -> list[int]:
     """Users with an active memory that has no vector for EMBEDDING_MODEL (the sweep's view)."""
     if not enabled():
         return []
-    rows = Memory.objects.filter(invalid_at__isnull=True, suggested=False).exclude(
-        vector__model=settings.EMBEDDING_MODEL
-    )
-    return list(rows.values_list("owner_id", flat=True).distinct()[:limit])
+    return selectors.users_missing_vectors(model=settings.EMBEDDING_MODEL, limit=limit)
 
 
 # --- the turn ---------------------------------------------------------------------------------------
@@ -123,7 +121,7 @@ def for_turn(ctx: TurnContext, memory_ids: list[int]) -> tuple[list[float] | Non
         return None, {}
     # The user's vectors by owner (one indexed join, no list of hundreds of ids), kept for the given memories.
     wanted = set(memory_ids)
-    stored = MemoryVector.objects.filter(memory__owner_id=ctx.user.pk, model=settings.EMBEDDING_MODEL)
+    stored = selectors.memory_vectors_of_user(user_id=ctx.user.pk, model=settings.EMBEDDING_MODEL)
     vectors: dict[int, Sequence[float]] = {
         pk: unpack(data) for pk, data in stored.values_list("memory_id", "vector") if pk in wanted
     }

@@ -48,14 +48,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q, Value
+from django.db.models import Q
 from django.utils import translation
 from django.utils.translation import gettext, gettext_noop
 
 from accounts.middleware import background_language
 from accounts.models import User
-from chat.models import AgentState, ConversationMarker, Message
+from chat.models import AgentState, ConversationMarker
+from memory import selectors
+from memory.changes import MARKER_KIND
+from memory.demo import parse_judge_input
 from memory.models import ExtractionRun, Memory
+from memory.notices import marker_excerpts
 
 DELETED_MEMORY = "(a memory that was since deleted)"
 DELETED_MESSAGE = "(a message that was since deleted)"
@@ -136,16 +140,12 @@ def memories_forget(*, user_id: int, memory_ids: Iterable[int]) -> Forgotten:
 
 
 def _marker_forms(forgotten: Forgotten) -> list[str]:
-    from memory.notices import marker_excerpts
-
     excerpts = {form for content in forgotten.contents.values() for form in marker_excerpts(content)}
     return sorted(excerpts | set(forgotten.forms()), key=len, reverse=True)
 
 
 def markers_redact(forgotten: Forgotten) -> None:
     """'Memory updated · Prefers small phones…' → 'Memory updated · (deleted)' (the excerpt too)."""
-    from memory.notices import MARKER_KIND
-
     forms = _marker_forms(forgotten)
     rows = ConversationMarker.objects.select_for_update().filter(
         conversation__owner_id=forgotten.user_id, kind=MARKER_KIND
@@ -322,18 +322,12 @@ def run_scrub(run: ExtractionRun) -> bool:
     """At a run's end: the memories it was shown, or the messages it covered, that were deleted while
     it ran leave no copy in its record (their text is known from the run's own judge input). One query
     when nothing was deleted. True when the record was changed (in place)."""
-    from memory.demo import parse_judge_input
-
     judge_text = "\n".join(
         item.get("content", "") for item in run.judge_input if isinstance(item, dict) and item.get("role") == "user"
     )
     shown, numbered = parse_judge_input(judge_text)
     ids = [int(pk) for pk in run.message_ids or []]
-    memories = (
-        Memory.objects.filter(pk__in=list(shown)).order_by().annotate(kind=Value("memory")).values_list("kind", "pk")
-    )
-    messages = Message.objects.filter(pk__in=ids).order_by().annotate(kind=Value("message")).values_list("kind", "pk")
-    alive = set(memories.union(messages, all=True))
+    alive = selectors.memory_and_message_ids_alive(memory_ids=list(shown), message_ids=ids)
     gone_memories = {pk for pk in shown if ("memory", pk) not in alive}
     gone_messages = {pk for pk in ids if ("message", pk) not in alive}
     changed: list[str] = []
@@ -372,7 +366,7 @@ def state_filter(user_id: int, user_message_id: int, context: list[dict[str, Any
     if entry is None or entry[1] != user_id or not entry[2]:
         return context
     known = entry[2]
-    alive = set(Memory.objects.filter(pk__in=list(known)).values_list("pk", flat=True))
+    alive = selectors.memory_ids_existing(ids=set(known))
     gone = Forgotten(user_id=user_id, contents={pk: text for pk, text in known.items() if pk not in alive})
     if not gone.contents:
         return context

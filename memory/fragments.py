@@ -3,13 +3,14 @@ memory/templates/memory/ (the same ones memory/page.html includes, so the live p
 and `response` joins the pieces of one answer (the main swap first, then the out-of-band ones).
 
 The `*_context` functions are what those partials read; the full page (memory.views) uses them too.
+
+Memory's HTML in the chat pages (notices, their poller, markers) is in memory/chat_fragments.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils.translation import ngettext
@@ -40,8 +41,7 @@ def review_context(user: User) -> dict[str, Any]:
 
 
 def suggested_context(user: User) -> dict[str, Any]:
-    rows = selectors.memories_suggested(user_id=user.pk).annotate(supersedes_content=F("supersedes__content"))
-    return {"suggestions": list(rows), **review_context(user)}
+    return {"suggestions": selectors.memory_suggestions_waiting(user=user), **review_context(user)}
 
 
 def history_context(user: User, query: str = "") -> dict[str, Any]:

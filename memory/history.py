@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy
 from chat.extensions import TurnContext
 from chat.search.query import SearchQuery, SearchRejected, search_hits, search_page, search_query_clean
 from chat.terms import terms
-from memory.models import Memory
+from memory import selectors
 
 RESULT_MAX_CHARS = 2000
 HITS = 6
@@ -71,13 +71,9 @@ def _holds(held: set[str], query: SearchQuery) -> bool:
 
 def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
     """Lines for the user's invalidated memories holding every term of the query, newest first."""
-    history = Memory.objects.filter(owner_id=ctx.user.pk, invalid_at__isnull=False, suggested=False)
-    if since is not None:
-        history = history.filter(invalid_at__gte=since)
-    if until is not None:
-        history = history.filter(created_at__lt=until)
+    history = selectors.memory_history_for_search(user_id=ctx.user.pk, since=since, until=until)
     lines = []
-    for memory in history.order_by("-invalid_at", "-id")[:MEMORIES_SCANNED]:
+    for memory in history[:MEMORIES_SCANNED]:
         if not _holds(set(terms(memory.content)), query):
             continue
         assert memory.invalid_at is not None

@@ -17,6 +17,9 @@ marker says so and links to it. The conversation the run learned from also keeps
 where the memory changed (`mark_conversation`, through chat's conversation markers); on the embedded
 channel layer, whose pushes cannot leave the worker, the poll brings the open conversation's new
 markers too (`markers_after`), so the marker shows at once, not after a reload.
+
+This module decides what is said and when; the HTML is rendered in memory/chat_fragments.py and the
+rows are read through memory.selectors.
 """
 
 from __future__ import annotations
@@ -25,20 +28,15 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import translation
-from django.utils.safestring import SafeString
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from accounts.middleware import background_language
 from accounts.models import User
 from chat import extensions, markers
-from chat.fragments import messages_append_html
-from chat.models import ConversationMarker, Message
-from memory import selectors
-from memory.changes import MemoryChange
+from memory import chat_fragments, selectors
+from memory.changes import MARKER_KIND, MemoryChange
 from memory.models import ExtractionRun, Memory
 from memory.outcomes import Outcome, Result
 
@@ -46,7 +44,6 @@ logger = logging.getLogger(__name__)
 
 SHOWN_ITEMS = 2
 CONTENT_CHARS = 60
-IN_MEMORY_LAYER = "channels.layers.InMemoryChannelLayer"
 
 # What the notice says for each kind of change.
 PHRASES = {
@@ -86,9 +83,6 @@ def describe(changes: list[MemoryChange]) -> str:
     return gettext("%(changes)s.") % {"changes": text}
 
 
-MARKER_KIND = "memory"
-
-
 def review_link(*, new_memory_id: int | None, applied_ops: list[dict[str, Any]], ids: list[int] | None = None) -> str:
     """Settings → Memory at the changed memories: every memory the run wrote (`ids`, or the one
     `new_memory_id`), else the ones it forgot (now in History), else the History. Several memories are
@@ -104,36 +98,10 @@ def review_link(*, new_memory_id: int | None, applied_ops: list[dict[str, Any]],
     return f"{page}?review={','.join(str(pk) for pk in named)}#memory-{named[0]}"
 
 
-def _new_memory_ids(run_ids: list[int]) -> dict[int, int]:
-    """The newest still-active memory each run wrote, by run id (one query)."""
-    rows = Memory.objects.filter(run_id__in=run_ids, invalid_at__isnull=True).order_by("id").values_list("run_id", "pk")
-    return {run_id: pk for run_id, pk in rows if run_id is not None}
-
-
-def _written_ids(run_ids: list[int]) -> dict[int, list[int]]:
-    """Every memory each run wrote that is still active or waiting, oldest first, by run id (one query)."""
-    rows = Memory.objects.filter(run_id__in=run_ids, invalid_at__isnull=True).order_by("id").values_list("run_id", "pk")
-    written: dict[int, list[int]] = {}
-    for run_id, pk in rows:
-        if run_id is not None:
-            written.setdefault(run_id, []).append(pk)
-    return written
-
-
-def _suggestions(run_ids: list[int]) -> dict[int, list[Memory]]:
-    """The suggestions each run made that still wait for the user, with the version each would replace."""
-    rows = selectors.memory_suggestions_of_runs(run_ids=run_ids)
-    found: dict[int, list[Memory]] = {}
-    for memory in rows:
-        if memory.run_id is not None:
-            found.setdefault(memory.run_id, []).append(memory)
-    return found
-
-
 def _waiting_for(run_id: int) -> list[Memory]:
     """The run's suggestions for the notice's Keep and Discard; none when they cannot be read."""
     try:
-        return _suggestions([run_id]).get(run_id, [])
+        return selectors.memory_suggestions_by_run(run_ids=[run_id]).get(run_id, [])
     except Exception:  # the notice without buttons (the page lists the suggestions), never a missed notice
         logger.exception("could not read the suggestions of run %s", run_id)
         return []
@@ -142,25 +110,14 @@ def _waiting_for(run_id: int) -> list[Memory]:
 def _review_for(run_id: int) -> str:
     """The run's Review link; "" (the page itself) when it cannot be worked out."""
     try:
-        run = ExtractionRun.objects.filter(pk=run_id).only("applied_ops").first()
+        run = selectors.extraction_run_applied_ops(run_id=run_id)
         if run is None:
             return ""
-        return review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=_written_ids([run_id]).get(run_id))
+        written = selectors.memory_ids_written_by_runs(run_ids=[run_id]).get(run_id)
+        return review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=written)
     except Exception:  # a plainer link, never a missed notice
         logger.exception("could not find what run %s changed", run_id)
         return ""
-
-
-def notice_html(
-    *, run_id: int, changes: list[MemoryChange], review: str = "", suggestions: list[Memory] | None = None
-) -> str:
-    context = {
-        "run_id": run_id,
-        "description": describe(changes),
-        "review": review or reverse("memory:page"),
-        "suggestions": suggestions or [],
-    }
-    return render_to_string("memory/_updated_notice.html", context)
 
 
 def _marker_item(change: MemoryChange) -> str:
@@ -193,7 +150,7 @@ def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
     """`changes` without the text of a memory deleted since the run committed (the marker is written
     after commit: it re-checks, SPEC §8)."""
     ids = {change.memory_id for change in changes if change.memory_id is not None}
-    kept = set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    kept = selectors.memory_ids_existing(ids=ids)
     return [
         change
         if change.memory_id is None or change.memory_id in kept
@@ -205,14 +162,15 @@ def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
 def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any) -> None:
     """memories_changed receiver: a lasting marker in the conversation of the message the run ended on."""
     try:
-        run = ExtractionRun.objects.filter(pk=run_id, owner_id=user_id).first()
+        run = selectors.extraction_run_of_user(user_id=user_id, run_id=run_id)
         if run is None:
             return
         message_id = run.trigger_message_id or max(run.message_ids or [0])
-        message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation", "user").first()
+        message = selectors.message_of_user(user_id=user_id, message_id=message_id)
         if message is None:  # its conversation was deleted meanwhile
             return
-        link = review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=_written_ids([run.pk]).get(run.pk))
+        written = selectors.memory_ids_written_by_runs(run_ids=[run.pk]).get(run.pk)
+        link = review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=written)
         # A marker is kept, written once: in the user's language setting (no browser to ask here).
         with translation.override(background_language(message.user)):
             markers.marker_add(
@@ -235,7 +193,9 @@ def on_memories_changed(
     rendered = {}
     for code, _name in settings.LANGUAGES:
         with translation.override(code):
-            rendered[code] = notice_html(run_id=run_id, changes=changes, review=review, suggestions=suggestions)
+            rendered[code] = chat_fragments.notice_html(
+                run_id=run_id, description=describe(changes), review=review, suggestions=suggestions
+            )
     html = rendered.get(settings.LANGUAGE_CODE) or next(iter(rendered.values()))
     try:
         extensions.notify_user(user_id, html, translations=rendered)
@@ -262,19 +222,13 @@ def announce_outcome(*, user_id: int, message_id: int, result: Result) -> None:
     when nothing changed (changes announce themselves: `mark_conversation` and the notice)."""
     if result.changed or result.status in (Outcome.MEMORY_OFF, Outcome.NOTHING_PENDING, Outcome.BELOW_THRESHOLD):
         return
-    message = Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation").first()
+    message = selectors.message_of_user(user_id=user_id, message_id=message_id)
     if message is None:  # the conversation was deleted meanwhile
         return
     markers.marker_add(conversation=message.conversation, kind=MARKER_KIND, text=outcome_text(result))
 
 
 # --- the polling fallback ------------------------------------------------------------------------
-
-
-def push_is_cross_process() -> bool:
-    """False on the in-memory channel layer, which only reaches consumers of the same process."""
-    backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
-    return bool(backend) and backend != IN_MEMORY_LAYER
 
 
 def run_changes(run: ExtractionRun, *, retracted: dict[int, str]) -> list[MemoryChange]:
@@ -305,12 +259,12 @@ def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
     runs = selectors.extraction_runs_changed_after(user=user, after_run_id=after_run_id)
     ids = [op["id"] for run in runs for op in run.applied_ops if op.get("op") == "retract" and "id" in op]
     retracted = selectors.memory_contents_by_id(user=user, ids=ids)
-    written = _written_ids([run.pk for run in runs]) if runs else {}
-    waiting = _suggestions([run.pk for run in runs]) if runs else {}
+    written = selectors.memory_ids_written_by_runs(run_ids=[run.pk for run in runs]) if runs else {}
+    waiting = selectors.memory_suggestions_by_run(run_ids=[run.pk for run in runs]) if runs else {}
     notices = [
-        notice_html(
+        chat_fragments.notice_html(
             run_id=run.pk,
-            changes=run_changes(run, retracted=retracted),
+            description=describe(run_changes(run, retracted=retracted)),
             review=review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=written.get(run.pk)),
             suggestions=waiting.get(run.pk),
         )
@@ -322,46 +276,5 @@ def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
 def markers_after(*, user: User, conversation_id: str, after_marker_id: int) -> tuple[str, int]:
     """The open conversation's memory markers newer than `after_marker_id`, ready to append to its
     timeline, and the id to ask from next time (the poll's way to show a marker the worker added)."""
-    rows = list(
-        ConversationMarker.objects.filter(
-            conversation_id=conversation_id,
-            conversation__owner=user,
-            kind=MARKER_KIND,
-            pk__gt=after_marker_id,
-        ).order_by("pk")[:20]
-    )
-    html = SafeString("".join(messages_append_html(markers.marker_html(marker)) for marker in rows))
-    return html, max([after_marker_id, *(marker.pk for marker in rows)])
-
-
-def last_marker_id(*, conversation_id: str) -> int:
-    query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)
-    return query.order_by("-pk").values_list("pk", flat=True).first() or 0
-
-
-def notice_poller_html(*, user: Any, conversation_id: str = "") -> str:
-    """The chat page's poller for notices (and the open conversation's new markers). Always polling on
-    the in-memory channel layer, whose pushes cannot cross processes; on Redis only while the page's
-    socket is not live (the channel layer is away, see chat/consumers.py). Empty for anonymous users."""
-    if user is None or not user.is_authenticated:
-        return ""
-    after = selectors.extraction_run_last_changed_id(user=user)
-    context = {
-        "enabled": True,
-        "after": after,
-        "with_script": True,
-        "offline_only": push_is_cross_process(),
-        "conversation_id": conversation_id,
-        "marker": last_marker_id(conversation_id=conversation_id) if conversation_id else 0,
-    }
-    return render_to_string("memory/_notice_poller.html", context)
-
-
-def conversation_page_block(context: dict[str, Any]) -> str:
-    """The conversation page's "conversation" block (chat.extensions.PAGE_SLOTS, memory/apps.py)."""
-    request: HttpRequest | None = context.get("request")
-    conversation = context.get("conversation")
-    return notice_poller_html(
-        user=request.user if request is not None else None,
-        conversation_id=str(conversation.pk) if conversation is not None else "",
-    )
+    rows = selectors.memory_markers_after(user=user, conversation_id=conversation_id, after_marker_id=after_marker_id)
+    return chat_fragments.markers_html(rows), max([after_marker_id, *(marker.pk for marker in rows)])

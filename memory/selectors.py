@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
-from django.db.models import F, Prefetch, Q, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet, Value
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from accounts.models import User
-from chat.models import Message
-from memory.models import ExtractionRun, Memory, MemoryUse
+from chat.models import ConversationMarker, Message
+from memory.changes import MARKER_KIND
+from memory.models import ExtractionRun, Memory, MemoryUse, MemoryVector
 
 MemoryStatusFilter = Literal["active", "invalid", "suggested", "all"]
 EXCERPT_CHARS = 200
@@ -192,6 +194,111 @@ def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     return dict(Memory.objects.filter(owner=user, pk__in=ids).values_list("pk", "content"))
+
+
+def memory_suggestions_waiting(*, user: User) -> list[Memory]:
+    """The user's suggestions waiting for Keep or Discard, with the sentence each would replace."""
+    return list(memories_suggested(user_id=user.pk).annotate(supersedes_content=F("supersedes__content")))
+
+
+def memory_ids_written_by_runs(*, run_ids: list[int]) -> dict[int, list[int]]:
+    """Every memory each run wrote that is still active or waiting, oldest first, by run id (one query)."""
+    rows = Memory.objects.filter(run_id__in=run_ids, invalid_at__isnull=True).order_by("id").values_list("run_id", "pk")
+    written: dict[int, list[int]] = {}
+    for run_id, pk in rows:
+        if run_id is not None:
+            written.setdefault(run_id, []).append(pk)
+    return written
+
+
+def memory_suggestions_by_run(*, run_ids: list[int]) -> dict[int, list[Memory]]:
+    """The suggestions each run made that still wait for the user, with the version each would replace."""
+    rows = memory_suggestions_of_runs(run_ids=run_ids)
+    found: dict[int, list[Memory]] = {}
+    for memory in rows:
+        if memory.run_id is not None:
+            found.setdefault(memory.run_id, []).append(memory)
+    return found
+
+
+def memory_ids_existing(*, ids: set[int]) -> set[int]:
+    """Which of these memory ids still exist (a memory deleted since a run committed does not)."""
+    return set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+
+
+def extraction_run_applied_ops(*, run_id: int) -> ExtractionRun | None:
+    """The run with only what it applied loaded (for its Review link), or None."""
+    return ExtractionRun.objects.filter(pk=run_id).only("applied_ops").first()
+
+
+def extraction_run_of_user(*, user_id: int, run_id: int) -> ExtractionRun | None:
+    return ExtractionRun.objects.filter(pk=run_id, owner_id=user_id).first()
+
+
+def message_of_user(*, user_id: int, message_id: int) -> Message | None:
+    """The user's message with its conversation (and its user, for the language setting), or None when the
+    conversation was deleted meanwhile."""
+    return Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation", "user").first()
+
+
+def memory_markers_after(*, user: User, conversation_id: str, after_marker_id: int) -> list[ConversationMarker]:
+    """The conversation's memory markers newer than `after_marker_id` (the user's conversation only)."""
+    return list(
+        ConversationMarker.objects.filter(
+            conversation_id=conversation_id,
+            conversation__owner=user,
+            kind=MARKER_KIND,
+            pk__gt=after_marker_id,
+        ).order_by("pk")[:20]
+    )
+
+
+def memory_marker_last_id(*, conversation_id: str) -> int:
+    """The id of the conversation's latest memory marker (0 when there is none)."""
+    query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)
+    return query.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+# --- recall, the history search tool, forgetting -------------------------------------------------
+
+
+def memory_history_for_search(*, user_id: int, since: datetime | None, until: datetime | None) -> QuerySet[Memory]:
+    """The user's invalidated memories (never a suggestion) that ended from `since` on and began before
+    `until`, newest end first (what the history search tool scans)."""
+    history = Memory.objects.filter(owner_id=user_id, invalid_at__isnull=False, suggested=False)
+    if since is not None:
+        history = history.filter(invalid_at__gte=since)
+    if until is not None:
+        history = history.filter(created_at__lt=until)
+    return history.order_by("-invalid_at", "-id")
+
+
+def messages_last_two_before(*, conversation_id: Any, message_id: int) -> list[tuple[str, str]]:
+    """The (role, content) of the conversation's two messages before `message_id`, newest first."""
+    before = Message.objects.filter(conversation_id=conversation_id, id__lt=message_id)
+    return list(before.order_by("-id").values_list("role", "content")[:2])
+
+
+def users_missing_vectors(*, model: str, limit: int) -> list[int]:
+    """Users with an active memory that has no vector for `model`."""
+    rows = Memory.objects.filter(invalid_at__isnull=True, suggested=False).exclude(vector__model=model)
+    return list(rows.values_list("owner_id", flat=True).distinct()[:limit])
+
+
+def memory_vectors_of_user(*, user_id: int, model: str) -> QuerySet[MemoryVector]:
+    """The user's memory vectors for `model` (one indexed join by owner, no list of ids)."""
+    return MemoryVector.objects.filter(memory__owner_id=user_id, model=model)
+
+
+def memory_and_message_ids_alive(*, memory_ids: list[int], message_ids: list[int]) -> set[tuple[str, int]]:
+    """Which of these memories and messages still exist, as ("memory", id) and ("message", id): one query."""
+    memories = (
+        Memory.objects.filter(pk__in=memory_ids).order_by().annotate(kind=Value("memory")).values_list("kind", "pk")
+    )
+    messages = (
+        Message.objects.filter(pk__in=message_ids).order_by().annotate(kind=Value("message")).values_list("kind", "pk")
+    )
+    return set(memories.union(messages, all=True))
 
 
 # --- what a reply used ---------------------------------------------------------------------------

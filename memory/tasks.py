@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat.llm import LLMError
+from config.tasks import send_task, send_task_on_commit
 from memory import embeddings, lifecycle, notices, pipeline, recovery, retention, retries
 from memory.models import ExtractionRun
 
@@ -60,14 +61,8 @@ def embed_memories_later(*, user_id: int) -> None:
     EMBEDDING_MODEL is set): never on a turn's path."""
     if not embeddings.enabled():
         return
-
-    def send() -> None:
-        try:
-            embed_memories_task.delay(user_id)
-        except Exception:  # a broker outage must not break a write; the sweep catches up
-            logger.exception("could not enqueue embeddings for user %s", user_id)
-
-    transaction.on_commit(send)
+    # A broker outage must not break a write; the sweep catches up.
+    send_task_on_commit(embed_memories_task, args=(user_id,), what=f"embeddings for user {user_id}")
 
 
 @shared_task(ignore_result=True)
@@ -100,17 +95,15 @@ def _send(
     countdown: float | None = None,
     announce: bool = False,
 ) -> None:
-    try:
-        extract_memories_task.apply_async(
-            args=(user_id, message_id),
-            kwargs={"min_pending": min_pending, "trigger": trigger, **({"announce": True} if announce else {})},
-            countdown=countdown,
-            retry=True,
-            retry_policy=retries.ENQUEUE_RETRY_POLICY,
-        )
-    except Exception:
-        # A broker outage must never break chat; the messages stay pending and a later turn retries.
-        logger.exception("could not enqueue memory extraction for user %s", user_id)
+    # A broker outage must never break chat; the messages stay pending and a later turn retries.
+    send_task(
+        extract_memories_task,
+        args=(user_id, message_id),
+        kwargs={"min_pending": min_pending, "trigger": trigger, **({"announce": True} if announce else {})},
+        countdown=countdown,
+        retry_policy=retries.ENQUEUE_RETRY_POLICY,
+        what=f"memory extraction for user {user_id}",
+    )
 
 
 def enqueue_extraction(

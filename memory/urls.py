@@ -1,24 +1,24 @@
 from django.urls import path
 
-from memory import views
+from memory.views import edits, notices, page, replies, suggestions
 
 app_name = "memory"
 urlpatterns = [
-    path("settings/memory/", views.memory_page, name="page"),
-    path("settings/memory/add/", views.memory_add, name="add"),
-    path("settings/memory/switch/", views.memory_switch, name="switch"),
-    path("settings/memory/forget/", views.memory_forget, name="forget"),
-    path("settings/memory/export/", views.memory_export, name="export"),
-    path("settings/memory/notices/", views.memory_notices, name="notices"),
-    path("settings/memory/review/", views.memory_review_setting, name="review"),
-    path("settings/memory/<int:memory_id>/keep/", views.memory_keep, name="keep"),
-    path("settings/memory/<int:memory_id>/discard/", views.memory_discard, name="discard"),
-    path("settings/memory/<int:memory_id>/pin/", views.memory_pin, name="pin"),
-    path("settings/memory/<int:memory_id>/expiry/", views.memory_expiry, name="expiry"),
-    path("settings/memory/<int:memory_id>/", views.memory_row, name="row"),
-    path("settings/memory/<int:memory_id>/edit/", views.memory_edit, name="edit"),
-    path("settings/memory/<int:memory_id>/delete/", views.memory_delete, name="delete"),
-    path("settings/memory/<int:memory_id>/restore/", views.memory_restore, name="restore"),
-    path("settings/memory/<int:memory_id>/wrong/", views.reply_wrong, name="reply_wrong"),
-    path("settings/memory/<int:memory_id>/outdated/", views.reply_outdated, name="reply_outdated"),
+    path("settings/memory/", page.memory_page, name="page"),
+    path("settings/memory/add/", edits.memory_add, name="add"),
+    path("settings/memory/switch/", page.memory_switch, name="switch"),
+    path("settings/memory/forget/", page.memory_forget, name="forget"),
+    path("settings/memory/export/", page.memory_export, name="export"),
+    path("settings/memory/notices/", notices.memory_notices, name="notices"),
+    path("settings/memory/review/", suggestions.memory_review_setting, name="review"),
+    path("settings/memory/<int:memory_id>/keep/", suggestions.memory_keep, name="keep"),
+    path("settings/memory/<int:memory_id>/discard/", suggestions.memory_discard, name="discard"),
+    path("settings/memory/<int:memory_id>/pin/", edits.memory_pin, name="pin"),
+    path("settings/memory/<int:memory_id>/expiry/", edits.memory_expiry, name="expiry"),
+    path("settings/memory/<int:memory_id>/", page.memory_row, name="row"),
+    path("settings/memory/<int:memory_id>/edit/", edits.memory_edit, name="edit"),
+    path("settings/memory/<int:memory_id>/delete/", edits.memory_delete, name="delete"),
+    path("settings/memory/<int:memory_id>/restore/", edits.memory_restore, name="restore"),
+    path("settings/memory/<int:memory_id>/wrong/", replies.reply_wrong, name="reply_wrong"),
+    path("settings/memory/<int:memory_id>/outdated/", replies.reply_outdated, name="reply_outdated"),
 ]

@@ -15,6 +15,7 @@ import yaml
 
 from memory import judge
 from memory.batching import compact_prompt
+from memory.judge_validation import Review
 from memory.models import MemoryKey
 
 GOLDEN_PATH = Path(__file__).parent / "golden.yaml"
@@ -116,10 +117,10 @@ class Case:
                 pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text, sent))
         return judge.render_input(memories=memories, pending=pending, today=self.today, compact=compact_prompt())
 
-    def review(self) -> judge.Review:
+    def review(self) -> Review:
         """What validation checks end dates against: every message was sent `today`."""
         rendered = self.judge_input()
-        return judge.Review(days={mid: self.today for mid in rendered.numbers.values()} if self.today else {})
+        return Review(days={mid: self.today for mid in rendered.numbers.values()} if self.today else {})
 
 
 def _terms(value: Any, where: str) -> tuple[str, ...]:
@@ -166,26 +167,9 @@ def _case(data: Any, index: int) -> Case:
     if not isinstance(data, dict):
         raise CaseError(f"{where}: not a mapping")
     where = f"case {data.get('id') or index + 1}"
-    unknown = set(data) - CASE_KEYS
-    if unknown:
-        raise CaseError(f"{where}: unknown keys {sorted(unknown)}")
-    if not isinstance(data.get("id"), str) or not data["id"]:
-        raise CaseError(f"{where}: needs an id")
-    if data.get("category") not in CATEGORIES:
-        raise CaseError(f"{where}: category must be one of {', '.join(CATEGORIES)}")
-    if data.get("lang") not in LANGUAGES:
-        raise CaseError(f"{where}: lang must be one of {', '.join(LANGUAGES)}")
-    memories = data.get("memories") or {}
-    typed = isinstance(memories, dict) and all(isinstance(k, int) and isinstance(v, str) for k, v in memories.items())
-    if not typed:
-        raise CaseError(f"{where}: memories must map integer ids to sentences")
-    conversations = data.get("conversations")
-    if (
-        not isinstance(conversations, list)
-        or not conversations
-        or not all(isinstance(c, list) and c and all(isinstance(m, str) for m in c) for c in conversations)
-    ):
-        raise CaseError(f"{where}: conversations must be a list of lists of messages")
+    _check_header(data, where)
+    memories = _memories(data.get("memories") or {}, where)
+    conversations = _conversations(data.get("conversations"), where)
     expect = tuple(_expectation(e, where) for e in data.get("expect") or [])
     for expectation in expect:
         if expectation.id is not None and expectation.id not in memories:
@@ -203,6 +187,35 @@ def _case(data: Any, index: int) -> Case:
         today=_today(data.get("today"), where),
         keys=_keys(data.get("keys"), memories, where),
     )
+
+
+def _check_header(data: dict[str, Any], where: str) -> None:
+    unknown = set(data) - CASE_KEYS
+    if unknown:
+        raise CaseError(f"{where}: unknown keys {sorted(unknown)}")
+    if not isinstance(data.get("id"), str) or not data["id"]:
+        raise CaseError(f"{where}: needs an id")
+    if data.get("category") not in CATEGORIES:
+        raise CaseError(f"{where}: category must be one of {', '.join(CATEGORIES)}")
+    if data.get("lang") not in LANGUAGES:
+        raise CaseError(f"{where}: lang must be one of {', '.join(LANGUAGES)}")
+
+
+def _memories(memories: Any, where: str) -> Any:
+    typed = isinstance(memories, dict) and all(isinstance(k, int) and isinstance(v, str) for k, v in memories.items())
+    if not typed:
+        raise CaseError(f"{where}: memories must map integer ids to sentences")
+    return memories
+
+
+def _conversations(conversations: Any, where: str) -> Any:
+    if (
+        not isinstance(conversations, list)
+        or not conversations
+        or not all(isinstance(c, list) and c and all(isinstance(m, str) for m in c) for c in conversations)
+    ):
+        raise CaseError(f"{where}: conversations must be a list of lists of messages")
+    return conversations
 
 
 def _today(value: Any, where: str) -> date | None:

@@ -1,7 +1,7 @@
 """Scoring the judge's answers against the golden set. Pure: no model, no database.
 
 An answer goes through exactly what the pipeline does with it — `judge.parse_output` (strict) and
-`judge.validate` against the case's memories — and what would be applied is compared with the case's
+`judge_validation.validate` against the case's memories — and what would be applied is compared with the case's
 expectations:
 
 - an applied operation that meets an expectation is a hit (true positive);
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from memory import judge
+from memory import judge, judge_validation
 from memory.evals.cases import Case, Expectation
 
 # Every case belongs to one user; the ids in its memories are that user's.
@@ -136,7 +136,7 @@ def _shape_problem(raw: str, reason: str) -> str:
 def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mapping[str, int] | None = None) -> CaseScore:
     """Score one answer (or a failed call: `raw` None and `error` set) to `case`.
 
-    `limits` are the extra arguments extraction gives `judge.validate` (see `runner.validation_limits`).
+    `limits` are the extra arguments extraction gives `judge_validation.validate` (see `runner.validation_limits`).
     """
     score = CaseScore(case_id=case.id, category=case.category, lang=case.lang, raw=raw or "")
     required = list(case.required)
@@ -154,10 +154,10 @@ def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mappin
         return score
     rendered = case.judge_input()
     known = {
-        memory_id: judge.KnownMemory(owner_id=EVAL_OWNER_ID, active=True, content=content)
+        memory_id: judge_validation.KnownMemory(owner_id=EVAL_OWNER_ID, active=True, content=content)
         for memory_id, content in case.memories.items()
     }
-    plan = judge.validate(
+    plan = judge_validation.validate(
         operations,
         owner_id=EVAL_OWNER_ID,
         known=known,

@@ -15,7 +15,7 @@ from django.conf import settings
 from accounts.models import User
 from chat import model_queue
 from chat.llm import LLMError, get_chat_model
-from memory import batching, judge
+from memory import batching, judge, judge_content
 from memory.judge_call import call_judge
 from memory.models import ExtractionRun
 from memory.outcomes import Outcome, Result
@@ -150,7 +150,7 @@ def _judge_and_commit(batch: Batch) -> Result:
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
     # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).
-    run.raw_output = judge.recorded_output(raw if isinstance(raw, str) else repr(raw))
+    run.raw_output = judge_content.recorded_output(raw if isinstance(raw, str) else repr(raw))
     try:
         operations = judge.parse_output(raw)
     except judge.MalformedOutput as exc:

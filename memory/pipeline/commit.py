@@ -10,6 +10,7 @@ from accounts.models import User
 from chat.models import Message
 from memory import judge, lexicon, lifecycle
 from memory.changes import MemoryChange
+from memory.judge_validation import REVIEW_SENSITIVE, Plan, Review, Write, validate
 from memory.models import ExtractionRun, Memory, MemorySource
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
@@ -52,7 +53,7 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
         lifecycle.memories_expire(user_id=user_id, now=clock.now())
         rows = active_memories(user_id=user_id)
         active = {m.id: m.content for m in rows}
-        plan = judge.validate(
+        plan = validate(
             operations,
             owner_id=user_id,
             known=known_memories(operations=operations),
@@ -61,7 +62,7 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             max_operations=settings.MEMORY_MAX_OPS_PER_ANSWER,
             max_active=settings.MEMORY_MAX_ACTIVE,
             keys={m.key: m.id for m in rows if m.key},
-            review=batch_review(batch, mode=mode or judge.REVIEW_SENSITIVE),
+            review=batch_review(batch, mode=mode or REVIEW_SENSITIVE),
         )
         changes = _apply(plan, user_id=user_id, run=run, active=active)
         run.applied_ops, run.dropped_ops = plan.applied, plan.dropped
@@ -72,15 +73,15 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
     return Result(Outcome.APPLIED, run_ids=[run.pk], changes=changes, batches=1, attempt=run.attempt)
 
 
-def batch_review(batch: Batch, *, mode: str) -> judge.Review:
+def batch_review(batch: Batch, *, mode: str) -> Review:
     """The user's review setting, the batch's messages that explicitly ask to remember, correct or forget
     (memory.lexicon: the user's own words decide, not whether the flush tool was called), and their days."""
     explicit = frozenset(m.id for m in batch.pending if lexicon.is_explicit_request(m.content))
     days = {m.id: day for m in batch.pending if (day := m.day) is not None}
-    return judge.Review(mode=mode, explicit=explicit, days=days)
+    return Review(mode=mode, explicit=explicit, days=days)
 
 
-def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str]) -> list[MemoryChange]:
+def _apply(plan: Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str]) -> list[MemoryChange]:
     """Write the plan: a constant number of statements plus one per update. Returns what changed.
 
     Retract and clear apply at once whatever the review setting: forgetting only takes a fact out of
@@ -123,7 +124,7 @@ def _apply(plan: judge.Plan, *, user_id: int, run: ExtractionRun, active: dict[i
     return changes
 
 
-def _row(write: judge.Write, *, user_id: int, run: ExtractionRun, pinned: set[int]) -> Memory:
+def _row(write: Write, *, user_id: int, run: ExtractionRun, pinned: set[int]) -> Memory:
     return Memory(
         owner_id=user_id,
         content=write.content,
@@ -138,7 +139,7 @@ def _row(write: judge.Write, *, user_id: int, run: ExtractionRun, pinned: set[in
     )
 
 
-def _link(memory: Memory, write: judge.Write, *, user_id: int, active: dict[int, str]) -> MemoryChange:
+def _link(memory: Memory, write: Write, *, user_id: int, active: dict[int, str]) -> MemoryChange:
     """Link a new version to the one it replaces; the change it makes."""
     old = write.replaces
     if old is None:

@@ -3,7 +3,7 @@ judge's answer names, and the batch's failed attempts so far."""
 
 from __future__ import annotations
 
-from memory import judge
+from memory import judge, judge_validation
 from memory.models import ExtractionRun, Memory
 from memory.pipeline import clock
 from memory.pipeline.claim import STALE_RUN_ERROR
@@ -25,13 +25,13 @@ def active_memories(*, user_id: int) -> list[judge.ActiveMemory]:
     return [judge.ActiveMemory(*row) for row in rows]
 
 
-def known_memories(*, operations: list[judge.Operation]) -> dict[int, judge.KnownMemory]:
+def known_memories(*, operations: list[judge.Operation]) -> dict[int, judge_validation.KnownMemory]:
     ids = {o.id for o in operations if o.id is not None}
     if not ids:
         return {}
     rows = Memory.objects.filter(pk__in=ids).values_list("id", "owner_id", "invalid_at", "content")
     return {
-        pk: judge.KnownMemory(owner_id=owner, active=invalid is None, content=content)
+        pk: judge_validation.KnownMemory(owner_id=owner, active=invalid is None, content=content)
         for pk, owner, invalid, content in rows
     }
 

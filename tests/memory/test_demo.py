@@ -300,11 +300,11 @@ def pending_count(user_id: int) -> int:
 def test_the_demo_model_relays_the_flush_result_in_the_users_language() -> None:
     from django.utils import translation
 
-    from memory import demo, tools
+    from memory import demo_wording, tools
 
     text = "Memory updated. Remembered: 偏好小手机. Forgot: Lives in Lyon."
-    assert demo.demo_result_wording(text) == "Memory updated. Remembered: 偏好小手机. Forgot: Lives in Lyon."
+    assert demo_wording.demo_result_wording(text) == "Memory updated. Remembered: 偏好小手机. Forgot: Lives in Lyon."
     with translation.override("zh-hans"):
-        assert demo.demo_result_wording(text) == "记忆已更新。已记住：偏好小手机。已忘记：Lives in Lyon。"
-        assert demo.demo_result_wording(tools.TEMPORARY) == "这是临时对话：其中的内容都不会被记住。"
-    assert demo.demo_result_wording("something else") is None
+        assert demo_wording.demo_result_wording(text) == "记忆已更新。已记住：偏好小手机。已忘记：Lives in Lyon。"
+        assert demo_wording.demo_result_wording(tools.TEMPORARY) == "这是临时对话：其中的内容都不会被记住。"
+    assert demo_wording.demo_result_wording("something else") is None

@@ -29,7 +29,7 @@ def embedding_server(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator
     settings.EMBEDDING_BASE_URL = server.base_url
     settings.EMBEDDING_API_KEY = "test-key"
     settings.EMBEDDING_TIMEOUT = 0.5
-    monkeypatch.setattr(embed_memories_task, "delay", lambda user_id: embed_memories_task(user_id))
+    monkeypatch.setattr(embed_memories_task, "apply_async", lambda args, **kwargs: embed_memories_task(*args))
     try:
         yield server
     finally:

@@ -7,15 +7,14 @@ import pytest
 from memory.judge import (
     CONVERSATION_BREAK,
     ActiveMemory,
-    KnownMemory,
     MalformedOutput,
     Operation,
     PendingMessage,
     judge_prompt,
     parse_output,
     render_input,
-    validate,
 )
+from memory.judge_validation import KnownMemory, validate
 
 
 def test_render_numbers_messages_and_marks_conversation_changes() -> None:

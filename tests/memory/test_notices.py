@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from accounts.models import User
 from chat import extensions, push
-from memory import notices
+from memory import chat_fragments, notices
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
 from memory.signals import memories_changed
@@ -165,7 +165,7 @@ def test_poll_stops_when_logged_out(client: Client) -> None:
 
 def render_poller(user: Any) -> str:
     """The poller as the chat page gets it (memory's conversation page fragment)."""
-    return notices.notice_poller_html(user=user)
+    return chat_fragments.notice_poller_html(user=user)
 
 
 @pytest.mark.django_db

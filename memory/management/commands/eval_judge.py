@@ -57,40 +57,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         cases = self._select(options)
-        deadline = float(settings.MEMORY_JUDGE_TIMEOUT) if options["deadline"] is None else options["deadline"]
-        max_tokens = int(settings.MEMORY_JUDGE_MAX_TOKENS) if options["max_tokens"] is None else options["max_tokens"]
-        if options["repeat"] < 1 or deadline <= 0 or max_tokens < 1:
-            raise CommandError("--repeat, --max-tokens and --deadline must be positive.")
-        if options["min_score"] is not None and not 0 <= options["min_score"] <= 1:
-            raise CommandError("--min-score is a share of cases, between 0 and 1 (e.g. 0.8).")
+        deadline, max_tokens = _limits(options)
         options.update(deadline=deadline, max_tokens=max_tokens)  # as reported
         # The judge call reads both from settings: the evaluation asks exactly as extraction would.
-        overrides: dict[str, Any] = {"MEMORY_JUDGE_TIMEOUT": deadline, "MEMORY_JUDGE_MAX_TOKENS": max_tokens}
-        if options["prompt"]:
-            overrides["MEMORY_JUDGE_PROMPT"] = options["prompt"]
-        if options["demo"]:
-            overrides["LLM_BACKEND"] = "demo"
-        elif options["base_url"] or options["api_key"]:
-            overrides["LLM_BACKEND"] = "openai"
-            overrides["OPENAI_BASE_URL"] = options["base_url"] or settings.OPENAI_BASE_URL
-            overrides["OPENAI_API_KEY"] = options["api_key"] or settings.OPENAI_API_KEY
-        with override_settings(**overrides):
-            chat_model = get_chat_model()
-            model = options["model"] or settings.MEMORY_MODEL
-            label = chat_model.label if chat_model.is_demo else model
-            endpoint = "offline" if chat_model.is_demo else (settings.OPENAI_BASE_URL or "the OpenAI API")
-            target = Target(chat_model=chat_model, model=model, deadline=deadline)
-            prompt = "compact" if compact_prompt() else "full"
-            if not options["json"]:
-                self.stdout.write(
-                    f"Judge: {label} ({endpoint}); {len(cases)} cases × {options['repeat']}; {prompt} prompt, "
-                    f"max_tokens {max_tokens}, {deadline:g} s per call\n"
-                )
-            scores = []
-            for score in run_cases(cases, target, repeat=options["repeat"]):
-                scores.append(score)
-                if not options["json"]:
-                    self._case_line(score)
+        with override_settings(**_overrides(options)):
+            label, endpoint, scores = self._run(cases, options)
         report = scoring.summarise(scores)
         if options["json"]:
             self.stdout.write(json.dumps(self._json(report, label, endpoint, options), ensure_ascii=False, indent=2))
@@ -99,6 +70,27 @@ class Command(BaseCommand):
         minimum = options["min_score"]
         if minimum is not None and report.overall.accuracy < minimum:
             raise CommandError(f"Score {report.overall.accuracy:.3f} is below --min-score {minimum:g}.")
+
+    def _run(self, cases: list[Case], options: dict[str, Any]) -> tuple[str, str, list[scoring.CaseScore]]:
+        """Every case `repeat` times against the judge the settings name: its label, endpoint and the scores."""
+        deadline, max_tokens = options["deadline"], options["max_tokens"]
+        chat_model = get_chat_model()
+        model = options["model"] or settings.MEMORY_MODEL
+        label = chat_model.label if chat_model.is_demo else model
+        endpoint = "offline" if chat_model.is_demo else (settings.OPENAI_BASE_URL or "the OpenAI API")
+        target = Target(chat_model=chat_model, model=model, deadline=deadline)
+        prompt = "compact" if compact_prompt() else "full"
+        if not options["json"]:
+            self.stdout.write(
+                f"Judge: {label} ({endpoint}); {len(cases)} cases × {options['repeat']}; {prompt} prompt, "
+                f"max_tokens {max_tokens}, {deadline:g} s per call\n"
+            )
+        scores = []
+        for score in run_cases(cases, target, repeat=options["repeat"]):
+            scores.append(score)
+            if not options["json"]:
+                self._case_line(score)
+        return label, endpoint, scores
 
     def _select(self, options: dict[str, Any]) -> list[Case]:
         try:
@@ -186,3 +178,31 @@ class Command(BaseCommand):
             "by_lang": {name: tally.as_dict() for name, tally in report.by_lang.items()},
             "results": [score.as_dict() for score in report.scores],
         }
+
+
+def _limits(options: dict[str, Any]) -> tuple[float, int]:
+    """The per-call deadline and max_tokens (the settings' unless given); refused unless positive."""
+    deadline = float(settings.MEMORY_JUDGE_TIMEOUT) if options["deadline"] is None else options["deadline"]
+    max_tokens = int(settings.MEMORY_JUDGE_MAX_TOKENS) if options["max_tokens"] is None else options["max_tokens"]
+    if options["repeat"] < 1 or deadline <= 0 or max_tokens < 1:
+        raise CommandError("--repeat, --max-tokens and --deadline must be positive.")
+    if options["min_score"] is not None and not 0 <= options["min_score"] <= 1:
+        raise CommandError("--min-score is a share of cases, between 0 and 1 (e.g. 0.8).")
+    return deadline, max_tokens
+
+
+def _overrides(options: dict[str, Any]) -> dict[str, Any]:
+    """The settings the judge call reads, as the options ask (deadline and max_tokens already resolved)."""
+    overrides: dict[str, Any] = {
+        "MEMORY_JUDGE_TIMEOUT": options["deadline"],
+        "MEMORY_JUDGE_MAX_TOKENS": options["max_tokens"],
+    }
+    if options["prompt"]:
+        overrides["MEMORY_JUDGE_PROMPT"] = options["prompt"]
+    if options["demo"]:
+        overrides["LLM_BACKEND"] = "demo"
+    elif options["base_url"] or options["api_key"]:
+        overrides["LLM_BACKEND"] = "openai"
+        overrides["OPENAI_BASE_URL"] = options["base_url"] or settings.OPENAI_BASE_URL
+        overrides["OPENAI_API_KEY"] = options["api_key"] or settings.OPENAI_API_KEY
+    return overrides

@@ -1,0 +1,80 @@
+"""What the memory views share: the signed-in user, the page's URL and search, the full page, the
+parts re-rendered out of band, and a refused write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import BadRequest
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django_htmx.http import reswap, retarget
+
+from accounts.layout import layout_context
+from accounts.models import User
+from config.http import HttpRequest
+from memory import fragments, services
+from memory.forms import MemoryForm
+
+SEARCH_MAX_CHARS = 200
+
+
+def request_user(request: HttpRequest) -> User:
+    return request.user  # type: ignore[return-value]
+
+
+def page_url(anchor: str = "") -> str:
+    return reverse("memory:page") + (f"#{anchor}" if anchor else "")
+
+
+def search_query(request: HttpRequest) -> str:
+    data = request.POST if request.method == "POST" else request.GET
+    query = data.get("q", "")
+    if "\x00" in query:  # PostgreSQL cannot compare with it; the same 400 on every database
+        raise BadRequest(_("The search text contains a NUL character, which is not allowed."))
+    return " ".join(query.split())[:SEARCH_MAX_CHARS]
+
+
+def full_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
+    """The full page; `extra` opens one step in it (a row's edit form or delete confirmation, ...)."""
+    user = request_user(request)
+    context = {
+        **layout_context(user),  # the sidebar of conversations, drawn by chat (accounts.layout)
+        "add_form": MemoryForm(),
+        **fragments.list_context(user, search_query(request)),
+        **fragments.summary_context(user),
+        **fragments.history_context(user, search_query(request)),
+        **fragments.suggested_context(user),
+        "review_ids": review_ids(request),
+        **extra,
+    }
+    return render(request, "memory/page.html", context, status=status)
+
+
+def review_ids(request: HttpRequest) -> set[int]:
+    """The memories a notice's Review link names (`?review=12,13`): all highlighted on the page."""
+    return {int(part) for part in request.GET.get("review", "").split(",") if part.strip().isdigit()}
+
+
+def summary_oob(request: HttpRequest) -> str:
+    return fragments.summary_oob_html(request, request_user(request))
+
+
+def history(request: HttpRequest, *, oob: bool) -> str:
+    return fragments.history_html(request, request_user(request), search_query(request), oob=oob)
+
+
+def empty_state_oob(request: HttpRequest) -> str:
+    return fragments.empty_state_oob_html(request, request_user(request), search_query(request))
+
+
+def rejected(request: HttpRequest, exc: services.MemoryRejected, *, anchor: str) -> HttpResponse:
+    """A write that could not be done (nothing changed): say why in the live region."""
+    if not request.htmx:
+        messages.error(request, str(exc))
+        return redirect(page_url(anchor))
+    html = fragments.error_status_html(str(exc))
+    return reswap(retarget(HttpResponse(html, status=exc.status), "#memory-status"), "innerHTML")

@@ -1,0 +1,51 @@
+"""Under a reply: "Used N memories" (memory/chat/_reply.html), each with Wrong and Outdated."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.views.decorators.http import require_POST
+
+from config.http import HttpRequest
+from memory import selectors, services
+from memory.models import Memory
+from memory.views.common import page_url, request_user
+
+
+def _reply_item(request: HttpRequest, memory: Memory, outcome: str) -> HttpResponse:
+    """The memory's line under the reply, saying what was done (the whole list stays as it was)."""
+    message_id = request.POST.get("message", "")
+    context = {"memory": memory, "message": {"pk": message_id if message_id.isdigit() else ""}, "outcome": outcome}
+    return render(request, "memory/chat/_reply_memory.html", context)
+
+
+@login_required
+@require_POST
+def reply_wrong(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """ "Wrong": delete the memory (and its earlier versions) permanently; the next turn goes without it."""
+    user = request_user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    services.memory_delete(user=user, memory=memory)
+    if not request.htmx:
+        messages.success(request, gettext("Memory deleted permanently."))
+        return redirect(request.META.get("HTTP_REFERER") or page_url())
+    return _reply_item(request, memory, gettext("Deleted. Memora won’t use it from your next message."))
+
+
+@login_required
+@require_POST
+def reply_outdated(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """ "Outdated": move the memory to history (restorable on Settings → Memory)."""
+    user = request_user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    try:
+        memory = services.memory_retract(user=user, memory=memory)
+    except services.MemoryRejected as exc:
+        return _reply_item(request, memory, str(exc))
+    if not request.htmx:
+        messages.success(request, gettext("Memory moved to History."))
+        return redirect(request.META.get("HTTP_REFERER") or page_url())
+    return _reply_item(request, memory, gettext("Moved to History. Memora won’t use it from your next message."))

@@ -1,0 +1,88 @@
+"""Suggestions waiting to be kept: Keep, Discard, and which learned memories wait (the review setting)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.views.decorators.http import require_POST
+
+from accounts.models import User
+from accounts.services import user_set_memory_review
+from config.http import HttpRequest
+from memory import fragments, selectors, services
+from memory.views.common import history, page_url, rejected, request_user, search_query, summary_oob
+
+
+def _suggested_oob(request: HttpRequest, *, oob: bool = True) -> str:
+    return fragments.part(
+        request, "memory/_suggested.html", oob=oob, **fragments.suggested_context(request_user(request))
+    )
+
+
+def _answered(request: HttpRequest, *, memory_id: int, content: str, kept: bool, text: str) -> HttpResponse:
+    """After Keep or Discard: the notice's item says so (in a conversation), or the page's sections are
+    re-rendered (Settings → Memory)."""
+    if not request.htmx:
+        messages.success(request, text)
+        return redirect(page_url(f"memory-{memory_id}" if kept else "memory-suggested"))
+    if request.GET.get("from") == "notice":
+        context = {"memory_id": memory_id, "content": content, "kept": kept, "link": page_url(f"memory-{memory_id}")}
+        return render(request, "memory/_suggestion_done.html", context)
+    user = request_user(request)
+    active = fragments.list_context(user, search_query(request))
+    return fragments.response(
+        _suggested_oob(request, oob=False),
+        fragments.part(request, "memory/_active_list.html", oob=True, refocus_id=memory_id if kept else None, **active),
+        history(request, oob=True),
+        summary_oob(request),
+        fragments.status_html(text),
+    )
+
+
+@login_required
+@require_POST
+def memory_keep(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """Keep a suggestion: it becomes active (replacing the value it updates)."""
+    user = request_user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    try:
+        kept = services.memory_confirm(user=user, memory=memory)
+    except services.MemoryRejected as exc:
+        return rejected(request, exc, anchor="memory-suggested")
+    text = gettext("Kept. Memora uses it from your next message.")
+    return _answered(request, memory_id=kept.pk, content=kept.content, kept=True, text=text)
+
+
+@login_required
+@require_POST
+def memory_discard(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """Discard a suggestion: it is deleted, and nothing it would have replaced changes."""
+    user = request_user(request)
+    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+    if not memory.suggested or memory.invalid_at is not None:
+        exc = services.MemoryConflict(gettext("This memory is not a suggestion waiting to be kept."))
+        return rejected(request, exc, anchor="memory-suggested")
+    content = memory.content
+    services.memory_delete(user=user, memory=memory)
+    text = gettext("Discarded. Nothing was remembered.")
+    return _answered(request, memory_id=memory_id, content=content, kept=False, text=text)
+
+
+@login_required
+@require_POST
+def memory_review_setting(request: HttpRequest) -> HttpResponse:
+    """Which learned memories wait as suggestions: none, sensitive ones, or all."""
+    value = request.POST.get("memory_review", "")
+    if value not in User.MemoryReview.values:
+        return HttpResponseBadRequest(gettext("Choose auto, sensitive or all."))
+    user = user_set_memory_review(user=request_user(request), review=value)
+    text = gettext("Saved.")
+    if not request.htmx:
+        messages.success(request, text)
+        return redirect(page_url("memory-suggested"))
+    return fragments.response(
+        fragments.part(request, "memory/_review.html", **fragments.review_context(user)), fragments.status_html(text)
+    )
