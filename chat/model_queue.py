@@ -114,6 +114,26 @@ def _lock_queue() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(provider_key()[:15], 16)])
 
 
+def _live_tickets(ticket_id: int, now: Any) -> list[ProviderTicket]:
+    """The provider's queue in order, after deleting the tickets whose lease ran out or whose process is
+    gone (never `ticket_id`'s own)."""
+    rows = list(ProviderTicket.objects.filter(provider=provider_key()).order_by("priority", "id"))
+    gone = {r.pk for r in rows if r.pk != ticket_id and (r.expires_at <= now or owner_is_dead(r.owner))}
+    if gone:
+        ProviderTicket.objects.filter(pk__in=gone).delete()
+    return [r for r in rows if r.pk not in gone]
+
+
+def _slot_free(mine: ProviderTicket, sending: list[ProviderTicket]) -> bool:
+    """Whether a request of `mine`'s priority may be sent beside `sending`: within LLM_MAX_CONCURRENCY,
+    and for background work also within MEMORY_JUDGE_CONCURRENCY."""
+    if limit() and len(sending) >= limit():
+        return False
+    if mine.priority != Priority.BACKGROUND:
+        return True
+    return sum(r.priority == Priority.BACKGROUND for r in sending) < background_limit()
+
+
 @transaction.atomic
 def _try_grant(ticket_id: int, lease: float) -> int | None:
     """None once the ticket may send; else how many requests are ahead of it (sending or waiting)."""
@@ -123,21 +143,13 @@ def _try_grant(ticket_id: int, lease: float) -> int | None:
     # of failing to upgrade.
     if not ProviderTicket.objects.filter(pk=ticket_id).update(expires_at=now + timedelta(seconds=WAIT_LEASE_SECONDS)):
         raise _Lost  # deleted as stale while this process was stalled: take a new place
-    rows = list(ProviderTicket.objects.filter(provider=provider_key()).order_by("priority", "id"))
-    gone = [r.pk for r in rows if r.pk != ticket_id and (r.expires_at <= now or owner_is_dead(r.owner))]
-    if gone:
-        ProviderTicket.objects.filter(pk__in=gone).delete()
-    rows = [r for r in rows if r.pk not in gone]
+    rows = _live_tickets(ticket_id, now)
     mine = next(r for r in rows if r.pk == ticket_id)
     if mine.granted_at is not None:
         return None
     sending = [r for r in rows if r.granted_at is not None]
-    waiting = [r for r in rows if r.granted_at is None]
-    ahead = waiting.index(mine)
-    free = not limit() or len(sending) < limit()
-    if mine.priority == Priority.BACKGROUND:
-        free = free and sum(r.priority == Priority.BACKGROUND for r in sending) < background_limit()
-    if free and ahead == 0:
+    ahead = [r for r in rows if r.granted_at is None].index(mine)
+    if ahead == 0 and _slot_free(mine, sending):
         mine.granted_at, mine.expires_at = now, now + timedelta(seconds=lease)
         mine.save(update_fields=["granted_at", "expires_at"])
         return None
