@@ -1,10 +1,10 @@
 """The one way anything is pushed to open pages: `send_event` (after Zulip's), through the channel layer.
 
     send_event({"type": "chat.notice", "html": ...}, user_id=user.pk)      # every chat page of a user
-    await send_event_async(message, group=runner.conversation_group(pk), ...)  # a turn's (chat/runner.py)
+    await send_event_async(message, group=fanout.conversation_group(pk), ...)  # a turn's (chat/turn/fanout.py)
 
 A page joins its user's group (`user_group`) and its conversation's group (chat.consumers); what goes
-to the pages in the process that runs a turn does not come through here (chat/pages.py).
+to the pages in the process that runs a turn does not come through here (chat/turn/pages.py).
 
 The rule when the channel layer is down (Redis unreachable): a push never fails its caller and never
 waits more than LAYER_TIMEOUT_SECONDS. A send that raises marks the layer down for LAYER_RETRY_SECONDS,

@@ -47,7 +47,7 @@ def sweep_temporary_conversations_task() -> int:
 
 
 def enqueue_compaction(conversation_id: Any) -> None:
-    """Send the compaction task (called on commit, chat.compaction). A broker outage must never break chat:
+    """Send the compaction task (called on commit, chat.turn.compaction). A broker outage must never break chat:
     the pending mark expires and a later turn tries again."""
     send_task(
         compact_conversation_task,

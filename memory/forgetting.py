@@ -29,7 +29,7 @@ Work in flight re-checks at commit: an extraction run's record is scrubbed when 
 (`run_scrub`, memory.pipeline.runs.finish_run), and a turn's agent state when it is saved
 (`state_filter`, chat.extensions.register_state_filter), against the memories deleted meanwhile; a
 compaction summary made from a state that was redacted meanwhile is not saved
-(chat.compaction.state_compacted_save's `read`).
+(chat.turn.compaction.state_compacted_save's `read`).
 
 Adding a copy (used-memory records, suggestions, stored vectors, a search index): prefer a row with a
 ForeignKey to the Memory (CASCADE); otherwise write a redactor here and register it in memory/apps.py,

@@ -64,7 +64,7 @@ class DemoChatModel(ChatModel):
         said = " ".join(str(messages[at].get("content", "")).split()) if at is not None else ""
         if len(said) > 160:
             said = said[:157] + "…"
-        # The fixed sentences follow the turn's language (chat.runner activates the user's).
+        # The fixed sentences follow the turn's language (chat.turn.runner activates the user's).
         parts = [_("(Offline demo model — no AI provider is configured.) You said: “%(said)s”.") % {"said": said}]
         # Only this turn's tool results: those after the latest user message.
         tool_results = [m for m in messages[(at or 0) :] if m.get("role") == "tool"]

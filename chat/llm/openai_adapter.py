@@ -178,9 +178,9 @@ class OpenAIChatModel(ChatModel):
             "model": self.model,
             "messages": single_system_message(messages),
             "stream": True,
-            # The reply's room in the context budget (chat.compaction): at most half the window.
+            # The reply's room in the context budget (chat.turn.context_budget): at most half the window.
             "max_tokens": max_tokens or min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
-            # The prompt size the provider counted calibrates our token estimate (chat.tokens).
+            # The prompt size the provider counted calibrates our token estimate (chat.turn.tokens).
             "stream_options": {"include_usage": True},
         }
         if tools and self.tools_supported and settings.CHAT_TOOLS != "off":

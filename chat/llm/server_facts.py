@@ -1,12 +1,12 @@
 """What the model provider confirms about itself: its context window, and how its token counts compare
-with our estimates (chat.tokens), per model.
+with our estimates (chat.turn.tokens), per model.
 
 - **The window.** When CHAT_CONTEXT_TOKENS is not set, the server is asked once per process, where it
   tells: vLLM's `GET /v1/models` (`max_model_len`), llama.cpp's `GET /props` (`n_ctx`), Ollama's
   `POST /api/show` (`num_ctx` in its parameters). Each look has a short timeout; a server that tells
   nothing leaves the default (32,000).
 - **Calibration per model.** A non-streamed call's `usage.prompt_tokens` (judge calls, summaries)
-  calibrates that model's estimates (`chat.tokens.calibrated_ratio`, which keeps a margin above the
+  calibrates that model's estimates (`chat.turn.tokens.calibrated_ratio`, which keeps a margin above the
   server's count: an estimate never falls below what the server confirmed). Servers that send no usage
   in streams (llama.cpp) are calibrated this way too, and, where the server has a tokenize endpoint
   (llama.cpp's `POST /tokenize`, vLLM's `POST /tokenize`, llama-cpp-python's `POST

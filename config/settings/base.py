@@ -321,7 +321,7 @@ CHAT_MAX_TOOL_STEPS = env_int("CHAT_MAX_TOOL_STEPS", 4)
 # Replies one user may have being written at once, across conversations.
 CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
 # A running turn's lease on its conversation, renewed every second by the process running it; a turn
-# whose process died is closed (saved "interrupted") at most this long plus one sweep after (chat/leases.py).
+# whose process died is closed (saved "interrupted") at most this long plus one sweep after (chat/turn/leases.py).
 CHAT_LOCK_TTL_SECONDS = env_int("CHAT_LOCK_TTL_SECONDS", 20)
 CHAT_RECOVERY_SWEEP_SECONDS = float(os.environ.get("CHAT_RECOVERY_SWEEP_SECONDS", "5"))
 # Model turns (retries included) a user may start in any 60 seconds, and that one client address may start
@@ -332,7 +332,7 @@ CHAT_ADDRESS_TURNS_PER_MINUTE = env_int("CHAT_ADDRESS_TURNS_PER_MINUTE", 120)
 # A temporary chat is deleted this long after its last message (the worker's sweep, chat.tasks).
 CHAT_TEMPORARY_HOURS = env_int("CHAT_TEMPORARY_HOURS", 24)
 
-# --- Context budget and compaction (chat.tokens, chat.compaction) ---
+# --- Context budget and compaction (chat.turn.tokens, chat.turn.compaction) ---
 # The chat model's context window, the room kept in it for the reply (at most half the window), and the
 # fraction of the rest at which the agent state is summarized in the background. The reply's room is also
 # the `max_tokens` of every chat request.

@@ -82,7 +82,7 @@ def run_case(case: Case, target: Target) -> CaseScore:
     ms = int((time.monotonic() - started) * 1000)
     score = score_answer(case, raw, error=error, limits=validation_limits())
     score.ms = ms
-    # Estimates (chat.tokens, deliberately on the high side): the adapter does not report usage.
+    # Estimates (chat.turn.tokens, deliberately on the high side): the adapter does not report usage.
     score.prompt_tokens = estimate_request(messages)
     score.answer_tokens = estimate_text(raw or "")
     return score
