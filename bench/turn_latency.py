@@ -310,96 +310,110 @@ def report_concurrency(
 # --- the benchmark -------------------------------------------------------------------------------------
 
 
-async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: list[Account]) -> bool:
-    import httpx2 as httpx
+async def ws_turn(client: Any, base: str, account: Account, prompt: str) -> Timing:
     from websockets.asyncio.client import connect
 
-    latency_prompt = f"bench tokens={args.latency_tokens} delay={args.latency_delay}"
-    load_prompt = f"bench tokens={args.tokens} delay={args.token_delay}"
-    memory_account = accounts.pop() if args.memories else None
-    ws_account, api_account, *load_accounts = accounts
+    # The socket is opened before the clock starts, as the page opens it when it loads.
+    conversation = await new_conversation(client, account)
+    fresh = Account(account.session, account.token, conversation)
+    async with connect(ws_url(base, fresh), additional_headers=ws_headers(base, fresh)) as ws:
+        return await turn_websocket(base, fresh, prompt, ws)
 
-    print(
-        f"\n1. One turn at a time ({args.turns} turns per path, each the first of a new conversation; "
-        f"{args.latency_tokens}-token replies, {args.latency_delay * 1000:.0f} ms between tokens)"
-    )
-    limits = httpx.Limits(max_connections=args.streams + 10, max_keepalive_connections=args.streams + 10)
-    provider = direct_client(provider_url, args.streams + 10)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client, provider:
 
-        async def ws_turn(account: Account, prompt: str) -> Timing:
-            # The socket is opened before the clock starts, as the page opens it when it loads.
-            conversation = await new_conversation(client, account)
-            fresh = Account(account.session, account.token, conversation)
-            async with connect(ws_url(base, fresh), additional_headers=ws_headers(base, fresh)) as ws:
-                return await turn_websocket(base, fresh, prompt, ws)
+async def api_turn(client: Any, account: Account, prompt: str) -> Timing:
+    conversation = await new_conversation(client, account)
+    return await turn_api(client, Account(account.session, account.token, conversation), prompt)
 
-        async def api_turn(account: Account, prompt: str) -> Timing:
-            conversation = await new_conversation(client, account)
-            return await turn_api(client, Account(account.session, account.token, conversation), prompt)
 
-        # A message about things the user with memories has told Memora (their cat, their phone).
-        memory_prompt = f"{latency_prompt} my cat and my phone"
-        for _ in range(3):  # warm up: imports, connection pools, template caches
-            await turn_direct(provider, latency_prompt)
-            await ws_turn(ws_account, latency_prompt)
-            await api_turn(api_account, latency_prompt)
-            if memory_account is not None:
-                await ws_turn(memory_account, memory_prompt)
-        direct_ws, direct_api, ws_timings, api_timings = [], [], [], []
-        direct_memory, memory_timings = [], []
-        for _ in range(args.turns):
-            direct_ws.append(await turn_direct(provider, latency_prompt))
-            ws_timings.append(await ws_turn(ws_account, latency_prompt))
-            direct_api.append(await turn_direct(provider, latency_prompt))
-            api_timings.append(await api_turn(api_account, latency_prompt))
-            if memory_account is not None:
-                direct_memory.append(await turn_direct(provider, latency_prompt))
-                memory_timings.append(await ws_turn(memory_account, memory_prompt))
-        direct_first = statistics.median([t.first for t in direct_ws + direct_api])
-        direct_total = statistics.median([t.total for t in direct_ws + direct_api])
-        print(f"  direct     first token: median {ms(direct_first)}   completion: median {ms(direct_total)}")
-        ws_fig = report_latency(direct_ws, "WebSocket", ws_timings)
-        api_fig = report_latency(direct_api, "API (SSE)", api_timings)
+async def one_turn_at_a_time(
+    args: argparse.Namespace,
+    base: str,
+    client: Any,
+    provider: Any,
+    accounts: tuple[Account, Account, Account | None],
+    latency_prompt: str,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Part 1: each turn the first of a new conversation, by WebSocket and by API, beside the provider alone."""
+    ws_account, api_account, memory_account = accounts
+    # A message about things the user with memories has told Memora (their cat, their phone).
+    memory_prompt = f"{latency_prompt} my cat and my phone"
+    for _ in range(3):  # warm up: imports, connection pools, template caches
+        await turn_direct(provider, latency_prompt)
+        await ws_turn(client, base, ws_account, latency_prompt)
+        await api_turn(client, api_account, latency_prompt)
         if memory_account is not None:
-            report_latency(direct_memory, f"WebSocket, a user with {args.memories} memories", memory_timings)
+            await ws_turn(client, base, memory_account, memory_prompt)
+    direct_ws, direct_api, ws_timings, api_timings = [], [], [], []
+    direct_memory, memory_timings = [], []
+    for _ in range(args.turns):
+        direct_ws.append(await turn_direct(provider, latency_prompt))
+        ws_timings.append(await ws_turn(client, base, ws_account, latency_prompt))
+        direct_api.append(await turn_direct(provider, latency_prompt))
+        api_timings.append(await api_turn(client, api_account, latency_prompt))
+        if memory_account is not None:
+            direct_memory.append(await turn_direct(provider, latency_prompt))
+            memory_timings.append(await ws_turn(client, base, memory_account, memory_prompt))
+    direct_first = statistics.median([t.first for t in direct_ws + direct_api])
+    direct_total = statistics.median([t.total for t in direct_ws + direct_api])
+    print(f"  direct     first token: median {ms(direct_first)}   completion: median {ms(direct_total)}")
+    ws_fig = report_latency(direct_ws, "WebSocket", ws_timings)
+    api_fig = report_latency(direct_api, "API (SSE)", api_timings)
+    if memory_account is not None:
+        report_latency(direct_memory, f"WebSocket, a user with {args.memories} memories", memory_timings)
+    return ws_fig, api_fig
 
-        # The same, deep into one conversation: the model input grows with the context.
-        long_direct, long_ws = [], []
-        async with connect(ws_url(base, ws_account), additional_headers=ws_headers(base, ws_account)) as ws:
-            for i in range(args.long_turns):
-                direct_timing = await turn_direct(provider, latency_prompt)
-                ws_timing = await turn_websocket(base, ws_account, latency_prompt, ws)
-                if i >= args.long_turns - 10:
-                    long_direct.append(direct_timing)
-                    long_ws.append(ws_timing)
-        report_latency(
-            long_direct, f"WebSocket, turns {args.long_turns - 9}-{args.long_turns} of one conversation", long_ws
-        )
 
-        n = args.streams
-        print(
-            f"\n2. {n} conversations of {n} users streaming at once ({args.tokens}-token replies, "
-            f"{args.token_delay * 1000:.0f} ms between tokens = {1 / args.token_delay:.0f} tok/s from the provider)"
-        )
-        direct_load = list(await asyncio.gather(*[turn_direct(provider, load_prompt) for _ in range(n)]))
-        provider_rate = statistics.median([t.rate for t in direct_load if t.rate] or [0.0])
-        report_concurrency("direct", direct_load, provider_rate, args.tokens)
-        # Every user has the conversation open (its socket is connected and the page shows it live), then
-        # all press Enter together.
-        async with contextlib.AsyncExitStack() as pages:
-            t0 = time.perf_counter()
-            sockets = await asyncio.gather(*[pages.enter_async_context(open_page(base, a)) for a in load_accounts[:n]])
-            await asyncio.gather(*[page_live(ws) for ws in sockets])
-            print(f"  {n} chat pages connected and live in {ms(time.perf_counter() - t0)}")
-            turns = [turn_websocket(base, a, load_prompt, ws) for a, ws in zip(load_accounts[:n], sockets, strict=True)]
-            ws_load = list(await asyncio.gather(*turns))
-        ws_conc = report_concurrency("WebSocket", ws_load, provider_rate, args.tokens)
-        # Fresh conversations: a WebSocket turn whose socket failed above may still be finishing.
-        fresh = [Account(a.session, a.token, await new_conversation(client, a)) for a in load_accounts[:n]]
-        api_load = list(await asyncio.gather(*[turn_api(client, a, load_prompt) for a in fresh]))
-        api_conc = report_concurrency("API (SSE)", api_load, provider_rate, args.tokens)
+async def deep_in_one_conversation(
+    args: argparse.Namespace, base: str, provider: Any, ws_account: Account, latency_prompt: str
+) -> None:
+    from websockets.asyncio.client import connect
 
+    # The same, deep into one conversation: the model input grows with the context.
+    long_direct, long_ws = [], []
+    async with connect(ws_url(base, ws_account), additional_headers=ws_headers(base, ws_account)) as ws:
+        for i in range(args.long_turns):
+            direct_timing = await turn_direct(provider, latency_prompt)
+            ws_timing = await turn_websocket(base, ws_account, latency_prompt, ws)
+            if i >= args.long_turns - 10:
+                long_direct.append(direct_timing)
+                long_ws.append(ws_timing)
+    report_latency(
+        long_direct, f"WebSocket, turns {args.long_turns - 9}-{args.long_turns} of one conversation", long_ws
+    )
+
+
+async def all_at_once(
+    args: argparse.Namespace, base: str, client: Any, provider: Any, load_accounts: list[Account], load_prompt: str
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Part 2: N users stream a reply at once, by WebSocket then by API, beside N direct streams."""
+    n = args.streams
+    print(
+        f"\n2. {n} conversations of {n} users streaming at once ({args.tokens}-token replies, "
+        f"{args.token_delay * 1000:.0f} ms between tokens = {1 / args.token_delay:.0f} tok/s from the provider)"
+    )
+    direct_load = list(await asyncio.gather(*[turn_direct(provider, load_prompt) for _ in range(n)]))
+    provider_rate = statistics.median([t.rate for t in direct_load if t.rate] or [0.0])
+    report_concurrency("direct", direct_load, provider_rate, args.tokens)
+    # Every user has the conversation open (its socket is connected and the page shows it live), then
+    # all press Enter together.
+    async with contextlib.AsyncExitStack() as pages:
+        t0 = time.perf_counter()
+        sockets = await asyncio.gather(*[pages.enter_async_context(open_page(base, a)) for a in load_accounts[:n]])
+        await asyncio.gather(*[page_live(ws) for ws in sockets])
+        print(f"  {n} chat pages connected and live in {ms(time.perf_counter() - t0)}")
+        turns = [turn_websocket(base, a, load_prompt, ws) for a, ws in zip(load_accounts[:n], sockets, strict=True)]
+        ws_load = list(await asyncio.gather(*turns))
+    ws_conc = report_concurrency("WebSocket", ws_load, provider_rate, args.tokens)
+    # Fresh conversations: a WebSocket turn whose socket failed above may still be finishing.
+    fresh = [Account(a.session, a.token, await new_conversation(client, a)) for a in load_accounts[:n]]
+    api_load = list(await asyncio.gather(*[turn_api(client, a, load_prompt) for a in fresh]))
+    api_conc = report_concurrency("API (SSE)", api_load, provider_rate, args.tokens)
+    return ws_conc, api_conc
+
+
+def targets_met(
+    n: int, ws_fig: dict[str, float], api_fig: dict[str, float], ws_conc: dict[str, float], api_conc: dict[str, float]
+) -> bool:
     checks = [
         ("median added latency to first token ≤ 15 ms (WebSocket)", ws_fig["first_median"] <= 0.015),
         ("p95 added latency to first token ≤ 50 ms (WebSocket)", ws_fig["first_p95"] <= 0.050),
@@ -416,6 +430,28 @@ async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: 
     for name, ok in checks:
         print(f"  [{'ok' if ok else 'MISSED'}] {name}")
     return all(ok for _, ok in checks)
+
+
+async def run(args: argparse.Namespace, base: str, provider_url: str, accounts: list[Account]) -> bool:
+    import httpx2 as httpx
+
+    latency_prompt = f"bench tokens={args.latency_tokens} delay={args.latency_delay}"
+    load_prompt = f"bench tokens={args.tokens} delay={args.token_delay}"
+    memory_account = accounts.pop() if args.memories else None
+    ws_account, api_account, *load_accounts = accounts
+
+    print(
+        f"\n1. One turn at a time ({args.turns} turns per path, each the first of a new conversation; "
+        f"{args.latency_tokens}-token replies, {args.latency_delay * 1000:.0f} ms between tokens)"
+    )
+    limits = httpx.Limits(max_connections=args.streams + 10, max_keepalive_connections=args.streams + 10)
+    provider = direct_client(provider_url, args.streams + 10)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client, provider:
+        turn_accounts = (ws_account, api_account, memory_account)
+        ws_fig, api_fig = await one_turn_at_a_time(args, base, client, provider, turn_accounts, latency_prompt)
+        await deep_in_one_conversation(args, base, provider, ws_account, latency_prompt)
+        ws_conc, api_conc = await all_at_once(args, base, client, provider, load_accounts, load_prompt)
+    return targets_met(args.streams, ws_fig, api_fig, ws_conc, api_conc)
 
 
 def machine() -> str:

@@ -42,70 +42,89 @@ def _unquote(text: str) -> str:
     return str(ast.literal_eval(text))  # a PO string is a C string: the same escapes as Python's
 
 
-def parse(path: Path) -> list[Entry]:
-    """The entries of a .po file, the header (msgid "") included."""
-    entries: list[Entry] = []
-    entry = Entry()
-    current: tuple[str, int] | None = None
-    started = False
+class _Reader:
+    """One pass over a .po file: the entries read so far, the one being read and the field its strings go to."""
 
-    def finish() -> None:
-        nonlocal entry, started
-        if started:
-            entries.append(entry)
-        entry, started = Entry(), False
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[Entry] = []
+        self.entry = Entry()
+        self.current: tuple[str, int] | None = None
+        self.started = False
 
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    def finish(self) -> None:
+        if self.started:
+            self.entries.append(self.entry)
+        self.entry, self.started = Entry(), False
+
+    def in_msgstr(self) -> bool:
+        return self.started and self.current is not None and self.current[0] == "msgstr"
+
+    def read(self, raw: str) -> None:
         line = raw.strip()
         if line.startswith("#~"):
-            entry.obsolete = True
-            continue
-        if not line:
-            finish()
-            current = None
-            continue
+            self.entry.obsolete = True
+        elif not line:
+            self.finish()
+            self.current = None
+        elif line.startswith("#"):
+            self.comment(line)
+        elif line.startswith('"'):
+            self.continuation(raw, line)
+        else:
+            self.keyword(raw, line)
+
+    def comment(self, line: str) -> None:
         if line.startswith("#,"):
-            if started:
-                finish()
-            entry.flags |= {flag.strip() for flag in line[2:].split(",")}
-            continue
-        if line.startswith("#"):
-            if started and current is not None and current[0] == "msgstr":
-                finish()
-            continue
-        if line.startswith('"'):
-            assert current is not None, f"{path}: a string outside an entry: {raw!r}"
-            kind, index = current
-            value = _unquote(line)
-            if kind == "msgstr":
-                entry.msgstr[index] = entry.msgstr.get(index, "") + value
-            elif kind == "msgid":
-                entry.msgid += value
-            elif kind == "msgid_plural":
-                entry.msgid_plural = (entry.msgid_plural or "") + value
-            else:
-                entry.msgctxt = (entry.msgctxt or "") + value
-            continue
+            if self.started:
+                self.finish()
+            self.entry.flags |= {flag.strip() for flag in line[2:].split(",")}
+        elif self.in_msgstr():
+            self.finish()
+
+    def continuation(self, raw: str, line: str) -> None:
+        assert self.current is not None, f"{self.path}: a string outside an entry: {raw!r}"
+        kind, index = self.current
+        value = _unquote(line)
+        entry = self.entry
+        if kind == "msgstr":
+            entry.msgstr[index] = entry.msgstr.get(index, "") + value
+        elif kind == "msgid":
+            entry.msgid += value
+        elif kind == "msgid_plural":
+            entry.msgid_plural = (entry.msgid_plural or "") + value
+        else:
+            entry.msgctxt = (entry.msgctxt or "") + value
+
+    def keyword(self, raw: str, line: str) -> None:
         keyword, _, rest = line.partition(" ")
-        if keyword in ("msgctxt", "msgid") and started and current is not None and current[0] == "msgstr":
-            finish()
-        started = True
+        if keyword in ("msgctxt", "msgid") and self.in_msgstr():
+            self.finish()
+        self.started = True
         value = _unquote(rest)
+        entry = self.entry
         if keyword == "msgctxt":
-            entry.msgctxt, current = value, ("msgctxt", 0)
+            entry.msgctxt, self.current = value, ("msgctxt", 0)
         elif keyword == "msgid":
-            entry.msgid, current = value, ("msgid", 0)
+            entry.msgid, self.current = value, ("msgid", 0)
         elif keyword == "msgid_plural":
-            entry.msgid_plural, current = value, ("msgid_plural", 0)
+            entry.msgid_plural, self.current = value, ("msgid_plural", 0)
         elif keyword == "msgstr":
-            entry.msgstr[0], current = value, ("msgstr", 0)
+            entry.msgstr[0], self.current = value, ("msgstr", 0)
         elif keyword.startswith("msgstr["):
             index = int(keyword[len("msgstr[") : -1])
-            entry.msgstr[index], current = value, ("msgstr", index)
+            entry.msgstr[index], self.current = value, ("msgstr", index)
         else:
-            raise ValueError(f"{path}: cannot read {raw!r}")
-    finish()
-    return [e for e in entries if not e.obsolete]
+            raise ValueError(f"{self.path}: cannot read {raw!r}")
+
+
+def parse(path: Path) -> list[Entry]:
+    """The entries of a .po file, the header (msgid "") included."""
+    reader = _Reader(path)
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        reader.read(raw)
+    reader.finish()
+    return [e for e in reader.entries if not e.obsolete]
 
 
 def po_files() -> list[Path]:

@@ -334,14 +334,15 @@ def judge_turn(report: Report, label: str, message: dict[str, Any], seconds: flo
         report.check(bool(message.get("error")), f"{label}: an error without a message")
 
 
-def scenario(app: App, report: Report) -> None:
-    first = app.api("POST", "/conversations", {})["id"]
+def json_turn(app: App, report: Report, conversation: str) -> None:
     started = time.monotonic()
-    turn = app.turn(first, "Hello! Which fruit is yellow?")
+    turn = app.turn(conversation, "Hello! Which fruit is yellow?")
     judge_turn(report, "JSON turn", turn.get("assistant_message") or {}, time.monotonic() - started)
 
+
+def sse_turn(app: App, report: Report, conversation: str) -> None:
     started = time.monotonic()
-    events = app.sse(f"/conversations/{first}/messages", {"content": "I've always liked small phones."})
+    events = app.sse(f"/conversations/{conversation}/messages", {"content": "I've always liked small phones."})
     kinds = [kind for kind, _ in events]
     final = next((data for kind, data in reversed(events) if kind in ("done", "error")), None)
     report.add(f"- SSE events: {kinds.count('delta')} delta, then {kinds[-1] if kinds else 'nothing'}")
@@ -350,18 +351,23 @@ def scenario(app: App, report: Report) -> None:
         message = final
     judge_turn(report, "SSE turn", message, time.monotonic() - started)
 
-    second = app.api("POST", "/conversations", {})["id"]
-    started = time.monotonic()
-    frames = app.websocket_turn(second, "I want a new phone, suggest a few.")
-    report.add(f"- WebSocket: {frames} frames")
-    judge_turn(report, "WebSocket turn", app.last_reply(second), time.monotonic() - started)
 
+def ws_turn(app: App, report: Report, conversation: str) -> None:
     started = time.monotonic()
-    flush = app.turn(second, "Please remember that I am vegetarian.")
+    frames = app.websocket_turn(conversation, "I want a new phone, suggest a few.")
+    report.add(f"- WebSocket: {frames} frames")
+    judge_turn(report, "WebSocket turn", app.last_reply(conversation), time.monotonic() - started)
+
+
+def flush_request(app: App, report: Report, conversation: str) -> None:
+    started = time.monotonic()
+    flush = app.turn(conversation, "Please remember that I am vegetarian.")
     judge_turn(report, "flush request", flush.get("assistant_message") or {}, time.monotonic() - started)
     if flush.get("detail"):
         report.add(f"  (the API answered an error: {flush['detail']})")
 
+
+def flush_runs(app: App, report: Report) -> None:
     # With tools, the model may have called flush_memory; without them, the request is flushed after the turn
     # by the worker. Either way a flush run must appear and end.
     deadline = time.monotonic() + 300
@@ -374,8 +380,8 @@ def scenario(app: App, report: Report) -> None:
     report.add(f"- flush runs after the request: {[r['status'] for r in flushes]}")
     report.check(bool(flushes), "the explicit request never reached the pipeline")
 
-    concurrent_users(app, report)
 
+def background_runs(app: App) -> list[dict[str, Any]]:
     # The pending messages above start background runs on the worker; wait for them to end.
     deadline = time.monotonic() + 600
     runs: list[dict[str, Any]] = []
@@ -384,6 +390,10 @@ def scenario(app: App, report: Report) -> None:
         if runs and all(r["status"] != "running" for r in runs) and any(r["trigger"] == "background" for r in runs):
             break
         time.sleep(3)
+    return runs
+
+
+def report_runs(report: Report, runs: list[dict[str, Any]]) -> None:
     report.add("- extraction runs:")
     for run in runs:
         error = f" — {run['error']}" if run["error"] else ""
@@ -395,12 +405,28 @@ def scenario(app: App, report: Report) -> None:
     report.check(not any(r["status"] == "dropped" for r in runs), "a batch was dropped")
     report.check(not any(r["status"] == "too_large" for r in runs), "a judge request did not fit the window")
     report.check(any(r["status"] == "applied" for r in runs), "no extraction run applied a batch")
+
+
+def report_leftovers(app: App, report: Report) -> None:
     pending = app.manage(
         "shell", "-c", "from chat.models import Message; print(Message.objects.filter(memory_status='pending').count())"
     )
     report.add(f"- messages still pending: {pending.strip().splitlines()[-1]}")
     memories = app.api("GET", "/memories")
     report.add(f"- memories stored: {[m['content'] for m in memories]}")
+
+
+def scenario(app: App, report: Report) -> None:
+    first = app.api("POST", "/conversations", {})["id"]
+    json_turn(app, report, first)
+    sse_turn(app, report, first)
+    second = app.api("POST", "/conversations", {})["id"]
+    ws_turn(app, report, second)
+    flush_request(app, report, second)
+    flush_runs(app, report)
+    concurrent_users(app, report)
+    report_runs(report, background_runs(app))
+    report_leftovers(app, report)
 
 
 def concurrent_users(app: App, report: Report) -> None:

@@ -63,51 +63,80 @@ def without_memory_targets(args: list[str]) -> list[str]:
     return [arg for arg in args if covered(arg)]
 
 
-def main() -> int:
-    args = sys.argv[1:]
-    have_pg, have_redis = reachable(PG_URL), reachable(REDIS_URL)
-    have_chromium = Path(CHROMIUM).exists() or shutil.which("chromium") is not None
+def services_missing(have_pg: bool, have_redis: bool, have_chromium: bool) -> bool:
+    """Report the services this machine lacks; True when that must fail the run (CI requires them all)."""
     missing = [
         name for name, ok in (("PostgreSQL", have_pg), ("Redis", have_redis), ("Chromium", have_chromium)) if not ok
     ]
     if missing and CI:
         print(f"CI=true but not available: {', '.join(missing)}. These tests are required in CI.", file=sys.stderr)
-        return 1
+        return True
     for name in missing:
         print(f"note: {name} not available here; the tests that need it are skipped (they are required in CI).")
+    return False
+
+
+def lint() -> int:
+    print("== Lint: ruff and mypy", flush=True)
+    bin_dir = Path(sys.executable).parent
+    for command in ([str(bin_dir / "ruff"), "check", "."], [str(bin_dir / "mypy"), "."]):
+        if subprocess.call(command, cwd=ROOT) != 0:
+            return 1
+    return 0
+
+
+def smoke_run(have_services: bool) -> int:
+    # What a newcomer runs, in a virtualenv with the runtime pins only (see smoke_run.py).
+    print("== Smoke test of make run (runtime dependencies only, real worker)", flush=True)
+    smoke = [sys.executable, str(ROOT / "scripts" / "smoke_run.py")]
+    if have_services:
+        smoke += ["--database-url", SMOKE_PG_URL, "--redis-url", SMOKE_REDIS_URL]
+    if subprocess.call(smoke, cwd=ROOT) != 0:
+        return 1
+    return 0
+
+
+def suite_without_memory(args: list[str]) -> int:
+    """The chat and accounts pass without the memory app: 0 when it passed, found nothing or did not run."""
+    targets = without_memory_targets(args)
+    if not targets:
+        return 0
+    print("== Chat and accounts without the memory app (embedded defaults, no browser tests)", flush=True)
+    options = [f"--ds={WITHOUT_MEMORY_SETTINGS}", "-m", "not needs_memory and not browser"]
+    alone = pytest({"MEMORA_BROWSER_TESTS": "0"}, [*options, *targets])
+    return 0 if alone in (0, 5) else alone
+
+
+def suite_on_services(args: list[str]) -> int:
+    """The whole suite again on PostgreSQL and Redis: 0 when it passed or found nothing."""
+    print("== Suite on PostgreSQL and Redis (browser tests ran above)", flush=True)
+    second = pytest({"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}, args)
+    return 0 if second in (0, 5) else second
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    have_pg, have_redis = reachable(PG_URL), reachable(REDIS_URL)
+    have_chromium = Path(CHROMIUM).exists() or shutil.which("chromium") is not None
+    if services_missing(have_pg, have_redis, have_chromium):
+        return 1
     browser = {"MEMORA_BROWSER_TESTS": "1" if have_chromium else "0", "CHROMIUM_PATH": CHROMIUM}
 
-    if not args:  # a full run also lints; a focused run (`-k …`, paths) skips straight to pytest
-        print("== Lint: ruff and mypy", flush=True)
-        bin_dir = Path(sys.executable).parent
-        for command in ([str(bin_dir / "ruff"), "check", "."], [str(bin_dir / "mypy"), "."]):
-            if subprocess.call(command, cwd=ROOT) != 0:
-                return 1
-
-    if CI or os.environ.get("MEMORA_SMOKE") == "1":
-        # What a newcomer runs, in a virtualenv with the runtime pins only (see smoke_run.py).
-        print("== Smoke test of make run (runtime dependencies only, real worker)", flush=True)
-        smoke = [sys.executable, str(ROOT / "scripts" / "smoke_run.py")]
-        if have_pg and have_redis:
-            smoke += ["--database-url", SMOKE_PG_URL, "--redis-url", SMOKE_REDIS_URL]
-        if subprocess.call(smoke, cwd=ROOT) != 0:
-            return 1
+    if not args and lint() != 0:  # a full run also lints; a focused run (`-k …`, paths) skips straight to pytest
+        return 1
+    if (CI or os.environ.get("MEMORA_SMOKE") == "1") and smoke_run(have_pg and have_redis) != 0:
+        return 1
 
     print("== Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)", flush=True)
     code = pytest(browser, args)
     if code not in (0, 5) or (code == 5 and not args):
         return code or 1
-    targets = without_memory_targets(args)
-    if targets:
-        print("== Chat and accounts without the memory app (embedded defaults, no browser tests)", flush=True)
-        options = [f"--ds={WITHOUT_MEMORY_SETTINGS}", "-m", "not needs_memory and not browser"]
-        alone = pytest({"MEMORA_BROWSER_TESTS": "0"}, [*options, *targets])
-        if alone not in (0, 5):
-            return alone
+    alone = suite_without_memory(args)
+    if alone:
+        return alone
     if have_pg and have_redis:
-        print("== Suite on PostgreSQL and Redis (browser tests ran above)", flush=True)
-        second = pytest({"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}, args)
-        if second not in (0, 5):
+        second = suite_on_services(args)
+        if second:
             return second
     return 0
 
