@@ -1,15 +1,15 @@
 from django.apps import apps
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
-from django.views.i18n import JavaScriptCatalog
 
 from accounts import views as accounts_views
 from config.api import api
+from config.i18n import CachedJavaScriptCatalog
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
-    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
+    path("jsi18n/", CachedJavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/", include("accounts.urls")),
     path("settings/tokens/", accounts_views.token_page, name="tokens"),
     path("settings/language/", accounts_views.language_set, name="language"),

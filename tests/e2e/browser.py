@@ -71,6 +71,16 @@ def running_stack(var_dir: Path, settings: dict[str, str], *, worker: bool = Fal
             stop(proc)
 
 
+def open_start_page(page: Any, base: str) -> None:
+    """Follow "New conversation" and wait until the start page's scripts have run (Enter sends): on a
+    loaded machine the textarea can take typing before they do, and Enter then adds a line."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("link", name="New conversation").click()
+    expect(page).to_have_url(f"{base}/")
+    page.wait_for_load_state("load")
+
+
 def sign_up(page: Any, base: str, username: str) -> None:
     """Sign up through the form and wait until the chat page's scripts have run (Enter sends)."""
     from playwright.sync_api import expect

@@ -105,9 +105,14 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
     page = context.new_page()
     page.set_default_timeout(15_000)
+    # Assertions wait as long as actions: on a loaded machine (CI beside other jobs) a turn's start, which
+    # waits for SQLite's single writer while the worker extracts, can pass Playwright's 5 s default.
+    expect.set_options(timeout=15_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # Every page must pass the Content-Security-Policy: Chromium reports each violation on the console.

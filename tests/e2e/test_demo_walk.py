@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import manage, running_stack, sign_up, stack_env
+from tests.e2e.browser import manage, open_start_page, running_stack, sign_up, stack_env
 
 pytestmark = pytest.mark.browser
 
@@ -51,6 +51,7 @@ def open_memory_settings(page: Any) -> None:
     page.click(".user-menu summary")
     page.get_by_role("link", name="Settings → Memory").click()
     expect(page.get_by_role("heading", name="Active memories")).to_be_visible()
+    page.wait_for_load_state("load")  # its scripts (search as you type) have run
 
 
 def memory_row(page: Any, where: str, text: str) -> Any:
@@ -70,7 +71,7 @@ def test_the_readme_demo_ends_on_a_memory_and_the_message_it_came_from(page: Any
     start(page, "I've always liked small phones, they're easy to use one-handed.")
     say(page, "Today I'm helping a friend pick a phone — his budget this time is 3000.")
     # 3. A new conversation: the third pending message; the worker's run brings a notice.
-    page.get_by_role("link", name="New conversation").click()
+    open_start_page(page, base)
     start(page, "I want a new phone, suggest a few.")
     expect(page.locator(".notice-memory").first).to_contain_text(f"remembered “{SMALL}”", timeout=15_000)
     conversation = page.url

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import sign_up
+from tests.e2e.browser import open_start_page, sign_up
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +32,7 @@ def test_search_from_the_sidebar_opens_the_message_and_escape_brings_the_list_ba
     expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
     for n in range(6):  # enough to scroll: the found message is not at the end
         send(page, f"Filler message number {n}, please answer briefly", n + 2)
-    page.click("text=New conversation")
+    open_start_page(page, base)
     page.fill("#start-input", "我想买一部智能手机")
     page.keyboard.press("Enter")
     expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
