@@ -18,9 +18,9 @@ tiny model's answers.
    for ever.
 4. A report: every request's outcome, timings, the extraction runs, and the checks that failed.
    The exit status is non-zero when the app mishandled something (a crash, a hang past its limits,
-   an empty reply saved as complete, a batch dropped, a reply cut off by another request, a judge
-   request too large for the window, an explicit request that never reached the pipeline), not when
-   the model answered badly.
+   an empty reply saved as complete, a batch dropped for a reason other than the model's answers, a
+   reply cut off by another request, a judge request too large for the window, an explicit request
+   that never reached the pipeline), not when the model answered badly.
 """
 
 from __future__ import annotations
@@ -402,9 +402,16 @@ def report_runs(report: Report, runs: list[dict[str, Any]]) -> None:
             f"judge {run['judge_ms']} ms{error}"
         )
     report.check(any(r["trigger"] == "background" for r in runs), "no background extraction ran")
-    report.check(not any(r["status"] == "dropped" for r in runs), "a batch was dropped")
+    # A batch skipped after its attempts because the model's answers were unusable is the designed end
+    # (nothing stays pending for ever); one dropped for any other reason is the app's doing.
+    model_answers = ("Malformed judge output", "The judge's answer was cut off")
+    dropped = [r for r in runs if r["status"] == "dropped" and not str(r["error"]).startswith(model_answers)]
+    report.check(not dropped, "a batch was dropped for a reason other than the model's answers")
     report.check(not any(r["status"] == "too_large" for r in runs), "a judge request did not fit the window")
-    report.check(any(r["status"] == "applied" for r in runs), "no extraction run applied a batch")
+    report.check(not any(r["status"] == "running" for r in runs), "an extraction run did not end")
+    # Whether the judge's answers were usable is the model's part, not the app's: reported, not judged.
+    applied = sum(r["status"] == "applied" for r in runs)
+    report.add(f"- runs that applied a batch: {applied} of {len(runs)} (the rest recorded with their reason)")
 
 
 def report_leftovers(app: App, report: Report) -> None:

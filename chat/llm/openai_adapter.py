@@ -260,7 +260,10 @@ class OpenAIChatModel(ChatModel):
         for rest in read.ending():
             yield rest
         if read.usage is None:  # a server that sends no usage in streams: its tokenizer calibrates instead
-            server_facts.calibrate_later(model=str(request.get("model")), messages=request["messages"])
+            # In a thread, awaited: the request keeps its place in the provider queue until this is done.
+            await asyncio.to_thread(
+                server_facts.calibrate_by_tokenizing, model=str(request.get("model")), messages=request["messages"]
+            )
 
     def complete_json(
         self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None

@@ -10,9 +10,9 @@ with our estimates (chat.turn.tokens), per model.
   server's count: an estimate never falls below what the server confirmed). Servers that send no usage
   in streams (llama.cpp) are calibrated this way too, and, where the server has a tokenize endpoint
   (llama.cpp's `POST /tokenize`, vLLM's `POST /tokenize`, llama-cpp-python's `POST
-  /extras/tokenize/count`), by its count of a streamed request's text: in a thread of its own after the
-  stream, at most once per TOKENIZE_EVERY_SECONDS per model and process. Kept in Django's cache, shared
-  by every process on Redis.
+  /extras/tokenize/count`), by its count of a streamed request's text: after the stream, before the
+  request leaves the provider queue, at most once per TOKENIZE_EVERY_SECONDS per model and process.
+  Kept in Django's cache, shared by every process on Redis.
 """
 
 from __future__ import annotations
@@ -167,9 +167,13 @@ def _calibrate_by_tokenizing(base_url: str, model: str, messages: list[dict[str,
     observe(model=model, reported=count + framing, messages=messages)
 
 
-def calibrate_later(*, model: str, messages: list[dict[str, Any]]) -> None:
-    """A streamed request whose server sent no usage: have the server's tokenizer count its text, in a
-    thread of its own (the reply never waits for it), at most once per TOKENIZE_EVERY_SECONDS per model."""
+def calibrate_by_tokenizing(*, model: str, messages: list[dict[str, Any]]) -> None:
+    """A streamed request whose server sent no usage: have the server's tokenizer count its text, at most
+    once per TOKENIZE_EVERY_SECONDS per model (blocking: at most PROBE_TIMEOUT_SECONDS per endpoint tried).
+
+    Called once the stream has ended but while the request still holds its place in the provider queue
+    (chat.model_queue): on a single-slot server (llama-cpp-python) any request, a tokenize one included,
+    cuts off the reply being generated, so it must not be sent beside another request."""
     base_url = settings.OPENAI_BASE_URL
     if not base_url:
         return
@@ -178,6 +182,4 @@ def calibrate_later(*, model: str, messages: list[dict[str, Any]]) -> None:
         if now - _tokenized_at.get((base_url, model), float("-inf")) < TOKENIZE_EVERY_SECONDS:
             return
         _tokenized_at[(base_url, model)] = now
-    threading.Thread(
-        target=_calibrate_by_tokenizing, args=(base_url, model, messages), name="tokenize-calibration", daemon=True
-    ).start()
+    _calibrate_by_tokenizing(base_url, model, messages)

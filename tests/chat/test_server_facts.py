@@ -4,7 +4,6 @@ background compaction per state."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -72,12 +71,6 @@ async def _stream_all(**request: Any) -> str:
     return "".join([c.text async for c in get_chat_model().stream(**request) if isinstance(c, TextDelta)])
 
 
-def _calibration_threads_done() -> None:
-    for thread in threading.enumerate():
-        if thread.name == "tokenize-calibration":
-            thread.join(5)
-
-
 async def test_a_stream_without_usage_is_calibrated_by_the_servers_tokenizer_once_in_a_while(
     settings: Any,
 ) -> None:
@@ -88,7 +81,6 @@ async def test_a_stream_without_usage_is_calibrated_by_the_servers_tokenizer_onc
     try:
         server.queue(FakeResponse("Fine, thanks."))
         assert await _stream_all(messages=USER) == "Fine, thanks."
-        _calibration_threads_done()
         ratio = server_facts.model_ratio("small-model")
         assert len(server.tokenize_requests) == 1 and ratio is not None
         # The fake's tokenizer counts words, far fewer than our estimate: the factor shrinks the estimate,
@@ -97,7 +89,6 @@ async def test_a_stream_without_usage_is_calibrated_by_the_servers_tokenizer_onc
 
         server.queue(FakeResponse("Again."))
         await _stream_all(messages=USER)
-        _calibration_threads_done()
         assert len(server.tokenize_requests) == 1  # not again for TOKENIZE_EVERY_SECONDS
     finally:
         server.stop()
@@ -112,7 +103,6 @@ async def test_a_server_without_a_tokenizer_endpoint_leaves_estimates_alone_and_
     try:
         server.queue(FakeResponse("Hello."))
         assert await _stream_all(messages=USER) == "Hello."
-        _calibration_threads_done()
         assert server_facts.model_ratio("plain-model") is None and not server.tokenize_requests
     finally:
         server.stop()
