@@ -33,6 +33,11 @@ def turns_running(*, now: datetime) -> bool:
     return Conversation.objects.filter(lock_expires_at__gt=now).exists()
 
 
+def message_get(*, message_id: int) -> Message | None:
+    """One message as saved now (None once deleted with its conversation)."""
+    return Message.objects.filter(pk=message_id).first()
+
+
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
 

@@ -30,29 +30,28 @@ def _local_owner(value: str) -> tuple[int, str] | None:
     return (pid, boot) if host == socket.gethostname() else None
 
 
-def owner_is_dead(value: str) -> bool:
-    """True only when sure: the owner ran on this host and its process is gone (or this pid's earlier life)."""
+def _running(value: str) -> bool | None:
+    """Whether the owner's process runs, where this host can tell (None: another host's)."""
     local = _local_owner(value)
     if local is None:
-        return False
+        return None
     pid, boot = local
     if pid == os.getpid():
-        return boot != _BOOT
+        return boot == _BOOT  # this pid's earlier life is gone
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return True
-    except PermissionError:
         return False
-    return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+def owner_is_dead(value: str) -> bool:
+    """True only when sure: the owner ran on this host and its process is gone (or this pid's earlier life)."""
+    return _running(value) is False
 
 
 def owner_is_alive(value: str) -> bool:
     """True only when sure: the owner is this very process, or a running process of this host."""
-    local = _local_owner(value)
-    if local is None:
-        return False
-    pid, boot = local
-    if pid == os.getpid():
-        return boot == _BOOT
-    return not owner_is_dead(value)
+    return _running(value) is True

@@ -54,7 +54,7 @@ from django.utils import translation
 from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
-from chat import services
+from chat import selectors, services
 from chat.models import Conversation, Message
 from chat.turn import leases, pages
 from chat.turn.agent import Turn
@@ -297,7 +297,7 @@ async def _heartbeat() -> None:
 
 @database_sync_to_async
 def _reload(message_id: int) -> Message | None:
-    return Message.objects.filter(pk=message_id).first()
+    return selectors.message_get(message_id=message_id)
 
 
 # --- the web process's lifecycle (ASGI lifespan) ----------------------------------------------------

@@ -3,23 +3,47 @@ parts re-rendered out of band, and a refused write."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget
 
 from accounts.layout import layout_context
 from accounts.models import User
 from config.http import HttpRequest
-from memory import fragments, services
+from memory import fragments, selectors, services
 from memory.forms import MemoryForm
+from memory.models import Memory
 
 SEARCH_MAX_CHARS = 200
+
+MemoryView = Callable[[HttpRequest, User, Memory], HttpResponse]
+
+
+def memory_view(*methods: str) -> Callable[[MemoryView], Callable[[HttpRequest, int], HttpResponse]]:
+    """A view of one memory of the signed-in user's (`memory_id` in the URL; 404 for anyone else's),
+    answering `methods`: it is called with the user and the memory."""
+
+    def decorate(view: MemoryView) -> Callable[[HttpRequest, int], HttpResponse]:
+        @login_required
+        @require_http_methods(list(methods))
+        @wraps(view)
+        def wrapper(request: HttpRequest, memory_id: int) -> HttpResponse:
+            user = request_user(request)
+            return view(request, user, selectors.memory_get_for_user(user=user, memory_id=memory_id))
+
+        return wrapper
+
+    return decorate
 
 
 def request_user(request: HttpRequest) -> User:

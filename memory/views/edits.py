@@ -9,8 +9,9 @@ from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_POST
 
+from accounts.models import User
 from config.http import HttpRequest
 from memory import fragments, selectors, services
 from memory.forms import MemoryForm
@@ -19,6 +20,7 @@ from memory.views.common import (
     empty_state_oob,
     full_page,
     history,
+    memory_view,
     page_url,
     rejected,
     request_user,
@@ -55,12 +57,9 @@ def memory_add(request: HttpRequest) -> HttpResponse:
     )
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def memory_edit(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("GET", "POST")
+def memory_edit(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """GET: the row as a form. POST: save a new version (or Cancel, without JavaScript)."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     if request.method == "POST" and request.POST.get("cancel"):
         return redirect(page_url(f"memory-{memory.pk}"))
     form = MemoryForm(request.POST if request.method == "POST" else None, initial={"content": memory.content})
@@ -91,12 +90,9 @@ def _edited(request: HttpRequest, new: Memory) -> HttpResponse:
     )
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("GET", "POST")
+def memory_delete(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """GET: the confirmation step. POST: delete the memory and its earlier versions, permanently."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     if request.method == "GET":
         if request.htmx:
             selectors.memory_history_restorations(user=user, rows=[memory])
@@ -123,11 +119,8 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
     )
 
 
-@login_required
-@require_POST
-def memory_restore(request: HttpRequest, memory_id: int) -> HttpResponse:
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+@memory_view("POST")
+def memory_restore(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     try:
         new = services.memory_restore(user=user, memory=memory)
     except services.MemoryRejected as exc:
@@ -144,36 +137,30 @@ def memory_restore(request: HttpRequest, memory_id: int) -> HttpResponse:
     )
 
 
-@login_required
-@require_POST
-def memory_pin(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("POST")
+def memory_pin(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """Pin (in every conversation) or unpin a memory: in place, no new version."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     try:
         services.memory_settings(user=user, memory=memory, pinned=request.POST.get("pinned") == "on")
     except services.MemoryRejected as exc:
-        return rejected(request, exc, anchor=f"memory-{memory_id}")
-    return _row_changed(request, memory_id, gettext("Saved."))
+        return rejected(request, exc, anchor=f"memory-{memory.pk}")
+    return _row_changed(request, memory.pk, gettext("Saved."))
 
 
-@login_required
-@require_POST
-def memory_expiry(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("POST")
+def memory_expiry(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """Set (any future moment, in UTC) or clear a memory's end date: in place, no new version."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     raw = "" if request.POST.get("clear") else request.POST.get("expires_at", "").strip()
     expires_at = parse_datetime(raw) if raw else None
     if raw and expires_at is None:
         exc = services.MemoryRejected(gettext("Give the end date as a date and time."))
-        return rejected(request, exc, anchor=f"memory-{memory_id}")
+        return rejected(request, exc, anchor=f"memory-{memory.pk}")
     try:
         services.memory_settings(user=user, memory=memory, expires_at=expires_at)
     except services.MemoryRejected as exc:
-        return rejected(request, exc, anchor=f"memory-{memory_id}")
+        return rejected(request, exc, anchor=f"memory-{memory.pk}")
     text = gettext("End date saved.") if expires_at else gettext("End date cleared.")
-    return _row_changed(request, memory_id, text)
+    return _row_changed(request, memory.pk, text)
 
 
 def _row_changed(request: HttpRequest, memory_id: int, text: str) -> HttpResponse:

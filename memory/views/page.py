@@ -17,13 +17,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
+from accounts.models import User
 from accounts.services import user_set_memory_enabled
 from config.http import HttpRequest
 from memory import fragments, selectors, services
 from memory.forms import ForgetAllForm, MemorySwitchForm
-from memory.models import CONTENT_MAX
+from memory.models import CONTENT_MAX, Memory
 from memory.schemas import MemoryExportOut
-from memory.views.common import full_page, page_url, request_user, search_query, summary_oob
+from memory.views.common import full_page, memory_view, page_url, request_user, search_query, summary_oob
 
 
 @login_required
@@ -42,11 +43,9 @@ def memory_page(request: HttpRequest) -> HttpResponse:
     return full_page(request)
 
 
-@login_required
-@require_GET
-def memory_row(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("GET")
+def memory_row(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """One row as displayed (what Cancel swaps back in)."""
-    memory = selectors.memory_get_for_user(user=request_user(request), memory_id=memory_id)
     if not request.htmx:
         return redirect(page_url(f"memory-{memory.pk}"))
     selectors.memory_history_restorations(user=request_user(request), rows=[memory])

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext
-from django.views.decorators.http import require_POST
 
+from accounts.models import User
 from config.http import HttpRequest
-from memory import selectors, services
+from memory import services
 from memory.models import Memory
-from memory.views.common import page_url, request_user
+from memory.views.common import memory_view, page_url
 
 
 def _reply_item(request: HttpRequest, memory: Memory, outcome: str) -> HttpResponse:
@@ -22,12 +21,9 @@ def _reply_item(request: HttpRequest, memory: Memory, outcome: str) -> HttpRespo
     return render(request, "memory/chat/_reply_memory.html", context)
 
 
-@login_required
-@require_POST
-def reply_wrong(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("POST")
+def reply_wrong(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """ "Wrong": delete the memory (and its earlier versions) permanently; the next turn goes without it."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     services.memory_delete(user=user, memory=memory)
     if not request.htmx:
         messages.success(request, gettext("Memory deleted permanently."))
@@ -35,12 +31,9 @@ def reply_wrong(request: HttpRequest, memory_id: int) -> HttpResponse:
     return _reply_item(request, memory, gettext("Deleted. Memora won’t use it from your next message."))
 
 
-@login_required
-@require_POST
-def reply_outdated(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("POST")
+def reply_outdated(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """ "Outdated": move the memory to history (restorable on Settings → Memory)."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     try:
         memory = services.memory_retract(user=user, memory=memory)
     except services.MemoryRejected as exc:

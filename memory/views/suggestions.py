@@ -12,8 +12,9 @@ from django.views.decorators.http import require_POST
 from accounts.models import User
 from accounts.services import user_set_memory_review
 from config.http import HttpRequest
-from memory import fragments, selectors, services
-from memory.views.common import history, page_url, rejected, request_user, search_query, summary_oob
+from memory import fragments, services
+from memory.models import Memory
+from memory.views.common import history, memory_view, page_url, rejected, request_user, search_query, summary_oob
 
 
 def _suggested_oob(request: HttpRequest, *, oob: bool = True) -> str:
@@ -42,12 +43,9 @@ def _answered(request: HttpRequest, *, memory_id: int, content: str, kept: bool,
     )
 
 
-@login_required
-@require_POST
-def memory_keep(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("POST")
+def memory_keep(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """Keep a suggestion: it becomes active (replacing the value it updates)."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     try:
         kept = services.memory_confirm(user=user, memory=memory)
     except services.MemoryRejected as exc:
@@ -56,16 +54,13 @@ def memory_keep(request: HttpRequest, memory_id: int) -> HttpResponse:
     return _answered(request, memory_id=kept.pk, content=kept.content, kept=True, text=text)
 
 
-@login_required
-@require_POST
-def memory_discard(request: HttpRequest, memory_id: int) -> HttpResponse:
+@memory_view("POST")
+def memory_discard(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
     """Discard a suggestion: it is deleted, and nothing it would have replaced changes."""
-    user = request_user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
     if not memory.suggested or memory.invalid_at is not None:
         exc = services.MemoryConflict(gettext("This memory is not a suggestion waiting to be kept."))
         return rejected(request, exc, anchor="memory-suggested")
-    content = memory.content
+    memory_id, content = memory.pk, memory.content  # the row goes with it
     services.memory_delete(user=user, memory=memory)
     text = gettext("Discarded. Nothing was remembered.")
     return _answered(request, memory_id=memory_id, content=content, kept=False, text=text)
