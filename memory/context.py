@@ -28,7 +28,7 @@ from chat.models import Message
 from memory import embeddings
 from memory.forgetting import turn_memories_note
 from memory.recall import Candidate, always_used, rank
-from memory.selectors import memories_active, messages_last_two_before
+from memory.selectors import memories_active, memory_rows_for_turn, messages_last_two_before
 from memory.services import memory_uses_record
 
 logger = logging.getLogger(__name__)
@@ -106,8 +106,7 @@ def fit(always: Sequence[Candidate], relevant: Sequence[Candidate], budget: int)
 def candidates(*, user_id: int) -> list[Candidate]:
     """The user's active memories, oldest first, while memory is on (read from the database, not from a
     possibly stale user object): one indexed query."""
-    rows = memories_active(user_id=user_id).filter(owner__memory_enabled=True).values_list(*_FIELDS)
-    return [Candidate(*row) for row in rows]
+    return [Candidate(*row) for row in memory_rows_for_turn(user_id=user_id)]
 
 
 def last_exchange(ctx: TurnContext) -> tuple[str, str]:

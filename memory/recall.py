@@ -19,9 +19,9 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import NamedTuple
 
 from chat.terms import terms
 
@@ -59,9 +59,8 @@ _CHINESE = """
 STOPWORDS = frozenset(terms(_ENGLISH)) | frozenset(_CHINESE.split())
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One active memory as ranking sees it."""
+class Candidate(NamedTuple):
+    """One active memory as ranking sees it (a named tuple: a turn makes one per memory, from a row)."""
 
     id: int
     content: str
@@ -95,15 +94,18 @@ def query_weights(message: str, previous: str = "", reply: str = "") -> dict[str
 
 def lexical_scores(candidates: Sequence[Candidate], weights: dict[str, float]) -> list[float]:
     """Each candidate's score, in order: the IDF-weighted sum of the query terms it shares."""
-    term_sets = [memory_terms(c.content) for c in candidates]
+    query = frozenset(weights)
+    # Only the terms a memory shares with the query count: intersected in C, most memories share none.
+    shared = [memory_terms(c.content) & query for c in candidates]
     df: Counter[str] = Counter()
-    for term_set in term_sets:
-        df.update(t for t in term_set if t in weights)
+    for terms_shared in shared:
+        if terms_shared:
+            df.update(terms_shared)
     n = len(candidates)
     idf = {
         t: 1 + math.log(n / count) for t, count in df.items() if n < COMMON_MIN_MEMORIES or count <= COMMON_SHARE * n
     }
-    return [sum(weights[t] * idf[t] for t in term_set if t in idf) for term_set in term_sets]
+    return [sum(weights[t] * idf[t] for t in found if t in idf) if found else 0.0 for found in shared]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

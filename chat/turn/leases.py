@@ -146,8 +146,9 @@ def _close(conversation: Conversation, message: Message, *, with_state: bool) ->
         closed = Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
             status=Message.Status.INTERRUPTED, error=RECOVERED_ERROR, updated_at=transactions._now()
         )
-        if closed:  # its text as the last heartbeat saved it becomes searchable, as a finished reply's
-            search_index_messages(messages=[message])
+        if closed:  # searchable now, as a finished turn's: the reply as the last heartbeat saved it, its message
+            asked = Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=message.pk)
+            search_index_messages(messages=[m for m in (asked.order_by("id").last(), message) if m is not None])
         return closed
     lock = Q(lock_token=conversation.lock_token) if conversation.lock_token else Q(lock_token__isnull=True)
     if not Conversation.objects.filter(lock, pk=conversation.pk).exists():
@@ -166,6 +167,7 @@ def _close(conversation: Conversation, message: Message, *, with_state: bool) ->
         lock_token=conversation.lock_token or uuid.uuid4(),
         context=list(state.context),
         state_version=state.version,
+        retitled=True,  # the title its first turn may have given the conversation is indexed with the reply too
     )
     items = [{"role": "assistant", "content": partial + CUT_SHORT}] if partial else []
     transactions.turn_finish(

@@ -40,6 +40,8 @@ class StartedTurn:
     context: list[dict[str, Any]]
     state_version: int
     retry: bool = False  # regenerating a failed reply in place (turn_retry_start)
+    # The turn's first message titled the conversation: the title is indexed with the reply (turn_finish).
+    retitled: bool = False
     # The state's learned context window and token calibration (chat.turn.context_budget), read with it.
     context_window: int | None = None
     token_ratio: float | None = None
@@ -142,13 +144,24 @@ def turn_start(
         ]
     )
     state = _turn_state(conversation, title=None, now=now)  # touched with the lock
-    # Searchable from now on, like the title the first message gave the conversation.
-    retitled = conversation if conversation.title != title_before else None
-    search_index_messages(messages=[user_message], replace=False, retitled=retitled)
+    # Not indexed for search here: that write (and on SQLite its full-text trigger) would be on the way to
+    # the first token. The message, and the title it gave the conversation, are indexed with the reply.
     return StartedTurn(
         user, conversation, user_message, assistant_message, token, state.context, state.version,
         context_window=state.context_window, token_ratio=state.token_ratio,
+        retitled=conversation.title != title_before,
     )  # fmt: skip
+
+
+def turn_index(turn: StartedTurn, reply: Message) -> None:
+    """Index the turn's text for search as it is saved: the reply, whatever its status, and unless the
+    turn was a retry (whose message was indexed by its first turn) the user's message, with the title
+    it gave the conversation (read again: the user may have renamed it meanwhile)."""
+    messages = [reply] if turn.retry else [turn.user_message, reply]
+    retitled = None
+    if turn.retitled:
+        retitled = Conversation.objects.filter(pk=turn.conversation.pk).only("owner_id", "title", "created_at").first()
+    search_index_messages(messages=messages, retitled=retitled)
 
 
 def retryable_reply(conversation: Conversation) -> Message | None:
@@ -222,7 +235,7 @@ def turn_finish(
         # Deleted with its conversation, or already closed by crash recovery (chat/turn/leases.py) after this
         # turn's lease ran out: nothing left to save or announce.
         return Message.objects.filter(pk=message.pk).first() or message
-    search_index_messages(messages=[message])  # the reply as saved, whatever its status
+    turn_index(turn, message)
 
     context = [*turn.context, {"role": "user", "content": turn.user_message.content}, *without_nul(new_items)]
     # The state row is locked before the filters re-check what was deleted while the turn ran (SPEC §8):

@@ -9,7 +9,8 @@ from django.db import transaction
 
 from accounts.models import User
 from chat import services
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Message, SearchEntry
+from chat.search.query import search
 from chat.services import (
     ConversationBusy,
     InvalidMessage,
@@ -249,16 +250,30 @@ def test_turn_start_takes_the_lock_and_saves_the_message_in_one_transaction_of_f
 ) -> None:
     # Lock the user row (counting recent turn starts in the same statement), take the conversation lock
     # (touching and titling the conversation in the same statement), count run slots, record the turn
-    # start, insert both messages at once, read the agent state, then make the message and the new title
-    # searchable (the title's old entry out, both entries in one INSERT): eight statements, in one
-    # transaction (its savepoint pair here, inside the test's own transaction).
-    with django_assert_num_queries(10) as captured:
+    # start, insert both messages at once, read the agent state: six statements, in one transaction (its
+    # savepoint pair here, inside the test's own transaction). Nothing is indexed for search yet: the
+    # message and the title are indexed with the reply, off the way to the first token.
+    with django_assert_num_queries(8) as captured:
         started = turn_start(user=user, conversation=conversation, content="Hello there")
     statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
     assert (statements[0], statements[-1]) == ("SAVEPOINT", "RELEASE")
     assert started.user_message.pk < started.assistant_message.pk
     assert started.conversation.title == "Hello there"
     assert (started.context, started.state_version) == ([], 0)
+    assert started.retitled
+    assert not SearchEntry.objects.filter(conversation=conversation).exists()
+
+
+def test_a_turns_message_and_the_title_it_gave_become_searchable_with_the_reply(
+    user: User, conversation: Conversation
+) -> None:
+    started = turn_start(user=user, conversation=conversation, content="Zebras at dawn")
+    Conversation.objects.filter(pk=conversation.pk).update(title="Renamed meanwhile")  # the user renames it
+    _finish(started, "Giraffes too.")
+    assert [h.message_id for h in search(user=user, text="renamed").hits] == [None]  # the title as it is now
+    assert search(user=user, text="hello").hits == []
+    assert [h.message_id for h in search(user=user, text="zebra").hits] == [started.user_message.pk]
+    assert [h.message_id for h in search(user=user, text="giraffe").hits] == [started.assistant_message.pk]
 
 
 # --- Retry: the failed latest reply, written again in place ---
