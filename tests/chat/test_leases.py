@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import AgentState, Conversation, Message
+from chat.search.query import search
 from chat.turn import leases, runner
 from chat.turn.transactions import turn_start
 
@@ -25,6 +26,15 @@ def crashed_turn(user: User, conversation: Conversation, *, partial: str = "Half
     started = turn_start(user=user, conversation=conversation, content="Tell me everything")
     Message.objects.filter(pk=started.assistant_message.pk).update(content=partial)
     return started.assistant_message
+
+
+def asked_id(conversation: Conversation) -> int:
+    """The id of the conversation's first user message (the crashed turn's)."""
+    return (
+        Message.objects.filter(conversation=conversation, role=Message.Role.USER)
+        .order_by("id")
+        .values_list("id", flat=True)[0]
+    )
 
 
 def dead_pid() -> int:
@@ -52,6 +62,8 @@ def test_an_expired_lease_is_recovered_as_interrupted_with_its_text(
         {"role": "assistant", "content": "Half a repl [reply cut short]"},
     ]
     assert [call["status"] for call in turn_hook_calls] == ["interrupted"]  # extraction still sees the message
+    # Searchable, as a finished turn's: the message and the title it gave (indexed with the reply: None).
+    assert {h.message_id for h in search(user=user, text="everything").hits} == {asked_id(conversation), None}
     assert leases.turns_recover() == 0  # once
 
 
@@ -106,6 +118,8 @@ def test_an_older_reply_left_streaming_under_a_later_turn_is_closed_without_touc
     assert leases.turns_recover() == 1
     old.refresh_from_db()
     assert old.status == "interrupted"
+    assert [h.message_id for h in search(user=user, text="everything").hits] == [asked_id(conversation)]
+    assert [h.message_id for h in search(user=user, text="repl").hits] == [old.pk]
     assert Message.objects.get(pk=live.assistant_message.pk).status == "streaming"
     assert Conversation.objects.get(pk=conversation.pk).lock_token == live.lock_token
 
