@@ -106,7 +106,7 @@ def fit(always: Sequence[Candidate], relevant: Sequence[Candidate], budget: int)
 def candidates(*, user_id: int) -> list[Candidate]:
     """The user's active memories, oldest first, while memory is on (read from the database, not from a
     possibly stale user object): one indexed query."""
-    return [Candidate(*row) for row in memory_rows_for_turn(user_id=user_id)]
+    return list(map(Candidate._make, memory_rows_for_turn(user_id=user_id)))
 
 
 def last_exchange(ctx: TurnContext) -> tuple[str, str]:

@@ -135,16 +135,34 @@ def rank(
     scores = lexical_scores(others, query_weights(message, previous, reply))
     # (total, position, candidate): `candidates` come oldest first, so a later position is newer.
     ranked: list[tuple[float, int, Candidate]] = []
+    if query_vector is None or not vectors:  # lexical only: the floor alone decides (on every turn's way)
+        ranked = [
+            (score, position, others[position]) for position, score in enumerate(scores) if score >= LEXICAL_FLOOR
+        ]
+    else:
+        ranked = _with_similarity(others, scores, query_vector, vectors, similarity_floor)
+    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [item[2] for item in ranked]
+
+
+def _with_similarity(
+    others: Sequence[Candidate],
+    scores: Sequence[float],
+    query_vector: Sequence[float],
+    vectors: dict[int, Sequence[float]],
+    similarity_floor: float,
+) -> list[tuple[float, int, Candidate]]:
+    """(total, position, candidate) of the candidates above either floor, similarity adding to the rank."""
+    ranked: list[tuple[float, int, Candidate]] = []
     for position, (candidate, score) in enumerate(zip(others, scores, strict=True)):
         similarity = 0.0
-        if query_vector is not None and vectors and candidate.id in vectors:
+        if candidate.id in vectors:
             similarity = cosine(query_vector, vectors[candidate.id])
         if score < LEXICAL_FLOOR and similarity < similarity_floor:
             continue
         total = score + EMBEDDING_WEIGHT * max(0.0, similarity - similarity_floor / 2)
         ranked.append((total, position, candidate))
-    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    return [item[2] for item in ranked]
+    return ranked
 
 
 def always_used(candidates: Iterable[Candidate]) -> list[Candidate]:
