@@ -7,7 +7,8 @@ pairs, so "手机" is found inside "智能手机" without knowing how the text w
 space-separated words that the database's built-in tokenizer splits again. A query goes through the
 same `terms`.
 
-- index.py: writes, called by chat.services (and leases) in the transaction that writes the text.
+- index.py: writes, in the transaction that writes the text: by chat.services (titles), chat.turn (a turn's
+  message and title with its reply; crash recovery for a turn that died) and the migration.
 - query.py: the reads (parse a query, find, page), scoped to one user.
 - excerpts.py: the plain-text excerpt of a hit and where the match is in it.
 - api.py: `GET /api/search`; the page is chat.views.search (templates chat/_search_*.html, search.html).
