@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory.recall import Candidate, always_used, rank
 
 MEMORIES = [
@@ -41,7 +43,7 @@ def test_the_last_exchange_counts_beside_the_new_message() -> None:
 
 def test_a_memory_close_in_meaning_passes_with_no_shared_word_and_similarity_adds_to_the_rank() -> None:
     query = [1.0, 0.0]
-    vectors = {3: [0.9, 0.436], 8: [0.0, 1.0], 4: [0.6, 0.8], 6: [0.0, 1.0]}
+    vectors: dict[int, Sequence[float]] = {3: [0.9, 0.436], 8: [0.0, 1.0], 4: [0.6, 0.8], 6: [0.0, 1.0]}
     ranked = rank(MEMORIES, message="Which phone?", query_vector=query, vectors=vectors, similarity_floor=0.5)
     # 4 and 6 share "phone" (idf 1 + ln 6/2 = 2.1), 4 is also similar (0.6: + 4 × 0.35); 3 shares no word
     # but is close (0.9: 4 × 0.65 = 2.6, above 6's word alone); 8 is neither.
