@@ -36,7 +36,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import server_facts
+from chat.llm import server_facts, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -164,7 +164,9 @@ class OpenAIChatModel(ChatModel):
         loop = asyncio.get_running_loop()
         client = self._async_clients.get(loop)
         if client is None:
-            client = self._async_clients[loop] = openai.AsyncOpenAI(**self._options)
+            # The SDK's own HTTP client settings, plus the hook that tells a turn when its request is written.
+            http_client = openai.DefaultAsyncHttpxClient(event_hooks={"request": [written.attach]})
+            client = self._async_clients[loop] = openai.AsyncOpenAI(**self._options, http_client=http_client)
         return client
 
     @property

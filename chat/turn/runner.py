@@ -55,6 +55,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
 from chat import selectors, services
+from chat.llm import written
 from chat.models import Conversation, Message
 from chat.turn import leases, pages
 from chat.turn.agent import Turn
@@ -179,6 +180,8 @@ class RunningTurn:
     async def _main(self) -> TurnEvent:
         started = self.turn.started
         self.fanout = Fanout(self.key, self.message_id)
+        # This task's model requests tell the fan-out when they are written (it holds the first fragment).
+        written.on_request_written.set(self.fanout.request_written)
         _heartbeat_ensure()
         last = TurnEvent("error", text=gettext("The reply stopped unexpectedly."), user_message=started.user_message)
         try:

@@ -337,3 +337,26 @@ async def test_a_stream_deadline_turns_its_own_expiry_into_a_timeout_and_lets_a_
     task.cancel()  # a Stop: stays a cancellation, not a timeout
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_the_turn_hears_when_its_request_is_written_before_any_reply_arrives(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    from chat.llm import written
+
+    events: list[str] = []
+    fake_openai.queue(FakeResponse(chunks=["Hi"], delay_before=0.3))  # the provider thinks before it answers
+    token = written.on_request_written.set(lambda: events.append(f"written, {len(fake_openai.requests)} received"))
+    try:
+        async for chunk in get_chat_model().stream(messages=USER):
+            if isinstance(chunk, TextDelta):
+                events.append("text")
+    finally:
+        written.on_request_written.reset(token)
+    # Once, for the one request, as soon as it was sent: long before the reply's first byte.
+    assert events[0].startswith("written") and events[-1] == "text" and events.count("text") == 1
+    assert sum(e.startswith("written") for e in events) == 1
+
+    fake_openai.queue(FakeResponse(chunks=["Hi"]))
+    assert await _collect(get_chat_model(), messages=USER) == [TextDelta("Hi")]  # no callback set: nothing heard
+    assert sum(e.startswith("written") for e in events) == 1
