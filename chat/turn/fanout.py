@@ -42,8 +42,6 @@ logger = logging.getLogger(__name__)
 SKIPPABLE = {"turn.delta", "turn.text"}
 
 REMOTE_REFRESH_SECONDS = 1.0  # how often a turn looks again for pages in other processes
-# The longest a turn's first fragment waits for its model request to be written (see `_hold_start`).
-START_HOLD_SECONDS = 0.05
 
 
 def conversation_group(conversation_id: Any) -> str:
@@ -66,7 +64,6 @@ class Fanout:
         self.remote: list[str] | None = []  # other processes' pages (None: the whole group)
         self.remote_checked = float("-inf")
         self.divider_sent: SummaryDivider | None = None
-        self.written = False  # the turn's model request has been written (`request_written`)
         self.task = asyncio.create_task(self._run())
 
     def event(self, event: TurnEvent, turn: Turn) -> None:
@@ -113,11 +110,6 @@ class Fanout:
         self.closed = True
         self.wake.set()
 
-    def request_written(self) -> None:
-        """The turn's model request has been written (chat.llm.written): its first fragment may be rendered."""
-        self.written = True
-        self.wake.set()
-
     def _pending_to_outbox(self) -> None:
         if self.pending:
             text, self.pending = "".join(self.pending), []
@@ -129,8 +121,6 @@ class Fanout:
         while True:
             if self.outbox:  # strictly in order
                 message = self.outbox.popleft()
-                if message["type"] == "turn.begin":
-                    await self._hold_start()
                 if message["type"] == "turn.delta":
                     self.last_flush = loop.time()
                 await self._deliver(message)
@@ -148,20 +138,6 @@ class Fanout:
                     await asyncio.wait_for(self.wake.wait(), wait)
                 continue
             self._pending_to_outbox()
-
-    async def _hold_start(self) -> None:
-        """Hold the turn's first fragment until its model request is written: rendered before (about a
-        millisecond of templates on this event loop), it would delay the request by as much. Never longer
-        than START_HOLD_SECONDS, nor once anything is queued behind it (it always goes first)."""
-        loop = asyncio.get_running_loop()
-        until = loop.time() + START_HOLD_SECONDS
-        while not (self.written or self.closed or self.outbox or self.pending):
-            left = until - loop.time()
-            if left <= 0:
-                return
-            self.wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), left)
 
     @staticmethod
     def _rendered(message: dict[str, Any]) -> bool:

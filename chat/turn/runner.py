@@ -67,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 PAUSE_AFTER_WAIT = 0.002  # a wait for the model's next piece longer than this was a wait for the network
 SHUTDOWN_SECONDS = 10.0
+# The longest a turn's start waits for its model request to be written before it is announced (`_hold`).
+START_HOLD_SECONDS = 0.05
 STOPPED = gettext_noop("The reply was stopped.")
 
 _sweeper: asyncio.Task[None] | None = None
@@ -157,6 +159,8 @@ class RunningTurn:
         self.listeners: list[asyncio.Queue[TurnEvent | None]] = []
         self.fanout: Fanout
         self.saved_text = ""  # the reply text as the last heartbeat saved it
+        self._held: TurnEvent | None = None  # the start, until the model request is written (`_hold`)
+        self._hold_timer: asyncio.TimerHandle | None = None
 
     def listen(self) -> asyncio.Queue[TurnEvent | None]:
         """A queue of this turn's events; None after the last one."""
@@ -180,8 +184,8 @@ class RunningTurn:
     async def _main(self) -> TurnEvent:
         started = self.turn.started
         self.fanout = Fanout(self.key, self.message_id)
-        # This task's model requests tell the fan-out when they are written (it holds the first fragment).
-        written.on_request_written.set(self.fanout.request_written)
+        # This task's model requests say when they are written: the turn's start is announced then (`_hold`).
+        written.on_request_written.set(self._release)
         _heartbeat_ensure()
         last = TurnEvent("error", text=gettext("The reply stopped unexpectedly."), user_message=started.user_message)
         try:
@@ -190,6 +194,9 @@ class RunningTurn:
                 asked = loop.time()
                 async for event in events:
                     last = event
+                    if event.type == "start":
+                        self._hold(event)
+                        continue
                     self._emit(event)
                     if event.type == "delta":
                         await _read_pause(waited=loop.time() - asked)
@@ -209,6 +216,7 @@ class RunningTurn:
             )
             self._emit(last)
         finally:
+            self._release()
             running_turns.remove(self)
             for queue in self.listeners:
                 queue.put_nowait(None)
@@ -219,7 +227,25 @@ class RunningTurn:
             await asyncio.wait_for(asyncio.shield(self.fanout.task), SHUTDOWN_SECONDS)
         return last
 
+    def _hold(self, event: TurnEvent) -> None:
+        """Announce the turn's start once its model request is written (chat.llm.written calls `_release`),
+        at the latest START_HOLD_SECONDS from now, and always before anything else. Announced at once, its
+        page fragment (about a millisecond of templates) and its API event would be made on this event loop
+        while the request is still being sent, delaying it by as much; once it is written, the provider is
+        working and they cost the reply nothing."""
+        self._held = event
+        self._hold_timer = asyncio.get_running_loop().call_later(START_HOLD_SECONDS, self._release)
+
+    def _release(self) -> None:
+        """Announce the held start, if it still is."""
+        event, self._held = self._held, None
+        if event is not None:
+            if self._hold_timer is not None:
+                self._hold_timer.cancel()
+            self._emit(event)
+
     def _emit(self, event: TurnEvent) -> None:
+        self._release()  # the start goes first
         if self.listeners:
             # A snapshot: the turn goes on, and saving the reply changes its Message object meanwhile
             # (a piece of text carries no message: it goes as it is).

@@ -102,3 +102,29 @@ class ClosableModel(StreamOnlyModel):
                 yield TextDelta(word)
         finally:
             type(self).closed.append(True)
+
+
+class WrittenModel(StreamOnlyModel):
+    """A provider over HTTP as the turn sees it: the request is written after `write_after` seconds (reported
+    as the OpenAI adapter's HTTP client reports it, chat.llm.written, unless `reports` is off), then the first
+    piece comes `think` seconds later. `log` records when each happened, beside what listeners received."""
+
+    label = "written"
+    write_after = 0.02
+    think = 0.3
+    reports = True
+    log: list[str] = []
+
+    async def stream(
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamChunk]:
+        from chat.llm import written
+
+        await asyncio.sleep(self.write_after)
+        callback = written.on_request_written.get()
+        type(self).log.append("written")
+        if callback is not None and self.reports:
+            callback()
+        await asyncio.sleep(self.think)
+        type(self).log.append("first piece")
+        yield TextDelta("Hello")

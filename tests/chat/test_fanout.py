@@ -9,7 +9,7 @@ import pytest
 
 from chat import push
 from chat.turn import pages, registry, runner
-from chat.turn.fanout import START_HOLD_SECONDS, Fanout
+from chat.turn.fanout import Fanout
 
 
 @pytest.fixture
@@ -144,40 +144,3 @@ async def test_after_a_pause_a_reply_reads_every_piece_that_came_meanwhile_at_on
     # 20 pieces over 0.2 s: read one by one, nearly every read waits for one; with pauses, a few do.
     [waits] = ClockedModel.waits
     assert waits >= 12 if pause == 0 else waits <= 5
-
-
-async def test_the_first_fragment_waits_for_the_model_request_to_be_written(delivered: list[dict[str, Any]]) -> None:
-    fanout = Fanout("c", 7)
-    fanout.send({"type": "turn.begin", "message_id": 7})
-    await asyncio.sleep(0.01)
-    assert delivered == []  # its render would slow the request still being sent on this loop
-    fanout.request_written()
-    await asyncio.sleep(0.001)
-    assert [m["type"] for m in delivered] == ["turn.begin"]
-    fanout.close()
-    await fanout.task
-
-
-async def test_the_first_fragment_waits_no_longer_than_the_hold_nor_than_what_follows_it(
-    delivered: list[dict[str, Any]],
-) -> None:
-    loop = asyncio.get_running_loop()
-    fanout = Fanout("c", 7)  # a request never reported written (a model without the HTTP client's hook)
-    started = loop.time()
-    fanout.send({"type": "turn.begin", "message_id": 7})
-    while not delivered:
-        await asyncio.sleep(0.005)
-    assert START_HOLD_SECONDS <= loop.time() - started < START_HOLD_SECONDS + 0.5
-    fanout.close()
-    await fanout.task
-
-    waiting = Fanout("c", 8)  # a request that waits in the provider's queue first: the page says so at once
-    started = loop.time()
-    waiting.send({"type": "turn.begin", "message_id": 8})
-    waiting.send({"type": "turn.html", "message_id": 8})
-    while len(delivered) < 3:
-        await asyncio.sleep(0.001)
-    assert loop.time() - started < START_HOLD_SECONDS
-    assert [m["type"] for m in delivered[1:]] == ["turn.begin", "turn.html"]
-    waiting.close()
-    await waiting.task
