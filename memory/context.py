@@ -139,6 +139,7 @@ def block_for_turn(ctx: TurnContext, memories: list[Candidate] | None = None) ->
         query_vector=query_vector,
         vectors=vectors,
         similarity_floor=settings.EMBEDDING_MIN_SIMILARITY,
+        owner=ctx.user.pk,
     )
     return fit(always_used(memories), relevant, settings.MEMORY_PROMPT_MAX_CHARS)
 

@@ -22,6 +22,9 @@ Registered copies (memory/apps.py):
   `DELETED_MEMORY` in its place; every tool call keeps its result.
 - "admin-log": the admin's change log names a memory by its sentence.
 
+In process memory, ranking's term index of a user (memory.recall.term_index) holds a deleted memory's text
+until that user's next turn in that process replaces it (it used to stay in a process-wide cache).
+
 The display log (chat.Message) keeps the reply the user saw until they delete the conversation.
 Invalidation into history (update, retract, forget without purge) keeps the text: it can be restored.
 

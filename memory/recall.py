@@ -1,4 +1,5 @@
-"""Which memories a turn's block holds (SPEC §8 "Recall"): pure functions, no queries.
+"""Which memories a turn's block holds (SPEC §8 "Recall"): no queries; each user's term index is kept in
+this process for their next turn (`term_index`).
 
 Some memories go into every turn: the pinned ones, and the keyed ones (one value per single-valued
 preference, such as the reply language). Those are how the user wants to be served. The rest are
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 import math
 import operator
-from collections import Counter
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from functools import lru_cache
 from typing import NamedTuple
 
 from chat.terms import terms
@@ -74,9 +75,8 @@ class Candidate(NamedTuple):
         return self.pinned or bool(self.key)
 
 
-@lru_cache(maxsize=50_000)
 def memory_terms(content: str) -> frozenset[str]:
-    """The distinct index terms of a memory (cached: a row's content never changes)."""
+    """The distinct index terms of a memory that can make it relevant."""
     return frozenset(_meaningful(terms(content)))
 
 
@@ -92,20 +92,66 @@ def query_weights(message: str, previous: str = "", reply: str = "") -> dict[str
     return weights
 
 
+class TermIndex:
+    """Ranking's candidates (in order) by term: scoring a turn's query reads only the postings of its own
+    terms. Built once per set of memories and kept per user (`term_index`); only order and text matter."""
+
+    def __init__(self, candidates: Sequence[Candidate], reuse: TermIndex | None = None) -> None:
+        known = reuse.terms if reuse is not None else {}
+        self.contents = tuple(c.content for c in candidates)
+        self.terms: dict[str, frozenset[str]] = {}  # by memory text: a kept index reuses what it found
+        self.postings: dict[str, list[int]] = {}
+        for position, content in enumerate(self.contents):
+            found = known.get(content)
+            if found is None:
+                found = memory_terms(content)
+            self.terms[content] = found
+            for term in found:
+                self.postings.setdefault(term, []).append(position)
+
+    def scores(self, weights: dict[str, float]) -> list[float]:
+        """Each candidate's score, in order: the IDF-weighted sum of the query terms it shares. A term most
+        of them share weighs nothing."""
+        n = len(self.contents)
+        scores = [0.0] * n
+        for term, weight in weights.items():
+            positions = self.postings.get(term)
+            if not positions or (n >= COMMON_MIN_MEMORIES and len(positions) > COMMON_SHARE * n):
+                continue
+            add = weight * (1 + math.log(n / len(positions)))
+            for position in positions:
+                scores[position] += add
+        return scores
+
+
+# Each user's index, for their next turn, in this process: most recently used last, within a bound on the
+# memories they index together. An index is replaced when the user's memories change, so a deleted memory's
+# text leaves it at that user's next turn here.
+_INDEXES: OrderedDict[int, TermIndex] = OrderedDict()
+_INDEXES_LOCK = threading.Lock()
+INDEXED_MEMORIES_KEPT = 50_000
+
+
+def term_index(owner: int, candidates: Sequence[Candidate]) -> TermIndex:
+    """The user's index of these candidates: the kept one while they are the same memories, else a new one."""
+    with _INDEXES_LOCK:
+        kept = _INDEXES.get(owner)
+    if kept is not None and kept.contents == tuple(c.content for c in candidates):
+        index = kept
+    else:
+        index = TermIndex(candidates, reuse=kept)  # outside the lock: a new user's first index takes milliseconds
+    with _INDEXES_LOCK:
+        _INDEXES[owner] = index
+        _INDEXES.move_to_end(owner)
+        total = sum(len(i.contents) for i in _INDEXES.values())
+        while total > INDEXED_MEMORIES_KEPT and len(_INDEXES) > 1:
+            total -= len(_INDEXES.popitem(last=False)[1].contents)
+    return index
+
+
 def lexical_scores(candidates: Sequence[Candidate], weights: dict[str, float]) -> list[float]:
-    """Each candidate's score, in order: the IDF-weighted sum of the query terms it shares."""
-    query = frozenset(weights)
-    # Only the terms a memory shares with the query count: intersected in C, most memories share none.
-    shared = [memory_terms(c.content) & query for c in candidates]
-    df: Counter[str] = Counter()
-    for terms_shared in shared:
-        if terms_shared:
-            df.update(terms_shared)
-    n = len(candidates)
-    idf = {
-        t: 1 + math.log(n / count) for t, count in df.items() if n < COMMON_MIN_MEMORIES or count <= COMMON_SHARE * n
-    }
-    return [sum(weights[t] * idf[t] for t in found if t in idf) if found else 0.0 for found in shared]
+    """Each candidate's score, in order (a one-off index: for a caller with no user to keep it for)."""
+    return TermIndex(candidates).scores(weights)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -124,15 +170,18 @@ def rank(
     query_vector: Sequence[float] | None = None,
     vectors: dict[int, Sequence[float]] | None = None,
     similarity_floor: float = EMBEDDING_FLOOR,
+    owner: int | None = None,
 ) -> list[Candidate]:
     """The memories relevant to the turn that are not always used, most relevant first (newer first on a tie:
-    `candidates` come oldest first).
+    `candidates` come oldest first). With `owner`, the user whose memories they are: their term index is
+    kept for their next turn.
 
     `previous` and `reply` are the last exchange; `vectors` are the memories' embeddings (by id) and
     `query_vector` the turn's, when there are both.
     """
     others = [c for c in candidates if not c.always]
-    scores = lexical_scores(others, query_weights(message, previous, reply))
+    weights = query_weights(message, previous, reply)
+    scores = (term_index(owner, others) if owner is not None else TermIndex(others)).scores(weights)
     # (total, position, candidate): `candidates` come oldest first, so a later position is newer.
     ranked: list[tuple[float, int, Candidate]] = []
     if query_vector is None or not vectors:  # lexical only: the floor alone decides (on every turn's way)

@@ -1,10 +1,24 @@
-"""Ranking a turn's memories (memory.recall.rank): pure functions, no database."""
+"""Ranking a turn's memories (memory.recall.rank) and the term index it scores with: no database."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from memory.recall import Candidate, always_used, rank
+import pytest
+
+from memory.evals.recall_set import load, user_memories
+from memory.recall import (
+    COMMON_MIN_MEMORIES,
+    COMMON_SHARE,
+    Candidate,
+    TermIndex,
+    always_used,
+    memory_terms,
+    query_weights,
+    rank,
+    term_index,
+)
 
 MEMORIES = [
     Candidate(1, "Is allergic to peanuts.", pinned=True),
@@ -48,3 +62,44 @@ def test_a_memory_close_in_meaning_passes_with_no_shared_word_and_similarity_add
     # 4 and 6 share "phone" (idf 1 + ln 6/2 = 2.1), 4 is also similar (0.6: + 4 × 0.35); 3 shares no word
     # but is close (0.9: 4 × 0.65 = 2.6, above 6's word alone); 8 is neither.
     assert ids(ranked) == [4, 3, 6]
+
+
+def naive_scores(candidates: list[Candidate], message: str) -> list[float]:
+    """The lexical score as the docs define it, term by term over every candidate."""
+    weights = query_weights(message)
+    term_sets = [memory_terms(c.content) for c in candidates]
+    n = len(candidates)
+    scores = []
+    for found in term_sets:
+        score = 0.0
+        for term, weight in weights.items():
+            df = sum(term in s for s in term_sets)
+            if term in found and (n < COMMON_MIN_MEMORIES or df <= COMMON_SHARE * n):
+                score += weight * (1 + math.log(n / df))
+        scores.append(score)
+    return scores
+
+
+def test_the_term_index_scores_as_the_definition_does_on_the_golden_set() -> None:
+    recall_set = load()
+    memories, _ = user_memories(recall_set, 300)
+    others = [m for m in memories if not m.always]
+    index = TermIndex(others)
+    for case in recall_set.cases[:12]:
+        got = index.scores(query_weights(case.message))
+        assert got == pytest.approx(naive_scores(others, case.message)), case.id
+
+
+def test_a_users_index_is_kept_while_their_memories_stay_and_forgets_a_deleted_ones_terms() -> None:
+    owner = 10_000_001
+    first = [Candidate(1, "Has a cat called Miso."), Candidate(2, "Plays the cello.")]
+    assert ids(rank(first, message="my cello", owner=owner)) == [2]
+    kept = term_index(owner, first)
+    assert term_index(owner, first) is kept  # the same memories: the same index, no terms computed again
+
+    later = [first[0], Candidate(3, "Plays the violin.")]  # the cello memory deleted, a new one added
+    assert ids(rank(later, message="my cello", owner=owner)) == []
+    index = term_index(owner, later)
+    cat = first[0].content
+    assert index is not kept and index.terms[cat] is kept.terms[cat]  # the cat's terms reused, not found again
+    assert first[1].content not in index.terms and "cello" not in index.postings  # the deleted one's are gone
