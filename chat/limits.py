@@ -29,6 +29,7 @@ from django.utils.crypto import constant_time_compare
 from accounts.models import User
 from chat.models import TurnStart
 from chat.rejections import TooManyTurns
+from config.sql import column, table
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,7 @@ def user_row(*, user_id: int, now: Any, lock: bool = False, origin: TurnOrigin |
     resolving of the counting subqueries (it deep-copies the inner query) took about a third of the CPU
     of a turn's start; a burst of turns is limited by how fast they start."""
     origin = origin or TurnOrigin()
-    quote = connection.ops.quote_name
-
-    def column(model: type[models.Model], name: str) -> str:
-        field = model._meta.get_field(name)
-        assert isinstance(field, models.Field)
-        return quote(str(field.column))
-
-    starts = quote(TurnStart._meta.db_table)
+    starts = table(TurnStart)
     started = column(TurnStart, "started_at")
     since = connection.ops.adapt_datetimefield_value(now - timedelta(seconds=60))
     params: list[Any] = [since]
@@ -132,7 +126,7 @@ def user_row(*, user_id: int, now: Any, lock: bool = False, origin: TurnOrigin |
     session = "1"
     if origin.session_key is not None and settings.SESSION_ENGINE == "django.contrib.sessions.backends.db":
         session = (
-            f"(SELECT COUNT(*) FROM {quote(Session._meta.db_table)} s WHERE s.{column(Session, 'session_key')} = %s"
+            f"(SELECT COUNT(*) FROM {table(Session)} s WHERE s.{column(Session, 'session_key')} = %s"
             f" AND s.{column(Session, 'expire_date')} > %s)"
         )
         params += [origin.session_key, connection.ops.adapt_datetimefield_value(now)]
@@ -141,7 +135,7 @@ def user_row(*, user_id: int, now: Any, lock: bool = False, origin: TurnOrigin |
         f"SELECT u.{column(User, 'memory_enabled')}, u.{column(User, 'is_active')}, u.{column(User, 'password')},"
         f" (SELECT COUNT(*) FROM {starts} t WHERE t.{column(TurnStart, 'user')} = u.{column(User, 'id')}"
         f" AND t.{started} > %s), {by_address}, {session}"
-        f" FROM {quote(User._meta.db_table)} u WHERE u.{column(User, 'id')} = %s{for_update}"
+        f" FROM {table(User)} u WHERE u.{column(User, 'id')} = %s{for_update}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, user_id])

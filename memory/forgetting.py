@@ -21,9 +21,8 @@ Registered copies (memory/apps.py):
   ("Remembered: …"), assistant items and compaction summaries that quote the sentence get
   `DELETED_MEMORY` in its place; every tool call keeps its result.
 - "admin-log": the admin's change log names a memory by its sentence.
-
-In process memory, ranking's term index of a user (memory.recall.term_index) holds a deleted memory's text
-until that user's next turn in that process replaces it (it used to stay in a process-wide cache).
+- "term-index": ranking's term index of the user in this process (memory.recall.term_index) is dropped.
+  Another web process's index keeps the text until the user's next turn there replaces it, or it is evicted.
 
 The display log (chat.Message) keeps the reply the user saw until they delete the conversation.
 Invalidation into history (update, retract, forget without purge) keeps the text: it can be restored.
@@ -58,7 +57,7 @@ from django.utils.translation import gettext, gettext_noop
 from accounts.middleware import background_language
 from accounts.models import User
 from chat.models import AgentState, ConversationMarker
-from memory import selectors
+from memory import recall, selectors
 from memory.changes import MARKER_KIND
 from memory.demo import parse_judge_input
 from memory.models import ExtractionRun, Memory
@@ -381,3 +380,4 @@ def register_defaults() -> None:
     register_redactor("runs", runs_redact)
     register_redactor("agent-states", agent_states_redact)
     register_redactor("admin-log", admin_log_redact)
+    register_redactor("term-index", lambda forgotten: recall.kept_indexes.forget(forgotten.user_id))

@@ -124,34 +124,59 @@ class TermIndex:
         return scores
 
 
-# Each user's index, for their next turn, in this process: most recently used last, within a bound on the
-# memories they index together. An index is replaced when the user's memories change, so a deleted memory's
-# text leaves it at that user's next turn here.
-_INDEXES: OrderedDict[int, TermIndex] = OrderedDict()
-_INDEXES_LOCK = threading.Lock()
-INDEXED_MEMORIES_KEPT = 50_000
+class _KeptIndexes:
+    """Each user's index, for their next turn, in this process: most recently used last, within a bound on
+    the memories they index together (an empty index counts as one). An index is replaced when the user's
+    memories change, and dropped when memories of theirs are deleted here (`forget`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._indexes: OrderedDict[int, TermIndex] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, owner: int) -> TermIndex | None:
+        with self._lock:
+            return self._indexes.get(owner)
+
+    def put(self, owner: int, index: TermIndex) -> None:
+        with self._lock:
+            self._pop(owner)
+            self._indexes[owner] = index
+            self._size += max(1, len(index.contents))
+            while self._size > self.limit and len(self._indexes) > 1:
+                self._pop(next(iter(self._indexes)))
+
+    def forget(self, owner: int) -> None:
+        with self._lock:
+            self._pop(owner)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._indexes.clear()
+            self._size = 0
+
+    def __len__(self) -> int:
+        return len(self._indexes)
+
+    def _pop(self, owner: int) -> None:
+        index = self._indexes.pop(owner, None)
+        if index is not None:
+            self._size -= max(1, len(index.contents))
+
+
+kept_indexes = _KeptIndexes(limit=50_000)
 
 
 def term_index(owner: int, candidates: Sequence[Candidate]) -> TermIndex:
     """The user's index of these candidates: the kept one while they are the same memories, else a new one."""
-    with _INDEXES_LOCK:
-        kept = _INDEXES.get(owner)
+    kept = kept_indexes.get(owner)
     if kept is not None and kept.contents == tuple(c.content for c in candidates):
         index = kept
     else:
-        index = TermIndex(candidates, reuse=kept)  # outside the lock: a new user's first index takes milliseconds
-    with _INDEXES_LOCK:
-        _INDEXES[owner] = index
-        _INDEXES.move_to_end(owner)
-        total = sum(len(i.contents) for i in _INDEXES.values())
-        while total > INDEXED_MEMORIES_KEPT and len(_INDEXES) > 1:
-            total -= len(_INDEXES.popitem(last=False)[1].contents)
+        index = TermIndex(candidates, reuse=kept)  # unlocked: a new user's first index takes milliseconds
+    kept_indexes.put(owner, index)
     return index
-
-
-def lexical_scores(candidates: Sequence[Candidate], weights: dict[str, float]) -> list[float]:
-    """Each candidate's score, in order (a one-off index: for a caller with no user to keep it for)."""
-    return TermIndex(candidates).scores(weights)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

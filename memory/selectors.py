@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import ConversationMarker, Message
+from config.sql import column, table
 from memory.changes import MARKER_KIND
 from memory.models import ExtractionRun, Memory, MemoryUse, MemoryVector
 
@@ -280,12 +281,6 @@ def memory_history_for_search(*, user_id: int, since: datetime | None, until: da
 # tests/memory/test_recall_reads.py holds them to the ORM's `memories_active` and a plain ordered filter.
 
 
-def _column(model: type[models.Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    assert isinstance(field, models.Field)
-    return connection.ops.quote_name(str(field.column))
-
-
 def _aware(value: datetime | None) -> datetime | None:
     """A datetime as the ORM gives it (SQLite's driver gives it naive, in UTC)."""
     return timezone.make_aware(value, UTC) if value is not None and timezone.is_naive(value) else value
@@ -298,15 +293,15 @@ def memory_rows_for_turn(*, user_id: int) -> list[MemoryRow]:
     """(id, content, pinned, key, expires_at) of the memories `memories_active` gives, oldest first, while the
     user's memory is on (read here, not from a possibly stale user object)."""
     m, u = Memory, User
-    expires = f"m.{_column(m, 'expires_at')}"
+    expires = f"m.{column(m, 'expires_at')}"
     sql = (
-        f"SELECT m.{_column(m, 'id')}, m.{_column(m, 'content')}, m.{_column(m, 'pinned')}, m.{_column(m, 'key')},"
-        f" {expires} FROM {connection.ops.quote_name(m._meta.db_table)} m"
-        f" INNER JOIN {connection.ops.quote_name(u._meta.db_table)} u ON u.{_column(u, 'id')} = m.{_column(m, 'owner')}"
-        f" WHERE m.{_column(m, 'owner')} = %s AND m.{_column(m, 'invalid_at')} IS NULL"
-        f" AND NOT m.{_column(m, 'suggested')} AND ({expires} IS NULL OR {expires} > %s)"
-        f" AND u.{_column(u, 'memory_enabled')}"
-        f" ORDER BY m.{_column(m, 'created_at')}, m.{_column(m, 'id')}"
+        f"SELECT m.{column(m, 'id')}, m.{column(m, 'content')}, m.{column(m, 'pinned')}, m.{column(m, 'key')},"
+        f" {expires} FROM {table(m)} m"
+        f" INNER JOIN {table(u)} u ON u.{column(u, 'id')} = m.{column(m, 'owner')}"
+        f" WHERE m.{column(m, 'owner')} = %s AND m.{column(m, 'invalid_at')} IS NULL"
+        f" AND NOT m.{column(m, 'suggested')} AND ({expires} IS NULL OR {expires} > %s)"
+        f" AND u.{column(u, 'memory_enabled')}"
+        f" ORDER BY m.{column(m, 'created_at')}, m.{column(m, 'id')}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [user_id, connection.ops.adapt_datetimefield_value(timezone.now())])
@@ -320,10 +315,10 @@ def messages_last_two_before(*, conversation_id: Any, message_id: int) -> list[t
     conversation = Message._meta.get_field("conversation")
     assert isinstance(conversation, models.Field)
     sql = (
-        f"SELECT {_column(Message, 'role')}, {_column(Message, 'content')}"
-        f" FROM {connection.ops.quote_name(Message._meta.db_table)}"
-        f" WHERE {_column(Message, 'conversation')} = %s AND {_column(Message, 'id')} < %s"
-        f" ORDER BY {_column(Message, 'id')} DESC LIMIT 2"
+        f"SELECT {column(Message, 'role')}, {column(Message, 'content')}"
+        f" FROM {table(Message)}"
+        f" WHERE {column(Message, 'conversation')} = %s AND {column(Message, 'id')} < %s"
+        f" ORDER BY {column(Message, 'id')} DESC LIMIT 2"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [conversation.get_db_prep_value(conversation_id, connection), message_id])

@@ -20,7 +20,7 @@ from chat import extensions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
 from chat.models import AgentState, Conversation, Message, TurnStart
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
-from chat.search.index import search_index_messages, search_index_title
+from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
 from chat.turn.process import owner
 
@@ -210,12 +210,11 @@ def turn_retry_start(
     search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
     title_before = conversation.title
     state = _turn_state(conversation, title=user_message.content, now=now)
-    if conversation.title != title_before:
-        search_index_title(conversation=conversation)
     context = context_before(state.context, user_message.content)
     return StartedTurn(
         user, conversation, user_message, reply, token, context, state.version, retry=True,
         context_window=state.context_window, token_ratio=state.token_ratio,
+        retitled=conversation.title != title_before,
     )  # fmt: skip
 
 

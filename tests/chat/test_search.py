@@ -184,3 +184,16 @@ def test_sqlite_fts_rows_leave_with_their_entries(user: User, conversation: Conv
     assert indexed() == 1
     services.conversation_delete(conversation=conversation)
     assert indexed() == 0
+
+
+def test_a_retry_that_titles_the_conversation_makes_the_title_searchable_with_its_reply(
+    api_client: Client, user: User
+) -> None:
+    untitled = services.conversation_create(user=user)
+    started = transactions.turn_start(user=user, conversation=untitled, content="Tell me about okapis")
+    transactions.turn_finish(turn=started, status="error", content="", error="Failed.", new_items=[])
+    Conversation.objects.filter(pk=untitled.pk).update(title="")  # the title cleared since
+    retry = transactions.turn_retry_start(user=user, conversation=Conversation.objects.get(pk=untitled.pk))
+    assert retry.retitled
+    transactions.turn_finish(turn=retry, status="complete", content="Striped legs.", new_items=[])
+    assert None in [h["message_id"] for h in found(api_client, "okapi")]  # the title hit

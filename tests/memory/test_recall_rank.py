@@ -13,7 +13,9 @@ from memory.recall import (
     COMMON_SHARE,
     Candidate,
     TermIndex,
+    _KeptIndexes,
     always_used,
+    kept_indexes,
     memory_terms,
     query_weights,
     rank,
@@ -103,3 +105,32 @@ def test_a_users_index_is_kept_while_their_memories_stay_and_forgets_a_deleted_o
     cat = first[0].content
     assert index is not kept and index.terms[cat] is kept.terms[cat]  # the cat's terms reused, not found again
     assert first[1].content not in index.terms and "cello" not in index.postings  # the deleted one's are gone
+
+
+def test_kept_indexes_stay_within_their_bound_on_memories_oldest_user_out_first() -> None:
+    kept = _KeptIndexes(limit=4)
+    three = TermIndex([Candidate(i, f"Fact {i}.") for i in range(3)])
+    kept.put(1, three)
+    kept.put(2, TermIndex([]))  # an empty index still counts as one
+    kept.put(1, three)  # replaced, not counted twice; user 1 is now the most recent
+    assert len(kept) == 2
+    kept.put(3, TermIndex([Candidate(9, "Fact 9.")]))
+    assert (kept.get(2), kept.get(1)) == (None, three)  # 3 + 1 + 1 > 4: the least recent (user 2) went
+    kept.forget(1)
+    assert kept.get(1) is None and len(kept) == 1
+
+
+@pytest.mark.django_db
+def test_a_permanent_delete_drops_the_users_term_index_in_this_process() -> None:
+    from memory import services
+    from tests.helpers import make_memory, make_user
+
+    user = make_user()
+    cello = make_memory(owner=user, content="Plays the cello.")
+    candidates = [Candidate(cello.pk, cello.content)]
+    term_index(user.pk, candidates)
+    assert kept_indexes.get(user.pk) is not None
+
+    services.memory_delete(user=user, memory=cello)
+
+    assert kept_indexes.get(user.pk) is None
