@@ -22,8 +22,8 @@ from memory.outcomes import Outcome, Result
 from memory.pipeline.claim import claim_release, claim_take
 from memory.pipeline.commit import Abandon, commit
 from memory.pipeline.reads import backoff, pending_batch
-from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large
-from memory.retries import may_start, slot_wait
+from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large, unavailable
+from memory.retries import may_start, server_unavailable, slot_wait
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +147,8 @@ def _judge_and_commit(batch: Batch) -> Result:
             return answer_cut(batch, max_tokens)
         if exc.too_long:
             return too_large(batch, exc)
+        if server_unavailable(exc):  # slow is not poison: waited for, never counted toward skipping
+            return unavailable(batch, f"Judge call failed ({exc.kind}): {exc}")
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
     # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).
