@@ -15,11 +15,19 @@ from memory.models import ExtractionRun
 from memory.pipeline import Outcome
 from memory.tasks import extract_memories_task
 from tests.helpers import run, say
-from tests.memory.test_pipeline import ADD, Clock, clock  # noqa: F401 (the fixture)
+from tests.memory.test_pipeline import ADD, Clock
 
 pytestmark = pytest.mark.django_db
 
 TIMEOUT = LLMError("The model provider did not answer within 120 s.", kind="timeout")
+
+
+@pytest.fixture
+def clock(monkeypatch: Any, settings: Any) -> Clock:
+    settings.MEMORY_RETRY_BASE_SECONDS, settings.MEMORY_RETRY_MAX_SECONDS, settings.MEMORY_RETRY_HOURS = 30, 600, 24
+    moved = Clock()
+    monkeypatch.setattr(pipeline.clock, "now", lambda: moved.now)
+    return moved
 
 
 def status_of(message: Message) -> str:
