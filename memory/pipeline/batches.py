@@ -119,12 +119,20 @@ def _judge_in_pieces(
 
 
 @contextmanager
-def _queued(trigger: str) -> Iterator[None]:
+def _queued(trigger: str, max_tokens: int) -> Iterator[None]:
     """The judge request's turn in the provider's queue (chat.model_queue), taken before every call: a
-    flush is a person waiting and goes with chat; other runs wait behind chat."""
+    flush is a person waiting and goes with chat; other runs wait behind chat. A call given up at its
+    deadline keeps the turn until the server is done with it."""
     priority = model_queue.Priority.CHAT if trigger == Trigger.FLUSH else model_queue.Priority.BACKGROUND
     lease = float(settings.MEMORY_JUDGE_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
-    with model_queue.slot(get_chat_model(), lease=lease, wait=slot_wait(trigger), priority=priority):
+    with model_queue.slot(
+        get_chat_model(),
+        lease=lease,
+        wait=slot_wait(trigger),
+        priority=priority,
+        max_tokens=max_tokens,
+        model_name=settings.MEMORY_MODEL,
+    ):
         yield
 
 
@@ -135,7 +143,7 @@ def _judge_and_commit(batch: Batch) -> Result:
         return too_large(batch, LLMError(batching.budget_problem(batch.tokens, count), kind="context_length"))
     max_tokens = batching.max_tokens_for(batch.tokens)
     try:
-        with _queued(run.trigger):
+        with _queued(run.trigger, max_tokens):
             started = time.monotonic()  # the judge's time, not the queue's
             raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
     except LLMError as exc:
