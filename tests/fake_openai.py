@@ -30,7 +30,9 @@ recorded in `embedding_requests`; `embedding_status` (other than 200) answers an
 With `single_slot=True` it imitates a single-slot server (llama.cpp's with its defaults): a request that
 arrives while another is being answered interrupts it (its stream ends without a `finish_reason`, counted
 in `interrupted`), streams carry no usage, and a streaming request with tools gets an empty reply.
-`max_in_flight` is the most requests it was answering at once.
+`max_in_flight` is the most requests it was answering at once; a request it is still working on after
+its client gave up (a `delay_before` past the client's timeout) counts until its work ends. With
+`slots=True` it answers llama.cpp's `GET /slots` (`is_processing` while it answers a request).
 
 For benchmarks it also runs on its own and answers every request with N word tokens:
 
@@ -188,6 +190,8 @@ class FakeOpenAIServer:
         # counts text); off: not found, as on most servers.
         self.tokenize = False
         self.tokenize_requests: list[dict[str, Any]] = []
+        # llama.cpp's `GET /slots`; off: not found, as on llama-cpp-python and most servers.
+        self.slots = False
         self.in_flight = self.max_in_flight = self.interrupted = 0
         self._generation = 0
         self.host = host
@@ -380,6 +384,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"object": "list", "data": listed})
         elif self.path.rstrip("/") == "/props" and fake.props is not None:
             self._send_json(200, fake.props)
+        elif self.path.rstrip("/") == "/slots" and fake.slots:
+            self._send_raw(json.dumps([{"id": 0, "is_processing": fake.in_flight > 0}]), "application/json")
         else:
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
 

@@ -36,7 +36,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import server_facts, written
+from chat.llm import server_facts, server_load, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -310,6 +310,7 @@ class OpenAIChatModel(ChatModel):
                 time.sleep(wait)
 
     def _complete_once(self, request: dict[str, Any], *, end: float, timeout: float) -> str:
+        started = time.monotonic()
         try:
             # Read as a stream of bytes, so that the deadline holds even for a server that trickles
             # whitespace or keep-alive bytes: each read waits at most for the time that is left.
@@ -328,6 +329,12 @@ class OpenAIChatModel(ChatModel):
             reported = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
             if isinstance(reported, int):  # the server's own count calibrates this model's estimates
                 server_facts.observe(model=str(request.get("model")), reported=reported, messages=request["messages"])
+            written_tokens = (data.get("usage") or {}).get("completion_tokens") if isinstance(data, dict) else None
+            if isinstance(written_tokens, int):  # how long an abandoned request may run (chat.llm.server_load)
+                seconds = time.monotonic() - started
+                server_load.observe_speed(
+                    model=str(request.get("model")), completion_tokens=written_tokens, seconds=seconds
+                )
             choice = data["choices"][0] if data.get("choices") else {}
             content = (choice.get("message") or {}).get("content")
             finish = choice.get("finish_reason")
