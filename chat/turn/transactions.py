@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat import extensions
+from chat import extensions, versions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
 from chat.models import AgentState, Conversation, Message, TurnStart
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
@@ -189,16 +189,26 @@ def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str
 
 @transaction.atomic
 def turn_retry_start(
-    *, user: User, conversation: Conversation, message_id: int | None = None, origin: TurnOrigin | None = None
+    *,
+    user: User,
+    conversation: Conversation,
+    message_id: int | None = None,
+    origin: TurnOrigin | None = None,
+    regenerate: bool = False,
 ) -> StartedTurn:
     """Regenerate the conversation's failed (or stopped) latest reply in place: the same user message,
     the same reply row, emptied and streaming again. Refused like turn_start, writing nothing; also
-    with NothingToRetry when the latest message is not such a reply (or is not `message_id`)."""
+    with NothingToRetry when the latest message is not such a reply (or is not `message_id`).
+
+    With `regenerate`, the latest reply may have any status, and the version it shows is kept among its
+    `alternatives` (chat.versions) before it is written again."""
     now = _now()
     token = _turn_claim(user=user, conversation=conversation, now=now, origin=origin)
-    reply = retryable_reply(conversation)
+    reply = versions.latest_reply(conversation) if regenerate else retryable_reply(conversation)
     if reply is None or (message_id is not None and reply.pk != message_id):
-        raise NothingToRetry()
+        raise NothingToRetry(_("Only the latest reply can be regenerated.") if regenerate else "")
+    if regenerate:
+        versions.keep_shown(reply, now=now)
     user_message = (
         Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=reply.pk)
         .order_by("-created_at", "-id")
@@ -207,7 +217,7 @@ def turn_retry_start(
     if user_message is None:
         raise NothingToRetry()
     reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
-    reply.save(update_fields=["content", "error", "status", "updated_at"])
+    reply.save(update_fields=["content", "error", "status", "updated_at", "alternatives", "version"])
     search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
     title_before = conversation.title
     state = _turn_state(conversation, title=user_message.content, now=now)
