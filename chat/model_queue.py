@@ -260,7 +260,7 @@ def stream_lease() -> float:
     return max(float(settings.LLM_FIRST_TOKEN_TIMEOUT), float(settings.LLM_STALL_TIMEOUT)) + LEASE_MARGIN_SECONDS
 
 
-async def stream(model: ChatModel, **request: Any) -> AsyncIterator[StreamChunk | Waiting]:
+async def stream(model: ChatModel, /, **request: Any) -> AsyncIterator[StreamChunk | Waiting]:
     """`model.stream(**request)` once the chat request's turn has come; `Waiting` chunks before that,
     one each time the number ahead changes. Cancelling (Stop) while waiting leaves the queue at once."""
     if not queues(model, Priority.CHAT):

@@ -182,6 +182,9 @@ class FakeOpenAIServer:
         # What the server states about itself: fields of its model in `GET /v1/models` (vLLM's
         # `max_model_len`), and llama.cpp's `GET /props` (None: not found).
         self.model_fields: dict[str, Any] = {}
+        # The whole `GET /v1/models` list, when set (else one "fake-model" with `model_fields`); how often asked.
+        self.models: list[dict[str, Any]] | None = None
+        self.model_list_requests = 0
         self.props: dict[str, Any] | None = None
         # llama.cpp's `POST /tokenize` ({"content": text} → {"tokens": [...]}, counted as `count_tokens`
         # counts text); off: not found, as on most servers.
@@ -378,8 +381,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         fake = self.server.fake
         if self.path.rstrip("/").endswith("/models"):
+            fake.model_list_requests += 1
             model = {"id": "fake-model", "object": "model", "owned_by": "fake", **fake.model_fields}
-            self._send_json(200, {"object": "list", "data": [model]})
+            listed = fake.models if fake.models is not None else [model]
+            self._send_json(200, {"object": "list", "data": listed})
         elif self.path.rstrip("/") == "/props" and fake.props is not None:
             self._send_json(200, fake.props)
         elif self.path.rstrip("/") == "/slots" and fake.slots:

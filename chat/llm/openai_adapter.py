@@ -174,10 +174,15 @@ class OpenAIChatModel(ChatModel):
         return self.tools.supported
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
         request: dict[str, Any] = {
-            "model": self.model,
+            "model": model or self.model,  # the conversation's (chat.llm.catalogue), else CHAT_MODEL
             "messages": single_system_message(messages),
             "stream": True,
             # The reply's room in the context budget (chat.turn.context_budget): at most half the window.
