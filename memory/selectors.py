@@ -285,6 +285,17 @@ def memory_markers_after(*, user: User, conversation_id: str, after_marker_id: i
     )
 
 
+def memory_outcome_marked(*, user_id: int, message_id: int) -> bool:
+    """Whether the conversation of the user's message has a memory marker since the message was sent
+    (the flush tool's outcome, or a change it made)."""
+    message = Message.objects.filter(pk=message_id, user_id=user_id).values("conversation_id", "created_at").first()
+    if message is None:
+        return False
+    return ConversationMarker.objects.filter(
+        conversation_id=message["conversation_id"], kind=MARKER_KIND, created_at__gte=message["created_at"]
+    ).exists()
+
+
 def memory_marker_last_id(*, conversation_id: str) -> int:
     """The id of the conversation's latest memory marker (0 when there is none)."""
     query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)

@@ -277,7 +277,9 @@ class Turn:
         try:
             for step in range(max_steps + 1):
                 # The last step offers no tools, so the loop always ends with an answer.
-                tools = extensions.tool_schemas(self.ctx) if step < max_steps and settings.CHAT_TOOLS != "off" else []
+                # Sized as sent: no schemas when the adapter would leave them out (chat.llm.tools_usable).
+                offered = step < max_steps and settings.CHAT_TOOLS != "off" and self.model.tools_supported
+                tools = extensions.tool_schemas(self.ctx) if offered else []
                 calls: list[ToolCall] = []
                 self._step_text = []
                 stream = self._fitted_stream(messages, tools or None)
