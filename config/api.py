@@ -155,6 +155,13 @@ if apps.is_installed("memory"):  # chat works without it (config/settings/test_w
     api.add_router("/memories", memory_router)
     api.exception_handler(MemoryRejected)(domain_error)
 
+if apps.is_installed("imports"):
+    from imports.api import router as imports_router
+    from imports.services import ImportRejected
+
+    api.add_router("/imports", imports_router)
+    api.exception_handler(ImportRejected)(domain_error)
+
 
 @api.exception_handler(RequestDataTooBig)
 def body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:

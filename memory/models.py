@@ -35,6 +35,7 @@ class Memory(models.Model):
         EXTRACTED = "extracted", _("Extracted from messages")
         USER = "user", _("Added by the user")
         RESTORED = "restored", _("Restored by the user")
+        IMPORTED = "imported", _("Learned from imported chats")
 
     class InvalidReason(models.TextChoices):
         UPDATED = "updated", _("Updated from a later message")
@@ -149,6 +150,7 @@ class ExtractionRun(models.Model):
         BACKGROUND = "background", _("Background (after a turn)")
         FLUSH = "flush", _("flush_memory tool")
         MANUAL = "manual", _("Admin or command line")
+        IMPORT = "import", _("Learning from imported chats")
 
     class Status(models.TextChoices):
         RUNNING = "running", _("Running")
