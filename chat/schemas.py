@@ -18,8 +18,10 @@ class ConversationOut(Schema):
     temporary: bool
     created_at: datetime
     updated_at: datetime
-    imported_from: str = Field(description='"chatgpt" or "claude" for a conversation imported from an export; "" otherwise.')
-    imported_id: str = Field(description="The conversation's id in the export it was imported from; \"\" otherwise.")
+    imported_from: str = Field(
+        description='"chatgpt" or "claude" for a conversation imported from an export; "" otherwise.'
+    )
+    imported_id: str = Field(description='The conversation\'s id in the export it was imported from; "" otherwise.')
 
 
 class ConversationDetailOut(ConversationOut):

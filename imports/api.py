@@ -6,7 +6,7 @@ upload or action (services.ImportRejected) is answered by config/api.py with its
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import File, Form, Path, Router
@@ -38,7 +38,8 @@ def _out(row: ChatImport) -> dict[str, Any]:
     response={201: ImportOut, **WRITE_ERRORS, **BODY_ERRORS},
     summary="Upload a ChatGPT or Claude export (the ZIP or its conversations.json)",
     description=(
-        "Multipart: `file`, optional `source` (`chatgpt` | `claude`; found from the file when left out) and "
+        "Multipart: `file`, optional `source` (`chatgpt` | `claude`; found from the file when left out or "
+        ") and "
         "`dry_run`. The file is checked before the answer: not a ZIP or JSON, a ZIP with unsafe paths, a "
         "decompression bomb, no conversations.json, invalid UTF-8 or JSON, a truncated file or the wrong export "
         "answer 400; over IMPORT_MAX_BYTES (1 GiB by default, also the most the ZIP may expand to) 413. "
@@ -48,7 +49,7 @@ def _out(row: ChatImport) -> dict[str, Any]:
 def import_create(
     request: HttpRequest,
     file: File[UploadedFile],
-    source: Form[str | None] = None,
+    source: Form[Literal["", "chatgpt", "claude"]] = "",
     dry_run: Form[bool] = False,
 ) -> Any:
     row = services.import_create(user=_user(request), upload=file, source=source, dry_run=dry_run)
@@ -98,7 +99,7 @@ def import_start(request: HttpRequest, import_id: int = ImportId) -> Any:
 )
 def import_learn(request: HttpRequest, import_id: int = ImportId) -> Any:
     row = selectors.import_get_for_user(user=_user(request), import_id=import_id)
-    return Status(202, _out(learning.learn_start(user=_user(request), chat_import=row)))
+    return Status(202, _out(services.learn_start(user=_user(request), chat_import=row)))
 
 
 @router.post(
@@ -108,7 +109,7 @@ def import_learn(request: HttpRequest, import_id: int = ImportId) -> Any:
 )
 def import_learn_stop(request: HttpRequest, import_id: int = ImportId) -> Any:
     row = selectors.import_get_for_user(user=_user(request), import_id=import_id)
-    return _out(learning.learn_stop(user=_user(request), chat_import=row))
+    return _out(services.learn_stop(user=_user(request), chat_import=row))
 
 
 @router.delete(

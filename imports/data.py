@@ -24,4 +24,9 @@ def imports_export(user: User) -> Iterator[dict[str, Any]]:
 def account_erase(user: User) -> None:
     """Rows go with the user (CASCADE); the uploads waiting on disk go once the deletion commits."""
     files = [f for f in ChatImport.objects.filter(owner=user).values_list("stored_file", flat=True) if f]
-    transaction.on_commit(lambda: [Path(f).unlink(missing_ok=True) for f in files])
+    transaction.on_commit(lambda: _unlink(files))
+
+
+def _unlink(files: list[str]) -> None:
+    for name in files:
+        Path(name).unlink(missing_ok=True)

@@ -1,12 +1,13 @@
-""""Learn from imported chats": the judge reads the import's user messages in the background, oldest first,
+""" "Learn from imported chats": the judge reads the import's user messages in the background, oldest first,
 in batches that fit its window (memory.pipeline.learn), and everything it would add waits as a suggestion
 that cites the imported message. The import's row holds the pass's state: status, how many messages are
 done of how many, how many suggestions it made, and a cursor (the last message judged), so a stopped or
 interrupted pass goes on where it was.
 
     learn_estimate(chat_import=…)          # what it would cost: messages, judge calls, characters
-    learn_start(user=…, chat_import=…)     # queue the pass (imports.tasks.learn_task runs `learn_step`s)
-    learn_stop(user=…, chat_import=…)      # the pass stops after its current batch
+    learn_step(import_id=…)                # one batch (imports.tasks.learn_task runs them)
+
+Starting and stopping a pass are services (imports.services.learn_start, learn_stop).
 """
 
 from __future__ import annotations
@@ -15,17 +16,12 @@ import math
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import Length
 from django.utils.dateparse import parse_datetime
-from django.utils.translation import gettext as _
 
-from accounts.models import User
 from chat.models import Message
-from config.tasks import send_task_on_commit
 from imports.models import ChatImport, ImportedConversation
-from imports.services import ImportRejected
 from memory import batching, judge
 from memory.outcomes import Outcome
 from memory.pipeline import BATCH_SIZE
@@ -50,40 +46,6 @@ def learn_estimate(*, chat_import: ChatImport) -> dict[str, int]:
     budget = max(1, batching.request_budget(BATCH_SIZE) - 1500)  # the prompt and memories take their part
     calls = max(math.ceil(messages / BATCH_SIZE), math.ceil(characters / CHARS_PER_TOKEN / budget)) if messages else 0
     return {"messages": messages, "judge_calls": calls, "characters": characters}
-
-
-@transaction.atomic
-def learn_start(*, user: User, chat_import: ChatImport) -> ChatImport:
-    row = ChatImport.objects.select_for_update().get(pk=chat_import.pk, owner=user)
-    if row.status != ChatImport.Status.DONE:
-        raise ImportRejected(_("Learning can start once the import is done."), status=409)
-    if not user.memory_enabled:
-        raise ImportRejected(_("Memory is switched off: switch it on to learn from imported chats."), status=409)
-    if row.learn_status in (Learn.QUEUED, Learn.RUNNING):
-        return row
-    row.learn_status = Learn.QUEUED
-    row.learn_total = user_messages(chat_import=row).count()
-    row.learn_stop = False
-    row.learn_error = ""
-    if row.learn_cursor is None:
-        row.learn_done = 0
-    row.save(update_fields=["learn_status", "learn_total", "learn_stop", "learn_error", "learn_done"])
-    from imports.tasks import learn_task  # noqa: PLC0415 — tasks import this module
-
-    send_task_on_commit(learn_task, args=[row.pk], what=f"learning from import {row.pk}")
-    return row
-
-
-@transaction.atomic
-def learn_stop(*, user: User, chat_import: ChatImport) -> ChatImport:
-    ChatImport.objects.filter(pk=chat_import.pk, owner=user, learn_status__in=[Learn.QUEUED, Learn.RUNNING]).update(
-        learn_stop=True
-    )
-    ChatImport.objects.filter(pk=chat_import.pk, owner=user, learn_status=Learn.QUEUED).update(
-        learn_status=Learn.STOPPED
-    )
-    chat_import.refresh_from_db()
-    return chat_import
 
 
 def _after(cursor: Any) -> Q:

@@ -19,7 +19,7 @@ def import_finished(*, chat_import_id: int) -> None:
     row = ChatImport.objects.filter(pk=chat_import_id).first()
     if row is None:
         return
-    rendered = {}
+    rendered: dict[str, str] = {}
     for code, _name in settings.LANGUAGES:
         with translation.override(code):
             rendered[code] = render_to_string("imports/_notice.html", {"item": row})

@@ -1,4 +1,4 @@
-""""Paste what your old assistant remembers": the list ChatGPT or Claude prints when asked, one fact a line.
+""" "Paste what your old assistant remembers": the list ChatGPT or Claude prints when asked, one fact a line.
 
 Each line that states a fact becomes a suggestion (origin `imported`) whose source is the pasted text,
 kept as a message of its own conversation ("Memories pasted from ChatGPT"), so that the suggestion cites
@@ -83,20 +83,30 @@ def paste_create(*, user: User, text: object, source: object) -> ChatImport:
     conversation = Conversation.objects.create(owner=user, title=title, imported_from=source, imported_id=digest)
     AgentState.objects.create(conversation=conversation)
     message = Message.objects.create(
-        conversation=conversation, user=user, role=Message.Role.USER, content=text,
+        conversation=conversation,
+        user=user,
+        role=Message.Role.USER,
+        content=text,
         memory_status=Message.MemoryStatus.SKIPPED,
     )
     search_index_messages(messages=[message], replace=False, retitled=conversation)
     row = ChatImport.objects.create(
-        owner=user, kind=ChatImport.Kind.PASTE, source=source, status=ChatImport.Status.DONE,
-        conversations=1, messages=1, skipped=len(facts.refused), progress=1.0, errors=facts.refused,
+        owner=user,
+        kind=ChatImport.Kind.PASTE,
+        source=source,
+        status=ChatImport.Status.DONE,
+        conversations=1,
+        messages=1,
+        skipped=len(facts.refused),
+        progress=1.0,
+        errors=facts.refused,
         finished_at=timezone.now(),
     )
     ImportedConversation.objects.create(chat_import=row, conversation=conversation)
     taken = set(
-        Memory.objects.filter(owner=user, invalid_at=None, content__in=[sentence for sentence, _sensitive in facts.kept]).values_list(
-            "content", flat=True
-        )
+        Memory.objects.filter(
+            owner=user, invalid_at=None, content__in=[sentence for sentence, _sensitive in facts.kept]
+        ).values_list("content", flat=True)
     )
     new = [
         Memory(owner=user, content=s, origin=Memory.Origin.IMPORTED, suggested=True, sensitive=sensitive)

@@ -137,7 +137,13 @@ def project_names(export: reader.Export, source: str) -> dict[str, str]:
 def _wrong_export(source: str | None, found: str | None) -> reader.Rejected:
     names = {CHATGPT: "ChatGPT", CLAUDE: "Claude"}
     if found is None:
-        return reader.Rejected(_("This is not a ChatGPT or Claude export: its conversations have neither a message tree nor a message list."))
+        return reader.Rejected(
+            _(
+                "This is not a ChatGPT or Claude export: its conversations have neither a message tree "
+                "nor a message list."
+            )
+        )
     return reader.Rejected(
-        _("This is a %(found)s export, not a %(expected)s one.") % {"found": names[found], "expected": names[source or found]}
+        _("This is a %(found)s export, not a %(expected)s one.")
+        % {"found": names[found], "expected": names[source or found]}
     )

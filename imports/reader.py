@@ -74,7 +74,10 @@ def open_export(path: Path) -> Export:
             raise too_big(size)
         return Export(path=path, member="", projects_member="", size=size)
     raise Rejected(
-        _("This is neither a ZIP nor a JSON file. Upload the ZIP of a ChatGPT or Claude data export, or its conversations.json.")
+        _(
+            "This is neither a ZIP nor a JSON file. Upload the ZIP of a ChatGPT or Claude data export, "
+            "or its conversations.json."
+        )
     )
 
 
@@ -100,9 +103,7 @@ def _open_zip(path: Path) -> Export:
             raise too_big(total)
         conversations = _find(members, CONVERSATIONS)
         if conversations is None:
-            raise Rejected(
-                _("The ZIP has no conversations.json: is it a ChatGPT or Claude data export?")
-            )
+            raise Rejected(_("The ZIP has no conversations.json: is it a ChatGPT or Claude data export?"))
         projects = _find(members, PROJECTS)
     return Export(
         path=path,

@@ -78,9 +78,7 @@ class _Progress:
 def _run(row: ChatImport) -> None:
     export = reader.open_export(Path(row.stored_file))
     user: User = row.owner
-    have = set(
-        Conversation.objects.filter(owner=user, imported_from=row.source).values_list("imported_id", flat=True)
-    )
+    have = set(Conversation.objects.filter(owner=user, imported_from=row.source).values_list("imported_id", flat=True))
     names = preview.project_names(export, row.source)
     places = projects.Places(user=user, chat_import=row, names=names)
     progress = _Progress(row, export.size)

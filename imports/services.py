@@ -4,6 +4,7 @@
   raises `ImportRejected` with its status and a sentence, and leaves no row and no file behind. A good one
   is stored under IMPORT_DIR for the worker and recorded with its preview; without `dry_run` it is queued.
 - `import_start` queues a previewed import; the worker runs it (imports.runner).
+- `learn_start` / `learn_stop` start and stop "Learn from imported chats" (imports.learning).
 - `import_remove` deletes everything the import brought and everything learned from it, with every copy,
   as a permanent delete does: the memories whose sources are its messages (memory.forgetting, through
   memory.services.memory_rows_delete), its conversations (chat.services.conversation_delete, which runs
@@ -27,7 +28,7 @@ from accounts.models import User
 from chat.models import Conversation, Message
 from chat.services import conversations_erase
 from config.tasks import send_task_on_commit
-from imports import preview, reader
+from imports import learning, preview, reader, tasks
 from imports.formats import SOURCES
 from imports.models import ChatImport, ImportedConversation
 from memory.models import MemorySource
@@ -48,7 +49,9 @@ def source_clean(source: object) -> str | None:
     if source in (None, ""):
         return None
     if source not in SOURCES:
-        raise ImportRejected(_("Unknown source %(source)r: use chatgpt or claude.") % {"source": str(source)[:40]}, status=422)
+        raise ImportRejected(
+            _("Unknown source %(source)r: use chatgpt or claude.") % {"source": str(source)[:40]}, status=422
+        )
     return str(source)
 
 
@@ -75,10 +78,26 @@ def import_create(*, user: User, upload: UploadedFile, source: object = None, dr
         raise ImportRejected(str(reader.too_big(size)), status=413)
     if size == 0:
         raise ImportRejected(_("The file is empty."))
-    path = _store(upload)
+    return _checked(user=user, path=_store(upload), name=upload.name or "", source=wanted, queue=not dry_run)
+
+
+def import_create_from_file(*, user: User, path: Path, source: object = None) -> ChatImport:
+    """An export on the server's disk (`manage.py import_chats`): checked and stored like an upload, queued
+    but not sent to the worker (the caller runs it)."""
+    wanted = source_clean(source)
+    folder = Path(settings.IMPORT_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = folder / f"{uuid.uuid4().hex}.upload"
+    shutil.copyfile(path, stored)
+    stored.chmod(0o600)
+    return _checked(user=user, path=stored, name=path.name, source=wanted, queue=True, send=False)
+
+
+def _checked(*, user: User, path: Path, name: str, source: str | None, queue: bool, send: bool = True) -> ChatImport:
+    """Check the stored file and record the import with its preview; a refused file is removed."""
     try:
         export = reader.open_export(path)
-        found = preview.inspect(export, source=wanted)
+        found = preview.inspect(export, source=source)
     except reader.Rejected as exc:
         path.unlink(missing_ok=True)
         raise ImportRejected(str(exc), status=exc.status) from exc
@@ -91,13 +110,13 @@ def import_create(*, user: User, upload: UploadedFile, source: object = None, dr
         row = ChatImport.objects.create(
             owner=user,
             source=found.source,
-            status=Status.PREVIEWED if dry_run else Status.QUEUED,
-            filename=(upload.name or "")[:255],
-            size=size,
+            status=Status.QUEUED if queue else Status.PREVIEWED,
+            filename=name[:255],
+            size=path.stat().st_size,
             stored_file=str(path),
             preview=summary,
         )
-        if not dry_run:
+        if queue and send:
             _enqueue(row)
     return row
 
@@ -111,9 +130,7 @@ def _already_imported(*, user: User, source: str, ids: list[str]) -> int:
 
 
 def _enqueue(row: ChatImport) -> None:
-    from imports.tasks import import_run_task  # noqa: PLC0415 — tasks import this module
-
-    send_task_on_commit(import_run_task, args=[row.pk], what=f"import {row.pk}")
+    send_task_on_commit(tasks.import_run_task, args=[row.pk], what=f"import {row.pk}")
 
 
 @transaction.atomic
@@ -122,7 +139,11 @@ def import_start(*, user: User, chat_import: ChatImport) -> ChatImport:
         status=Status.QUEUED
     )
     if not started:
-        raise ImportRejected(_("Only a previewed import can be started; this one is %(status)s.") % {"status": chat_import.get_status_display()}, status=409)
+        raise ImportRejected(
+            _("Only a previewed import can be started; this one is %(status)s.")
+            % {"status": chat_import.get_status_display()},
+            status=409,
+        )
     chat_import.refresh_from_db()
     _enqueue(chat_import)
     return chat_import
@@ -142,11 +163,44 @@ def import_remove(*, user: User, chat_import: ChatImport) -> dict[str, Any]:
     if row is None:
         return {"conversations": 0, "memories": 0}
     memory_ids = learned_memory_ids(chat_import=row)
-    memories = memory_rows_delete(memory_ids=memory_ids) if memory_ids else 0
+    if memory_ids:
+        memory_rows_delete(memory_ids=memory_ids)
     ids = list(ImportedConversation.objects.filter(chat_import=row).values_list("conversation_id", flat=True))
     conversations_erase(user_id=user.pk, conversation_ids=ids)
     Conversation.objects.filter(owner=user, pk__in=ids).delete()
     stored = row.stored_file
     row.delete()
     transaction.on_commit(lambda: Path(stored).unlink(missing_ok=True) if stored else None)
-    return {"conversations": len(ids), "memories": memories}
+    return {"conversations": len(ids), "memories": len(memory_ids)}
+
+
+@transaction.atomic
+def learn_start(*, user: User, chat_import: ChatImport) -> ChatImport:
+    row = ChatImport.objects.select_for_update().get(pk=chat_import.pk, owner=user)
+    if row.status != ChatImport.Status.DONE:
+        raise ImportRejected(_("Learning can start once the import is done."), status=409)
+    if not user.memory_enabled:
+        raise ImportRejected(_("Memory is switched off: switch it on to learn from imported chats."), status=409)
+    if row.learn_status in (ChatImport.LearnStatus.QUEUED, ChatImport.LearnStatus.RUNNING):
+        return row
+    row.learn_status = ChatImport.LearnStatus.QUEUED
+    row.learn_total = learning.user_messages(chat_import=row).count()
+    row.learn_stop = False
+    row.learn_error = ""
+    if row.learn_cursor is None:
+        row.learn_done = 0
+    row.save(update_fields=["learn_status", "learn_total", "learn_stop", "learn_error", "learn_done"])
+    send_task_on_commit(tasks.learn_task, args=[row.pk], what=f"learning from import {row.pk}")
+    return row
+
+
+@transaction.atomic
+def learn_stop(*, user: User, chat_import: ChatImport) -> ChatImport:
+    ChatImport.objects.filter(
+        pk=chat_import.pk, owner=user, learn_status__in=[ChatImport.LearnStatus.QUEUED, ChatImport.LearnStatus.RUNNING]
+    ).update(learn_stop=True)
+    ChatImport.objects.filter(pk=chat_import.pk, owner=user, learn_status=ChatImport.LearnStatus.QUEUED).update(
+        learn_status=ChatImport.LearnStatus.STOPPED
+    )
+    chat_import.refresh_from_db()
+    return chat_import

@@ -92,10 +92,15 @@ def import_upload(request: HttpRequest) -> HttpResponse:
 @require_POST
 def import_paste(request: HttpRequest) -> HttpResponse:
     try:
-        row = paste.paste_create(user=_user(request), text=request.POST.get("text", ""), source=request.POST.get("source"))
+        row = paste.paste_create(
+            user=_user(request), text=request.POST.get("text", ""), source=request.POST.get("source")
+        )
     except services.ImportRejected as exc:
         return _page(request, status=exc.status, paste_error=str(exc), paste_text=request.POST.get("text", ""))
-    messages.success(request, _("%(count)s suggestions are waiting for you under Settings → Memory.") % {"count": row.learn_suggested})
+    messages.success(
+        request,
+        _("%(count)s suggestions are waiting for you under Settings → Memory.") % {"count": row.learn_suggested},
+    )
     return _back(row)
 
 
@@ -124,12 +129,12 @@ def import_start(request: HttpRequest, user: User, row: ChatImport) -> HttpRespo
 
 @_import_view
 def import_learn(request: HttpRequest, user: User, row: ChatImport) -> HttpResponse:
-    return _back(learning.learn_start(user=user, chat_import=row))
+    return _back(services.learn_start(user=user, chat_import=row))
 
 
 @_import_view
 def import_learn_stop(request: HttpRequest, user: User, row: ChatImport) -> HttpResponse:
-    return _back(learning.learn_stop(user=user, chat_import=row))
+    return _back(services.learn_stop(user=user, chat_import=row))
 
 
 @_import_view

@@ -130,10 +130,8 @@ def _last_leaf(mapping: dict[str, Any]) -> str | None:
 def _turn(message: dict[str, Any] | None, dropped: Counter[str]) -> Turn | None:
     if message is None:
         return None  # the tree's root holds no message
-    author = message.get("author") if isinstance(message.get("author"), dict) else {}
+    author, metadata, content = (_dict(message.get(key)) for key in ("author", "metadata", "content"))
     role = author.get("role")
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
-    content = message.get("content") if isinstance(message.get("content"), dict) else {}
     kind = content.get("content_type")
     if role == "tool" or (role == "assistant" and message.get("recipient") not in (None, "all")):
         dropped["tool"] += 1
@@ -151,10 +149,14 @@ def _turn(message: dict[str, Any] | None, dropped: Counter[str]) -> Turn | None:
     return Turn(role=str(role), content=text, created_at=from_unix(message.get("create_time")))
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _text(content: dict[str, Any]) -> str:
     kind = content.get("content_type")
     if kind in ("text", "multimodal_text") or (kind is None and "parts" in content):
-        parts = content.get("parts") if isinstance(content.get("parts"), list) else []
+        parts: list[Any] = content["parts"] if isinstance(content.get("parts"), list) else []
         return "\n".join(piece for piece in (_part(p) for p in parts) if piece)
     if kind == "code":
         language = text_of(content.get("language"))

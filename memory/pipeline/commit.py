@@ -45,10 +45,14 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
         if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
             raise Abandon("Memory was switched off during the run; nothing was applied.")
         # Imported messages are never pending: learning from them marks nothing (memory.pipeline.learn).
-        marked = len(batch.ids) if learning else (
-            messages_pending(user_id=user_id)
-            .filter(id__in=batch.ids)
-            .update(memory_status=Message.MemoryStatus.PROCESSED)
+        marked = (
+            len(batch.ids)
+            if learning
+            else (
+                messages_pending(user_id=user_id)
+                .filter(id__in=batch.ids)
+                .update(memory_status=Message.MemoryStatus.PROCESSED)
+            )
         )
         if marked != len(batch.ids):
             raise Abandon(

@@ -92,7 +92,11 @@ def gpt_branched() -> dict[str, Any]:
                     "user",
                     at=None,
                     hidden=True,
-                    content={"content_type": "user_editable_context", "user_profile": "I am a teacher", "user_instructions": ""},
+                    content={
+                        "content_type": "user_editable_context",
+                        "user_profile": "I am a teacher",
+                        "user_instructions": "",
+                    },
                 ),
             ),
             ("u1", "ctx", gpt_message("u1", "user", ["Which phone is good for one hand?"], at=T0 + 10)),
@@ -105,7 +109,16 @@ def gpt_branched() -> dict[str, Any]:
                 gpt_message(
                     "u2",
                     "user",
-                    [{"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-abc", "size_bytes": 1000, "width": 10, "height": 10}, "Like this one?"],
+                    [
+                        {
+                            "content_type": "image_asset_pointer",
+                            "asset_pointer": "file-service://file-abc",
+                            "size_bytes": 1000,
+                            "width": 10,
+                            "height": 10,
+                        },
+                        "Like this one?",
+                    ],
                     at=T0 + 50,
                     content_type="multimodal_text",
                 ),
@@ -114,7 +127,10 @@ def gpt_branched() -> dict[str, Any]:
                 "call",
                 "u2",
                 gpt_message(
-                    "call", "assistant", at=T0 + 55, recipient="browser",
+                    "call",
+                    "assistant",
+                    at=T0 + 55,
+                    recipient="browser",
                     content={"content_type": "code", "language": "unknown", "text": "search('small phones')"},
                 ),
             ),
@@ -122,14 +138,22 @@ def gpt_branched() -> dict[str, Any]:
                 "tool",
                 "call",
                 gpt_message(
-                    "tool", "tool", at=T0 + 56, name="browser",
+                    "tool",
+                    "tool",
+                    at=T0 + 56,
+                    name="browser",
                     content={"content_type": "tether_browsing_display", "result": "results…", "summary": None},
                 ),
             ),
             (
                 "think",
                 "tool",
-                gpt_message("think", "assistant", at=T0 + 57, content={"content_type": "thoughts", "thoughts": [{"summary": "s", "content": "c"}]}),
+                gpt_message(
+                    "think",
+                    "assistant",
+                    at=T0 + 57,
+                    content={"content_type": "thoughts", "thoughts": [{"summary": "s", "content": "c"}]},
+                ),
             ),
             ("a2", "think", gpt_message("a2", "assistant", ["Yes, that one is small."], at=T0 + 60)),
         ],
@@ -172,7 +196,12 @@ def gpt_cycle() -> dict[str, Any]:
 
 
 def claude_conversation(
-    uuid: str, name: str, messages: list[dict[str, Any]], *, project: str | None = None, created: str = "2024-06-01T09:00:00.000000Z"
+    uuid: str,
+    name: str,
+    messages: list[dict[str, Any]],
+    *,
+    project: str | None = None,
+    created: str = "2024-06-01T09:00:00.000000Z",
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "uuid": uuid,
@@ -188,7 +217,9 @@ def claude_conversation(
     return data
 
 
-def claude_message(uuid: str, sender: str, blocks: list[dict[str, Any]], *, at: str, text: str = "", **extra: Any) -> dict[str, Any]:
+def claude_message(
+    uuid: str, sender: str, blocks: list[dict[str, Any]], *, at: str, text: str = "", **extra: Any
+) -> dict[str, Any]:
     return {
         "uuid": uuid,
         "text": text,
@@ -212,12 +243,17 @@ def claude_export() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         "Thesis outline",
         [
             claude_message(
-                "m1", "human", [claude_text("Help me outline chapter two of my thesis on river ecology.")],
+                "m1",
+                "human",
+                [claude_text("Help me outline chapter two of my thesis on river ecology.")],
                 at="2024-06-01T09:00:05.000000Z",
-                attachments=[{"file_name": "notes.txt", "file_size": 12, "file_type": "txt", "extracted_content": "notes"}],
+                attachments=[
+                    {"file_name": "notes.txt", "file_size": 12, "file_type": "txt", "extracted_content": "notes"}
+                ],
             ),
             claude_message(
-                "m2", "assistant",
+                "m2",
+                "assistant",
                 [
                     {"type": "thinking", "thinking": "private reasoning"},
                     {"type": "tool_use", "name": "web_search", "input": {"query": "river ecology"}},
@@ -238,7 +274,18 @@ def claude_export() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         ],
         created="2024-06-02T08:00:00.000000Z",
     )
-    projects = [{"uuid": "proj-thesis", "name": "River thesis", "description": "", "is_private": True, "prompt_template": "", "created_at": "2024-05-01T00:00:00Z", "updated_at": "2024-05-01T00:00:00Z", "docs": []}]
+    projects = [
+        {
+            "uuid": "proj-thesis",
+            "name": "River thesis",
+            "description": "",
+            "is_private": True,
+            "prompt_template": "",
+            "created_at": "2024-05-01T00:00:00Z",
+            "updated_at": "2024-05-01T00:00:00Z",
+            "docs": [],
+        }
+    ]
     return [project_chat, plain], projects
 
 
@@ -259,4 +306,6 @@ def chatgpt_zip(conversations: list[dict[str, Any]]) -> bytes:
 
 
 def claude_zip(conversations: list[dict[str, Any]], projects: list[dict[str, Any]]) -> bytes:
-    return as_zip({"conversations.json": as_json(conversations), "projects.json": as_json(projects), "users.json": b"[]"})
+    return as_zip(
+        {"conversations.json": as_json(conversations), "projects.json": as_json(projects), "users.json": b"[]"}
+    )

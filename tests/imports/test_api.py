@@ -18,7 +18,9 @@ def _gpt_export() -> bytes:
     return exports.chatgpt_zip([exports.gpt_branched(), exports.gpt_chinese(), exports.gpt_cycle()])
 
 
-def test_dry_run_previews_counts_dates_and_skips_and_writes_no_conversation(upload: Callable[..., Any], user: Any) -> None:
+def test_dry_run_previews_counts_dates_and_skips_and_writes_no_conversation(
+    upload: Callable[..., Any], user: Any
+) -> None:
     response = upload(_gpt_export(), dry_run="true")
 
     assert response.status_code == 201, response.json()
@@ -60,10 +62,11 @@ def test_started_import_lands_conversations_with_titles_times_order_and_origin(
     assert {m.memory_status for m in messages if m.role == "user"} == {"skipped"}
     # Continuable: the agent state holds the same messages for the model.
     assert AgentState.objects.get(conversation=phone).context[0] == {
-        "role": "user", "content": "Which phone is good for one hand?"
+        "role": "user",
+        "content": "Which phone is good for one hand?",
     }
     zh = Conversation.objects.get(owner=user, imported_id="c-zh")
-    assert zh.messages.first().content == "我一直喜欢小屏手机，单手用起来方便。"
+    assert zh.messages.order_by("created_at", "id")[0].content == "我一直喜欢小屏手机，单手用起来方便。"
 
 
 def test_imported_conversations_are_searchable_and_in_the_conversation_api(
@@ -204,5 +207,5 @@ def test_remove_deletes_the_imported_conversations_and_leaves_no_text(
     assert not ChatImport.objects.exists()
     with connection.cursor() as cursor:
         for table in ("chat_message", "chat_agentstate", "chat_conversation"):
-            cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 — fixed table names
+            cursor.execute(f"SELECT COUNT(*) FROM {table}")
             assert cursor.fetchone()[0] == 0

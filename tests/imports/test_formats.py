@@ -16,7 +16,10 @@ def test_chatgpt_keeps_exactly_the_branch_current_node_names_in_order_with_times
         ("assistant", "Yes, that one is small."),
     ]
     assert [t.created_at.timestamp() for t in chat.turns if t.created_at] == [
-        exports.T0 + 10, exports.T0 + 30, exports.T0 + 50, exports.T0 + 60
+        exports.T0 + 10,
+        exports.T0 + 30,
+        exports.T0 + 50,
+        exports.T0 + 60,
     ]
     assert chat.title == "Picking a phone"
     assert chat.source_id == "c-phone"
@@ -90,8 +93,14 @@ def test_claude_falls_back_to_the_text_field_without_content_blocks() -> None:
 def test_claude_follows_parent_links_to_the_last_message() -> None:
     messages = [
         {**exports.claude_message("a", "human", [exports.claude_text("first")], at="2024-06-01T09:00:00Z")},
-        {**exports.claude_message("b", "assistant", [exports.claude_text("old reply")], at="2024-06-01T09:00:01Z"), "parent_message_uuid": "a"},
-        {**exports.claude_message("c", "assistant", [exports.claude_text("new reply")], at="2024-06-01T09:00:02Z"), "parent_message_uuid": "a"},
+        {
+            **exports.claude_message("b", "assistant", [exports.claude_text("old reply")], at="2024-06-01T09:00:01Z"),
+            "parent_message_uuid": "a",
+        },
+        {
+            **exports.claude_message("c", "assistant", [exports.claude_text("new reply")], at="2024-06-01T09:00:02Z"),
+            "parent_message_uuid": "a",
+        },
     ]
     chat = claude.conversation(exports.claude_conversation("x", "Branches", messages))
 
