@@ -15,7 +15,7 @@ from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
 from chat import extensions, selectors, services
-from chat.models import Message
+from chat.models import Message, Project
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
     TURN_EVENT_STREAM,
@@ -43,9 +43,10 @@ def _user(request: HttpRequest) -> User:
 
 @router.get(
     "",
-    response={200: list[ConversationOut], **AUTH_ERRORS, **PARAM_ERRORS},
+    response={200: list[ConversationOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="List conversations, newest first (all of them, or a page with limit and offset)",
-    description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total.",
+    description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total. "
+    "`project` keeps one project's conversations (another user's project answers 404), `none` those in none.",
     openapi_extra={
         "responses": {
             200: {
@@ -61,6 +62,11 @@ def _user(request: HttpRequest) -> User:
 )
 def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[ConversationPage]) -> Any:
     conversations = selectors.conversation_list(user=_user(request)).order_by("-updated_at", "-id")
+    if page.project == "none":
+        conversations = conversations.filter(project__isnull=True)
+    elif page.project is not None:
+        project = selectors.project_get_for_user(user=_user(request), project_id=int(page.project))
+        conversations = conversations.filter(project=project)
     if page.limit is None and page.offset == 0:
         return conversations  # the original, unpaginated answer
     response["X-Total-Count"] = str(conversations.count())
@@ -68,9 +74,20 @@ def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[
     return conversations[page.offset : end]
 
 
-@router.post("", response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS})
+def _project(request: HttpRequest, project_id: int | None) -> Project | None:
+    if project_id is None:
+        return None
+    return selectors.project_get_for_user(user=_user(request), project_id=project_id)
+
+
+@router.post("", response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND})
 def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
-    conversation = services.conversation_create(user=_user(request), title=payload.title, temporary=payload.temporary)
+    conversation = services.conversation_create(
+        user=_user(request),
+        title=payload.title,
+        temporary=payload.temporary,
+        project=_project(request, payload.project_id),
+    )
     return Status(201, conversation)
 
 
@@ -82,10 +99,21 @@ def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     return conversation
 
 
-@router.patch("/{conversation_id}", response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS})
+@router.patch(
+    "/{conversation_id}",
+    response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS},
+    summary="Rename a conversation, or move it into a project (project_id; null: out of any)",
+)
 def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    return services.conversation_rename(conversation=conversation, title=payload.title)
+    given = payload.model_fields_set
+    if "project_id" in given:
+        conversation = services.conversation_move(
+            conversation=conversation, project=_project(request, payload.project_id)
+        )
+    if payload.title is not None:
+        conversation = services.conversation_rename(conversation=conversation, title=payload.title)
+    return conversation
 
 
 @router.delete(

@@ -1,15 +1,21 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
 from django.conf import settings
 from ninja import Field, Schema
-from pydantic import ConfigDict, StrictBool, field_validator
+from pydantic import ConfigDict, StrictBool, field_validator, model_validator
 
-from config.api_errors import NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
+from chat.models import Project
+from config.api_errors import ID_MAX, NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
 
 TITLE_MAX = 200
+# A project filter in a query: a project's id, or a word for "no project" ("none" for conversations, "user"
+# for memories).
+PROJECT_FILTER = r"^(none|[1-9][0-9]{0,17})$"
+PROJECT_ID = Field(None, ge=1, le=ID_MAX, description="A project of yours (null: none); another's answers 404.")
 
 
 class ConversationOut(Schema):
@@ -18,6 +24,8 @@ class ConversationOut(Schema):
     temporary: bool
     created_at: datetime
     updated_at: datetime
+    # SPEC §9: the project it belongs to, or null.
+    project_id: int | None = Field(None, description="The project it belongs to (null: none).")
 
 
 class ConversationDetailOut(ConversationOut):
@@ -29,6 +37,11 @@ class ConversationDetailOut(ConversationOut):
 class ConversationPage(Schema):
     limit: int | None = Field(None, ge=1, le=100, description="Page size; without it and offset, the whole list.")
     offset: int = Field(0, ge=0, le=OFFSET_MAX, description="How many conversations to skip.")
+    project: str | None = Field(
+        None,
+        pattern=PROJECT_FILTER,
+        description='Only the conversations of this project (its id), or "none" for those in no project.',
+    )
 
 
 class ConversationIn(Schema):
@@ -37,12 +50,23 @@ class ConversationIn(Schema):
     title: str = Field("", max_length=TITLE_MAX, pattern=NO_NUL, description="Leading and trailing spaces are removed.")
     # Strict: JSON true or false, not 0 or "yes", as the document says.
     temporary: StrictBool = Field(False, description="Nothing is learned from a temporary conversation.")
+    project_id: int | None = PROJECT_ID
 
 
 class ConversationPatch(Schema):
-    model_config = ConfigDict(extra="forbid")
+    """Any subset: a new title, and `project_id` to move it into a project (null: out of any)."""
 
-    title: str = Field(..., min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    # Optional but never null (the default is no change, not a value a client can send).
+    title: str = Field(None, min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)  # type: ignore[assignment]
+    project_id: int | None = PROJECT_ID
+
+    @model_validator(mode="after")
+    def something_to_change(self) -> ConversationPatch:
+        if not self.model_fields_set:
+            raise ValueError("Give a title, a project_id, or both.")
+        return self
 
     @field_validator("title")
     @classmethod
@@ -50,6 +74,51 @@ class ConversationPatch(Schema):
         if not value.strip():
             raise ValueError("Title is empty.")
         return value.strip()
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    instructions: str
+    memory_mode: str = Field(description="shared | isolated | off")
+    created_at: datetime
+
+
+class ProjectIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, max_length=Project.NAME_MAX, pattern=NOT_BLANK)
+    instructions: str = Field(
+        "",
+        max_length=Project.INSTRUCTIONS_MAX,
+        pattern=NO_NUL,
+        description="Sent with every turn of its conversations, like a note beside the system prompt.",
+    )
+    memory_mode: Literal["shared", "isolated", "off"] = Field(
+        "shared",
+        description="shared: its chats use and learn your memories and its own; isolated: only its own; off: none.",
+    )
+
+
+class ProjectPatch(Schema):
+    """Any subset of name, instructions and memory mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Optional but never null (a project always has a name and a mode): the defaults mean "no change".
+    name: str = Field(None, min_length=1, max_length=Project.NAME_MAX, pattern=NOT_BLANK)  # type: ignore[assignment]
+    instructions: str | None = Field(
+        None, max_length=Project.INSTRUCTIONS_MAX, pattern=NO_NUL, description="null or empty: none"
+    )
+    memory_mode: Literal["shared", "isolated", "off"] = None  # type: ignore[assignment]
+
+
+class ProjectDeleteQuery(Schema):
+    memories: Literal["delete", "move"] = Field(
+        "move",
+        description="move (default): its conversations stay, out of any project, and its memories become yours, "
+        "with their history; delete: its conversations and memories are deleted permanently, with every copy.",
+    )
 
 
 class MessageOut(Schema):
