@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
@@ -19,6 +20,7 @@ from chat.models import Message, Project
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
     TURN_EVENT_STREAM,
+    ChatModelList,
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
@@ -34,6 +36,7 @@ from chat.turn.model_input import TurnEvent
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 
 router = Router(tags=["conversations"])
+models_router = Router(tags=["conversations"])
 
 
 def _user(request: HttpRequest) -> User:
@@ -80,12 +83,18 @@ def _project(request: HttpRequest, project_id: int | None) -> Project | None:
     return selectors.project_get_for_user(user=_user(request), project_id=project_id)
 
 
-@router.post("", response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND})
+@router.post(
+    "",
+    response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND},
+    description="`model` must be one of `GET /api/models` (422 otherwise, listing them); without it, the default. "
+    "`project_id`: a project of yours it belongs to (another user's answers 404).",
+)
 def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
     conversation = services.conversation_create(
         user=_user(request),
         title=payload.title,
         temporary=payload.temporary,
+        model=payload.model,
         project=_project(request, payload.project_id),
     )
     return Status(201, conversation)
@@ -102,18 +111,19 @@ def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
 @router.patch(
     "/{conversation_id}",
     response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS},
-    summary="Rename a conversation, or move it into a project (project_id; null: out of any)",
+    description="Any of `title`, `model` (one of `GET /api/models`, else 422 listing them; used from the next "
+    "turn on, a running reply keeps its model), `pinned`, and `project_id` (a project of yours, another user's "
+    "answers 404; null: out of any).",
 )
 def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    given = payload.model_fields_set
-    if "project_id" in given:
-        conversation = services.conversation_move(
-            conversation=conversation, project=_project(request, payload.project_id)
+    with transaction.atomic():  # all of it or nothing
+        if "project_id" in payload.model_fields_set:
+            project = _project(request, payload.project_id)
+            conversation = services.conversation_move(conversation=conversation, project=project)
+        return services.conversation_update(
+            conversation=conversation, title=payload.title, model=payload.model, pinned=payload.pinned
         )
-    if payload.title is not None:
-        conversation = services.conversation_rename(conversation=conversation, title=payload.title)
-    return conversation
 
 
 @router.delete(
@@ -127,6 +137,16 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)
     return Status(204, None)
+
+
+@models_router.get(
+    "",
+    response={200: ChatModelList, **AUTH_ERRORS},
+    summary="The chat models a conversation may use, the default first",
+    description="CHAT_MODELS, or the provider's own list (its chat models, looked at every ten minutes at most).",
+)
+def chat_model_list(request: HttpRequest) -> Any:
+    return {"models": selectors.chat_model_choices()}
 
 
 @router.get(

@@ -58,6 +58,10 @@ class Conversation(models.Model):
     # The piece of work it belongs to (null: none). Ending a project moves or deletes its conversations
     # first (chat.projects), so the database's SET_NULL only guards a forgotten path.
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations")
+    # The chat model its turns use (chat.llm.catalogue); "": the default model of the moment.
+    model = models.CharField(max_length=200, blank=True)
+    # Kept at the top of the conversation list.
+    pinned = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The per-conversation turn lock, held as a lease: the process running the turn renews it every

@@ -1,17 +1,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 from uuid import UUID
 
 from django.conf import settings
 from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from chat.models import Project
+from chat.llm import catalogue
+from chat.models import Conversation, Project
 from config.api_errors import ID_MAX, NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
 
 TITLE_MAX = 200
+MODEL_MAX = 200
 # A project filter in a query: a project's id, or a word for "no project" ("none" for conversations, "user"
 # for memories).
 PROJECT_FILTER = r"^(none|[1-9][0-9]{0,17})$"
@@ -22,7 +25,14 @@ class ConversationOut(Schema):
     id: UUID
     title: str
     temporary: bool
+    model: str = Field(description="The chat model its turns use (one of `GET /api/models`).")
+    pinned: bool = Field(description="Kept at the top of the conversation list.")
     created_at: datetime
+
+    @staticmethod
+    def resolve_model(obj: Conversation) -> str:
+        return catalogue.conversation_model(obj.model)
+
     updated_at: datetime
     # SPEC §9: the project it belongs to, or null.
     project_id: int | None = Field(None, description="The project it belongs to (null: none).")
@@ -50,30 +60,42 @@ class ConversationIn(Schema):
     title: str = Field("", max_length=TITLE_MAX, pattern=NO_NUL, description="Leading and trailing spaces are removed.")
     # Strict: JSON true or false, not 0 or "yes", as the document says.
     temporary: StrictBool = Field(False, description="Nothing is learned from a temporary conversation.")
+    model: str = Field(
+        "", max_length=MODEL_MAX, description="A chat model of `GET /api/models` (else the default); 422 otherwise."
+    )
     project_id: int | None = PROJECT_ID
 
 
 class ConversationPatch(Schema):
-    """Any subset: a new title, and `project_id` to move it into a project (null: out of any)."""
+    """Any of: a new title, another model (used from the next turn on), pinned or not, and the project it is
+    in (`project_id`; null: out of any). A field left out is left as it is (as is a field other than
+    `project_id` sent as null)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
 
-    # Optional but never null (the default is no change, not a value a client can send).
-    title: str = Field(None, min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)  # type: ignore[assignment]
+    # Constraints on the string itself: with None beside it, a bare Field's would also apply to None.
+    title: Annotated[str, Field(min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)] | SkipJsonSchema[None] = None
+    model: Annotated[str, Field(min_length=1, max_length=MODEL_MAX)] | SkipJsonSchema[None] = Field(
+        None, description="A chat model of `GET /api/models`; 422 otherwise."
+    )
+    pinned: StrictBool | SkipJsonSchema[None] = Field(None, description="Kept at the top of the conversation list.")
     project_id: int | None = PROJECT_ID
-
-    @model_validator(mode="after")
-    def something_to_change(self) -> ConversationPatch:
-        if not self.model_fields_set:
-            raise ValueError("Give a title, a project_id, or both.")
-        return self
 
     @field_validator("title")
     @classmethod
-    def title_not_blank(cls, value: str) -> str:
+    def title_not_blank(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if not value.strip():
             raise ValueError("Title is empty.")
         return value.strip()
+
+    @model_validator(mode="after")
+    def something_to_change(self) -> ConversationPatch:
+        moved = "project_id" in self.model_fields_set
+        if self.title is None and self.model is None and self.pinned is None and not moved:
+            raise ValueError("Give at least one of title, model, pinned and project_id.")
+        return self
 
 
 class ProjectOut(Schema):
@@ -119,6 +141,16 @@ class ProjectDeleteQuery(Schema):
         description="move (default): its conversations stay, out of any project, and its memories become yours, "
         "with their history; delete: its conversations and memories are deleted permanently, with every copy.",
     )
+
+
+class ChatModelOut(Schema):
+    id: str = Field(description="What `model` on a conversation takes.")
+    label: str = Field(description="How the page names it.")
+    default: bool = Field(description="The model of a conversation that names none.")
+
+
+class ChatModelList(Schema):
+    models: list[ChatModelOut]
 
 
 class MessageOut(Schema):

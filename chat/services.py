@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat import extensions
 from chat.limits import TurnOrigin, turn_rate_check, turn_starts_prune, user_row
+from chat.llm import catalogue
 from chat.markdown import plain_text
 from chat.models import AgentState, Conversation, Message, Project
 from chat.rejections import (
@@ -29,12 +30,13 @@ from chat.rejections import (
     RunSlotsFull,
     TooManyTurns,
     TurnRejected,
+    UnknownModel,
 )
 
 # Kept importable from here: the turn's callers name them as services.<name>.
 __all__ = [
     "AccessEnded", "ConversationBusy", "ConversationGone", "InvalidMessage", "NothingToRetry", "RunSlotsFull",
-    "TooManyTurns", "TurnOrigin", "TurnRejected", "turn_rate_check", "turn_starts_prune", "user_row",
+    "TooManyTurns", "TurnOrigin", "TurnRejected", "UnknownModel", "turn_rate_check", "turn_starts_prune", "user_row",
 ]  # fmt: skip
 from chat.search.index import search_index_title
 
@@ -93,14 +95,24 @@ def title_from(content: str) -> str:
     return cut + "…"
 
 
+def model_clean(model: str) -> str:
+    """A chat model a conversation may choose (chat.llm.catalogue); raises UnknownModel listing them."""
+    offered = catalogue.chat_model_ids()
+    if model not in offered:
+        raise UnknownModel(model, offered)
+    return model
+
+
 @transaction.atomic
 def conversation_create(
-    *, user: User, title: str = "", temporary: bool = False, project: Project | None = None
+    *, user: User, title: str = "", temporary: bool = False, model: str = "", project: Project | None = None
 ) -> Conversation:
-    """A new conversation, in `project` when given (the caller fetched it for this user)."""
+    """A new conversation on `model` (checked), or on the default model of the moment; in `project` when
+    given (the caller fetched it for this user)."""
     _check_project_owner(user.pk, project)
+    model = model_clean(model) if model else catalogue.default_chat_model()
     conversation = Conversation.objects.create(
-        owner=user, title=title.strip()[:200], temporary=temporary, project=project
+        owner=user, title=title.strip()[:200], temporary=temporary, model=model, project=project
     )
     AgentState.objects.create(conversation=conversation)
     if conversation.title:
@@ -120,7 +132,7 @@ def conversation_move(*, conversation: Conversation, project: Project | None) ->
     pending messages follow the project it is in at the time."""
     _check_project_owner(conversation.owner_id, project)
     conversation.project = project
-    conversation.save(update_fields=["project", "updated_at"])
+    Conversation.objects.filter(pk=conversation.pk).update(project=project)  # its place in the list stays
     return conversation
 
 
@@ -129,6 +141,24 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
     conversation.title = title.strip()[:200]
     conversation.save(update_fields=["title", "updated_at"])
     search_index_title(conversation=conversation)
+    return conversation
+
+
+@transaction.atomic
+def conversation_update(
+    *, conversation: Conversation, title: str | None = None, model: str | None = None, pinned: bool | None = None
+) -> Conversation:
+    """Rename, switch the model (from the next turn on) or pin: whichever is given. A new model starts
+    from its own context window and token calibration, so what the state learned of the old one goes."""
+    if model is not None and model != conversation.model:
+        conversation.model = model_clean(model)
+        AgentState.objects.filter(conversation=conversation).update(context_window=None, token_ratio=None)
+        Conversation.objects.filter(pk=conversation.pk).update(model=conversation.model)
+    if pinned is not None and pinned != conversation.pinned:
+        conversation.pinned = pinned
+        Conversation.objects.filter(pk=conversation.pk).update(pinned=pinned)
+    if title is not None:
+        conversation_rename(conversation=conversation, title=title)
     return conversation
 
 

@@ -105,6 +105,7 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
     conversation.updated_at = now
     row = Conversation.objects.filter(pk=conversation.pk).values_list(
         "title",
+        "model",  # read again: the object may be stale, and a model chosen since applies to this turn
         "agent_state__context",
         "agent_state__version",
         "agent_state__context_window",
@@ -114,7 +115,8 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
         "project__instructions",
         "project__memory_mode",
     )[0]
-    conversation.title, context, version, window, ratio, project_id, name, instructions, mode = row
+    conversation.title, conversation.model, context, version, window, ratio = row[:6]
+    project_id, name, instructions, mode = row[6:]
     conversation.project = None
     if project_id is not None:
         fields = {"name": name, "instructions": instructions, "memory_mode": mode}

@@ -8,8 +8,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0008_projects'),
-        ('memory', '0007_extraction_run_text_removed_at'),
+        ('chat', '0009_projects'),
+        ('memory', '0008_extraction_run_unavailable'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
