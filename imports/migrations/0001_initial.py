@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('chat', '0008_conversation_imported'),
+        ('chat', '0010_conversation_imported'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

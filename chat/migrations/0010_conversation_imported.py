@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0007_provider_queue_and_compaction'),
+        ('chat', '0009_projects'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

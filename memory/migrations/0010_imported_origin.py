@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0007_extraction_run_text_removed_at'),
+        ('memory', '0009_memory_scope'),
     ]
 
     operations = [
