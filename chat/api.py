@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router
@@ -16,7 +17,7 @@ from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
 from chat import extensions, selectors, services, versions
-from chat.models import Message
+from chat.models import Message, Project
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
     TURN_EVENT_STREAM,
@@ -47,9 +48,10 @@ def _user(request: HttpRequest) -> User:
 
 @router.get(
     "",
-    response={200: list[ConversationOut], **AUTH_ERRORS, **PARAM_ERRORS},
+    response={200: list[ConversationOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="List conversations, newest first (all of them, or a page with limit and offset)",
-    description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total.",
+    description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total. "
+    "`project` keeps one project's conversations (another user's project answers 404), `none` those in none.",
     openapi_extra={
         "responses": {
             200: {
@@ -65,6 +67,11 @@ def _user(request: HttpRequest) -> User:
 )
 def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[ConversationPage]) -> Any:
     conversations = selectors.conversation_list(user=_user(request)).order_by("-updated_at", "-id")
+    if page.project == "none":
+        conversations = conversations.filter(project__isnull=True)
+    elif page.project is not None:
+        project = selectors.project_get_for_user(user=_user(request), project_id=int(page.project))
+        conversations = conversations.filter(project=project)
     if page.limit is None and page.offset == 0:
         return conversations  # the original, unpaginated answer
     response["X-Total-Count"] = str(conversations.count())
@@ -72,14 +79,25 @@ def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[
     return conversations[page.offset : end]
 
 
+def _project(request: HttpRequest, project_id: int | None) -> Project | None:
+    if project_id is None:
+        return None
+    return selectors.project_get_for_user(user=_user(request), project_id=project_id)
+
+
 @router.post(
     "",
-    response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS},
-    description="`model` must be one of `GET /api/models` (422 otherwise, listing them); without it, the default.",
+    response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND},
+    description="`model` must be one of `GET /api/models` (422 otherwise, listing them); without it, the default. "
+    "`project_id`: a project of yours it belongs to (another user's answers 404).",
 )
 def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
     conversation = services.conversation_create(
-        user=_user(request), title=payload.title, temporary=payload.temporary, model=payload.model
+        user=_user(request),
+        title=payload.title,
+        temporary=payload.temporary,
+        model=payload.model,
+        project=_project(request, payload.project_id),
     )
     return Status(201, conversation)
 
@@ -96,13 +114,18 @@ def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     "/{conversation_id}",
     response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS},
     description="Any of `title`, `model` (one of `GET /api/models`, else 422 listing them; used from the next "
-    "turn on, a running reply keeps its model) and `pinned`.",
+    "turn on, a running reply keeps its model), `pinned`, and `project_id` (a project of yours, another user's "
+    "answers 404; null: out of any).",
 )
 def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    return services.conversation_update(
-        conversation=conversation, title=payload.title, model=payload.model, pinned=payload.pinned
-    )
+    with transaction.atomic():  # all of it or nothing
+        if "project_id" in payload.model_fields_set:
+            project = _project(request, payload.project_id)
+            conversation = services.conversation_move(conversation=conversation, project=project)
+        return services.conversation_update(
+            conversation=conversation, title=payload.title, model=payload.model, pinned=payload.pinned
+        )
 
 
 @router.delete(

@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat import extensions, versions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
-from chat.models import AgentState, Conversation, Message, TurnStart
+from chat.models import AgentState, Conversation, Message, Project, TurnStart
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
 from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
@@ -98,7 +98,8 @@ def _touch(*, title: str, now: Any) -> dict[str, Any]:
 
 
 def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _State:
-    """The conversation's agent state (and title); with `title`, first move it to the top (`_touch`)."""
+    """The conversation's agent state (and title, and its project as it is now: a project's mode and
+    instructions apply from its next turn); with `title`, first move it to the top (`_touch`)."""
     if title is not None:
         Conversation.objects.filter(pk=conversation.pk).update(**_touch(title=title, now=now))
     conversation.updated_at = now
@@ -109,8 +110,17 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
         "agent_state__version",
         "agent_state__context_window",
         "agent_state__token_ratio",
+        "project_id",
+        "project__name",
+        "project__instructions",
+        "project__memory_mode",
     )[0]
-    conversation.title, conversation.model, context, version, window, ratio = row
+    conversation.title, conversation.model, context, version, window, ratio = row[:6]
+    project_id, name, instructions, mode = row[6:]
+    conversation.project = None
+    if project_id is not None:
+        fields = {"name": name, "instructions": instructions, "memory_mode": mode}
+        conversation.project = Project(pk=project_id, owner_id=conversation.owner_id, **fields)
     if version is None:  # every conversation is created with its state; this only repairs a missing one
         state = AgentState.objects.create(conversation=conversation)
         context, version = state.context, state.version
@@ -130,8 +140,10 @@ def turn_start(
     now = _now()
     title_before = conversation.title
     token = _turn_claim(user=user, conversation=conversation, now=now, title=content, origin=origin)
-    learns = user.memory_enabled and not conversation.temporary
-    # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
+    state = _turn_state(conversation, title=None, now=now)  # touched with the lock; reads its project too
+    project = conversation.project
+    learns = user.memory_enabled and not conversation.temporary and (project is None or project.uses_memory)
+    # One INSERT for both messages (ids in this order).
     user_message, assistant_message = Message.objects.bulk_create(
         [
             Message(
@@ -144,7 +156,6 @@ def turn_start(
             Message(conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING),
         ]
     )
-    state = _turn_state(conversation, title=None, now=now)  # touched with the lock
     # Not indexed for search here: that write (and on SQLite its full-text trigger) would be on the way to
     # the first token. The message, and the title it gave the conversation, are indexed with the reply.
     return StartedTurn(

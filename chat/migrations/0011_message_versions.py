@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0008_conversation_model_pinned'),
+        ('chat', '0010_conversation_imported'),
     ]
 
     operations = [
