@@ -290,8 +290,32 @@ def reply_version(request: HttpRequest, conversation_id: UUID, message_id: int, 
     return extensions.annotate_messages([reply])[0]
 
 
+@router.patch(
+    "/{conversation_id}/messages/{message_id}",
+    response=BODY_ERRORS | _TURN_STATUSES,
+    auth=streaming_auth,
+    summary="Edit the last message you sent and run the turn again",
+    openapi_extra=_TURN_RESPONSES,
+    description=(
+        "Like deleting the conversation's latest user message (with the replies after it) and sending the new "
+        "words: the old words leave every copy (agent state, search index, extraction-run records), a memory "
+        "whose only source was the old message moves to History (`source_edited`, restorable), and the new "
+        "message is pending for memory like any other. 409 for any other message, or while a reply is being "
+        "written. Answers exactly as `POST /api/conversations/{id}/messages` (JSON, or server-sent events)."
+    ),
+)
+async def message_edit(request: HttpRequest, conversation_id: UUID, message_id: int, payload: MessageIn) -> Any:
+    return await _run_turn(request, conversation_id, content=payload.content, replace=message_id)
+
+
 async def _run_turn(
-    request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False, regenerate: bool = False
+    request: HttpRequest,
+    conversation_id: UUID,
+    *,
+    content: str = "",
+    retry: bool = False,
+    regenerate: bool = False,
+    replace: int | None = None,
 ) -> Any:
     # The conversation is looked up (404 unless it is the user's) with the turn's start, in its one trip to
     # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
@@ -303,6 +327,7 @@ async def _run_turn(
         retry=retry,
         origin=origin,
         regenerate=regenerate,
+        replace=replace,
     )
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")

@@ -89,3 +89,36 @@ def test_regenerate_and_step_through_the_versions_by_keyboard(
     expect(page.locator(".message-assistant.is-complete")).to_have_count(2)
     sent = json.dumps([r for r in provider.requests if r.get("stream")][-1]["messages"])
     assert "The first take." in sent and "The second take." not in sent
+
+
+def test_edit_the_last_message_by_keyboard_runs_the_turn_again(
+    page: Any, live_server_url: str, provider: FakeOpenAIServer
+) -> None:
+    sign_up(page, live_server_url, "editor")
+    page.fill("#start-input", "First question")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    page.fill("#composer-input", "My dog is called Rexbottom")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(2)
+    # Only the last message sent offers Edit.
+    expect(page.locator(".message-user .edit-message summary:visible")).to_have_count(1)
+
+    provider.queue(FakeResponse("Rover is a good name."))
+    edit = page.locator(".message-user").last.locator(".edit-message")
+    edit.locator("summary").focus()
+    page.keyboard.press("Enter")
+    box = edit.locator("textarea")
+    expect(box).to_be_visible()
+    audit(page, "editing the last message")
+    box.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("My dog is called Rover")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant").last).to_contain_text("Rover is a good name.")
+    expect(page.locator(".message-user")).to_have_count(2)
+    expect(page.locator("#messages")).not_to_contain_text("Rexbottom")
+    page.reload()
+    expect(page.locator("#messages")).not_to_contain_text("Rexbottom")
+    expect(page.locator(".message-user").last).to_contain_text("My dog is called Rover")
