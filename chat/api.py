@@ -17,6 +17,7 @@ from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
 from chat import extensions, selectors, services, versions
+from chat.export import markdown_response
 from chat.models import Message, Project
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
@@ -27,6 +28,7 @@ from chat.schemas import (
     ConversationOut,
     ConversationPage,
     ConversationPatch,
+    ExportFormat,
     MessageIn,
     MessageOut,
     TurnErrorOut,
@@ -149,6 +151,19 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
 )
 def chat_model_list(request: HttpRequest) -> Any:
     return {"models": selectors.chat_model_choices()}
+
+
+@router.get(
+    "/{conversation_id}/export",
+    response={200: str, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    summary="The conversation as a Markdown file",
+    description="Its messages with who wrote them and when, and the memories each reply used. `format`: "
+    "`markdown` (the only one).",
+    openapi_extra={"responses": {200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}}},
+)
+def conversation_export(request: HttpRequest, conversation_id: UUID, format: Query[ExportFormat]) -> Any:
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    return markdown_response(conversation)
 
 
 @router.get(

@@ -24,6 +24,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
 from chat import extensions, markers, selectors, services, versions
+from chat.export import markdown_response
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
@@ -159,6 +160,14 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
         return render(request, "chat/_rename_form.html", context, status=422 if form.is_bound else 200)
     context = {**_chat_context(request, conversation), "conversation": conversation, "form": form}
     return render(request, "chat/rename.html", context, status=400 if form.is_bound else 200)
+
+
+@login_required
+@require_GET
+def conversation_export(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+    """The conversation as a Markdown file (the conversation's menu)."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    return markdown_response(conversation)
 
 
 @login_required

@@ -122,3 +122,18 @@ def test_edit_the_last_message_by_keyboard_runs_the_turn_again(
     page.reload()
     expect(page.locator("#messages")).not_to_contain_text("Rexbottom")
     expect(page.locator(".message-user").last).to_contain_text("My dog is called Rover")
+
+
+def test_save_a_conversation_as_markdown_from_its_menu(page: Any, live_server_url: str) -> None:
+    sign_up(page, live_server_url, "saver")
+    page.fill("#start-input", "Remember the trip to Lisbon")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Save as Markdown").click()
+    download = info.value
+    assert download.suggested_filename.endswith(".md")
+    text = open(download.path(), encoding="utf-8").read()
+    assert "Remember the trip to Lisbon" in text and "## Memora · " in text
