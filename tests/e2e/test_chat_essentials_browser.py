@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,5 +136,5 @@ def test_save_a_conversation_as_markdown_from_its_menu(page: Any, live_server_ur
         page.get_by_role("link", name="Save as Markdown").click()
     download = info.value
     assert download.suggested_filename.endswith(".md")
-    text = open(download.path(), encoding="utf-8").read()
+    text = Path(download.path()).read_text(encoding="utf-8")
     assert "Remember the trip to Lisbon" in text and "## Memora · " in text
