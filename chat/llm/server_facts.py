@@ -3,8 +3,9 @@ with our estimates (chat.turn.tokens), per model.
 
 - **The window.** When CHAT_CONTEXT_TOKENS is not set, the server is asked once per process, where it
   tells: vLLM's `GET /v1/models` (`max_model_len`), llama.cpp's `GET /props` (`n_ctx`), Ollama's
-  `POST /api/show` (`num_ctx` in its parameters). Each look has a short timeout; a server that tells
-  nothing leaves the default (32,000).
+  `POST /api/show` (`num_ctx` in its parameters). Each look has a short timeout. llama-cpp-python states
+  none: its window is read from its refusal of an over-long probe (chat.llm.window_probe, in the
+  background). A server that tells nothing leaves the default (32,000).
 - **Calibration per model.** A non-streamed call's `usage.prompt_tokens` (judge calls, summaries)
   calibrates that model's estimates (`chat.turn.tokens.calibrated_ratio`, which keeps a margin above the
   server's count: an estimate never falls below what the server confirmed). Servers that send no usage
@@ -28,7 +29,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from chat.llm import catalogue
+from chat.llm import catalogue, window_probe
 from chat.turn import tokens
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ def context_tokens(model: str | None = None) -> int:
         return listed
     if not settings.OPENAI_BASE_URL:
         return configured
-    return server_window(settings.OPENAI_BASE_URL, model) or configured
+    stated = server_window(settings.OPENAI_BASE_URL, model)
+    return stated or window_probe.probed_window(settings.OPENAI_BASE_URL, model) or configured
 
 
 def _get(url: str, body: dict[str, Any] | None = None) -> Any:
