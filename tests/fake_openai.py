@@ -190,6 +190,8 @@ class FakeOpenAIServer:
         # counts text); off: not found, as on most servers.
         self.tokenize = False
         self.tokenize_requests: list[dict[str, Any]] = []
+        # llama.cpp's `POST /apply-template` (the chat rendered as the model reads it); off: not found.
+        self.apply_template = False
         # llama.cpp's `GET /slots`; off: not found, as on llama-cpp-python and most servers.
         self.slots = False
         # The `response_format` types it takes (None: any); another is refused with HTTP 500 and
@@ -406,6 +408,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/embeddings"):
             self._embeddings()
             return
+        if self.path.rstrip("/") == "/apply-template" and self.server.fake.apply_template:
+            self._apply_template()
+            return
         if self.path.rstrip("/") == "/tokenize" and self.server.fake.tokenize:
             self._tokenize()
             return
@@ -548,6 +553,16 @@ class _Handler(BaseHTTPRequestHandler):
         data = text.encode()
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _apply_template(self) -> None:
+        """llama.cpp's rendering of a chat: ChatML, HTML-escaped as Jinja's autoescape does."""
+        import html
+
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        parts = [
+            f"<|im_start|>{m['role']}\n{html.escape(str(m.get('content') or ''))}<|im_end|>" for m in body["messages"]
+        ]
+        self._send_json(200, {"prompt": "\n".join(parts) + "\n<|im_start|>assistant\n"})
 
     def _tokenize(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
