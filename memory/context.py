@@ -19,8 +19,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from django.conf import settings
+from django.utils import timezone, translation
+from django.utils.formats import date_format
+from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.extensions import TurnContext
@@ -45,15 +49,27 @@ BACKGROUND_HEADER = (
 )
 # How a fact's end date is shown to the model.
 UNTIL = " (until {date})"
+# A background fact learned longer ago than this is said to be old.
+OLD_DAYS = 365
 
 # What ranking reads (memory.recall.Candidate): rows come oldest first, so their order says how recent.
-_FIELDS = ("id", "content", "pinned", "key", "expires_at")
+_FIELDS = ("id", "content", "pinned", "key", "expires_at", "created_at")
 
 
-def line(candidate: Candidate) -> str:
-    """A memory as the block lists it: a bullet, with its end date when it has one."""
+def line(candidate: Candidate, *, today: date | None = None) -> str:
+    """A memory as the block lists it: a bullet, with its end date when it has one and, given `today` (a
+    background fact's line), when it was learned: a date in the active language, and "over a year ago" when
+    it is, so an old fact does not read as current."""
     until = UNTIL.format(date=candidate.expires_at.date().isoformat()) if candidate.expires_at else ""
-    return f"- {candidate.content}{until}"
+    learned = ""
+    if today is not None and candidate.learned_at is not None:
+        day = timezone.localdate(candidate.learned_at)
+        when = date_format(day, "DATE_FORMAT")
+        if (today - day).days > OLD_DAYS:
+            learned = gettext(" (learned %(date)s, over a year ago)") % {"date": when}
+        else:
+            learned = gettext(" (learned %(date)s)") % {"date": when}
+    return f"- {candidate.content}{until}{learned}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,8 @@ class Block:
     background: list[Candidate]
     # Always-used memories that did not fit the budget (the page says so).
     serving_left_out: int = 0
+    # The background facts' lines, with their dates (made once, in the user's language, by `fit`).
+    background_lines: tuple[str, ...] = ()
 
     @property
     def ids(self) -> list[int]:
@@ -74,14 +92,23 @@ class Block:
         if self.serving:
             parts.append("\n".join([SERVING_HEADER, *map(line, self.serving)]))
         if self.background:
-            parts.append("\n".join([BACKGROUND_HEADER, *map(line, self.background)]))
+            parts.append("\n".join([BACKGROUND_HEADER, *self.background_lines]))
         return "\n\n".join(parts) or None
 
 
-def fit(always: Sequence[Candidate], relevant: Sequence[Candidate], budget: int) -> Block:
+def fit(
+    always: Sequence[Candidate],
+    relevant: Sequence[Candidate],
+    budget: int,
+    *,
+    today: date | None = None,
+    language: str = "",
+) -> Block:
     """The always-used memories in order, then the relevant ones in rank order, while the text fits
     within `budget` characters: each part's header counts once it has a line. A line that does not fit
-    is passed over (a shorter one after it may still fit)."""
+    is passed over (a shorter one after it may still fit). Background lines say when each fact was learned
+    (as of `today`, in `language`: the user's, else the site's)."""
+    today = today or timezone.localdate()
     used = 0
     serving: list[Candidate] = []
     left_out = 0
@@ -93,14 +120,18 @@ def fit(always: Sequence[Candidate], relevant: Sequence[Candidate], budget: int)
         serving.append(candidate)
         used += cost
     background: list[Candidate] = []
+    lines: list[str] = []
     separator = 2 if serving else 0
-    for candidate in relevant:
-        cost = len(line(candidate)) + 1 + (0 if background else len(BACKGROUND_HEADER) + separator)
-        if used + cost > budget:
-            continue
-        background.append(candidate)
-        used += cost
-    return Block(serving=serving, background=background, serving_left_out=left_out)
+    with translation.override(language or settings.LANGUAGE_CODE):
+        for candidate in relevant:
+            text = line(candidate, today=today)
+            cost = len(text) + 1 + (0 if background else len(BACKGROUND_HEADER) + separator)
+            if used + cost > budget:
+                continue
+            background.append(candidate)
+            lines.append(text)
+            used += cost
+    return Block(serving=serving, background=background, serving_left_out=left_out, background_lines=tuple(lines))
 
 
 def candidates(*, user_id: int) -> list[Candidate]:
@@ -130,18 +161,11 @@ def block_for_turn(ctx: TurnContext, memories: list[Candidate] | None = None) ->
     if not memories:
         return None
     previous, reply = last_exchange(ctx)
-    query_vector, vectors = embeddings.for_turn(ctx, [c.id for c in memories if not c.always])
+    meaning = embeddings.for_turn(ctx, [c.id for c in memories])
     relevant = rank(
-        memories,
-        message=ctx.user_message.content,
-        previous=previous,
-        reply=reply,
-        query_vector=query_vector,
-        vectors=vectors,
-        similarity_floor=settings.EMBEDDING_MIN_SIMILARITY,
-        owner=ctx.user.pk,
+        memories, message=ctx.user_message.content, previous=previous, reply=reply, meaning=meaning, owner=ctx.user.pk
     )
-    return fit(always_used(memories), relevant, settings.MEMORY_PROMPT_MAX_CHARS)
+    return fit(always_used(memories), relevant, settings.MEMORY_PROMPT_MAX_CHARS, language=ctx.user.language)
 
 
 class _BlocksInFlight:

@@ -286,17 +286,17 @@ def _aware(value: datetime | None) -> datetime | None:
     return timezone.make_aware(value, UTC) if value is not None and timezone.is_naive(value) else value
 
 
-MemoryRow = tuple[int, str, bool, str, "datetime | None"]
+MemoryRow = tuple[int, str, bool, str, "datetime | None", "datetime | None"]
 
 
 def memory_rows_for_turn(*, user_id: int) -> list[MemoryRow]:
-    """(id, content, pinned, key, expires_at) of the memories `memories_active` gives, oldest first, while the
-    user's memory is on (read here, not from a possibly stale user object)."""
+    """(id, content, pinned, key, expires_at, created_at) of the memories `memories_active` gives, oldest first,
+    while the user's memory is on (read here, not from a possibly stale user object)."""
     m, u = Memory, User
     expires = f"m.{column(m, 'expires_at')}"
     sql = (
         f"SELECT m.{column(m, 'id')}, m.{column(m, 'content')}, m.{column(m, 'pinned')}, m.{column(m, 'key')},"
-        f" {expires} FROM {table(m)} m"
+        f" {expires}, m.{column(m, 'created_at')} FROM {table(m)} m"
         f" INNER JOIN {table(u)} u ON u.{column(u, 'id')} = m.{column(m, 'owner')}"
         f" WHERE m.{column(m, 'owner')} = %s AND m.{column(m, 'invalid_at')} IS NULL"
         f" AND NOT m.{column(m, 'suggested')} AND ({expires} IS NULL OR {expires} > %s)"
@@ -306,8 +306,8 @@ def memory_rows_for_turn(*, user_id: int) -> list[MemoryRow]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [user_id, connection.ops.adapt_datetimefield_value(timezone.now())])
         rows = cursor.fetchall()
-    # Both drivers give booleans; only an end date may need its time zone.
-    return [row if row[4] is None else (*row[:4], _aware(row[4])) for row in rows]
+    # Both drivers give booleans; only the dates may need their time zone.
+    return [(*row[:4], _aware(row[4]), _aware(row[5])) for row in rows]
 
 
 def messages_last_two_before(*, conversation_id: Any, message_id: int) -> list[tuple[str, str]]:
