@@ -11,7 +11,7 @@ class MemoryConfig(AppConfig):
         from accounts import data
         from chat import extensions
         from memory import data as memory_data
-        from memory import demo, demo_wording, forgetting
+        from memory import demo, demo_wording, forgetting, replay
         from memory.chat_fragments import conversation_page_block
         from memory.context import memory_block, record_uses_on_save
         from memory.history import demo_tool_trigger as demo_search_trigger
@@ -48,6 +48,7 @@ class MemoryConfig(AppConfig):
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
         forgetting.register_defaults()
+        forgetting.register_redactor("replay", replay.replay_redact)  # by id: the teaching turn, search results
         extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
         extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
         data.register_exporter("memories", memory_data.memories_export)
