@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
+from uuid import UUID
 
 from chat.models import AgentState, Message
 from memory.forgetting import DELETED_MEMORY, Forgotten
@@ -46,7 +47,7 @@ def _turn_redact(context: list[dict[str, Any]], taught: set[str]) -> list[dict[s
     return result
 
 
-def _turn_replies(sources: dict[int, int]) -> set[int]:
+def _turn_replies(sources: dict[int, UUID]) -> set[int]:
     """The assistant messages answering each source message (message id → conversation id), up to the
     conversation's next user message."""
     replies: set[int] = set()
@@ -68,7 +69,7 @@ def replay_redact(forgotten: Forgotten) -> None:
         "message_id", "message__conversation_id", "message__content"
     )
     sources = {pk: conversation for pk, conversation, _ in rows}
-    taught: dict[int, set[str]] = defaultdict(set)
+    taught: dict[UUID, set[str]] = defaultdict(set)
     for _, conversation, content in rows:
         taught[conversation].add(content.strip())
     withheld = set(sources) | _turn_replies(sources)

@@ -63,5 +63,5 @@ async def test_after_a_delete_no_request_carries_the_memory_or_its_paraphrase(fa
     assert not any(word in in_learned_in for word in WORDS) and LEARNED_FROM in in_learned_in
     assert "[message" in text  # search still found the user's own, unrelated words elsewhere
     # The page still shows what was said.
-    shown = await sync_to_async(list)(Message.objects.filter(conversation=learned_in).values_list("content", flat=True))
+    shown = [m.content async for m in Message.objects.filter(conversation=learned_in)]
     assert PARAPHRASE in shown
