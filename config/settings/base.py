@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "accounts",
     "chat",
     "memory",
+    "connect",
 ]
 
 # Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
