@@ -162,6 +162,11 @@ class _BlocksInFlight:
             while len(self._ids) > self.LIMIT:
                 self._ids.popitem(last=False)
 
+    def peek(self, message_id: int) -> list[int] | None:
+        """What the reply's latest block held, left in place for its save."""
+        with self._lock:
+            return self._ids.get(message_id)
+
     def pop(self, message_id: int) -> list[int] | None:
         with self._lock:
             return self._ids.pop(message_id, None)

@@ -46,12 +46,15 @@ print("SETUP" + json.dumps(tokens))
 
 
 def judge_or_reply(body: dict[str, Any]) -> FakeResponse:
-    """The provider: a judge call (JSON) learns the user's statement about tea; a chat call says hello."""
+    """The provider: a judge call (JSON) learns the user's statement about tea; a chat call offered the
+    client's `get_time` tool calls it; any other chat call says hello."""
     if body.get("response_format"):
         text = json.dumps(body["messages"])
         if "green tea" in text:
             return FakeResponse(json.dumps({"operations": [{"op": "add", "content": "I drink green tea every morning.", "sources": [1]}]}))
         return FakeResponse(json.dumps({"operations": []}))
+    if any(tool["function"]["name"] == "get_time" for tool in body.get("tools") or []):
+        return FakeResponse(tool_calls=[{"id": "call_1", "name": "get_time", "arguments": "{}"}])
     return FakeResponse(chunks=["Hello ", "from ", "the ", "provider."])
 
 
