@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -94,6 +95,8 @@ async def model_list(request: HttpRequest) -> HttpResponse:
 def _parse(request: HttpRequest) -> CompletionRequest | JsonResponse:
     try:
         body = json.loads(request.body)
+    except RequestDataTooBig:
+        return error(413, "The request body is over the size limit.", "invalid_request_error", "request_too_large")
     except (ValueError, UnicodeDecodeError):
         return error(400, "The request body is not valid JSON.", "invalid_request_error", "invalid_json")
     try:
