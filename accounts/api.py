@@ -12,9 +12,9 @@ from ninja.responses import Status
 from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from accounts import export, selectors
-from accounts.scopes import annotate_tokens
 from accounts.auth import is_token_request
 from accounts.models import User
+from accounts.scopes import annotate_tokens
 from accounts.services import (
     TOKEN_NAME_MAX,
     AccountDeleteRefused,

@@ -38,9 +38,7 @@ def api_token_create(
     if scopes is not None:
         unknown = sorted(set(scopes) - set(ALL_SCOPES))
         if unknown or not scopes:
-            raise TokenRejected(
-                _("Choose at least one scope among %(scopes)s.") % {"scopes": ", ".join(ALL_SCOPES)}
-            )
+            raise TokenRejected(_("Choose at least one scope among %(scopes)s.") % {"scopes": ", ".join(ALL_SCOPES)})
         scopes = [scope for scope in ALL_SCOPES if scope in scopes]
     if len(name) > TOKEN_NAME_MAX or "\x00" in name:
         raise TokenRejected(

@@ -74,8 +74,7 @@ BODY_ERRORS = _errors(400, 413, 422)
 DESCRIPTIONS = {
     400: "The request was refused: the body is not JSON or not storable text, or a rule of the route says no.",
     401: "Missing, invalid, revoked or expired token, or no signed-in session.",
-    403: "A token whose scopes do not allow the request, or a request by session without its CSRF token "
-    "(X-CSRFToken).",
+    403: "A token whose scopes do not allow the request, or a request by session without its CSRF token (X-CSRFToken).",
     404: "No such object for this user (another user's id answers the same).",
     409: "The request conflicts with the current state (the detail says which).",
     413: "The request body is too large.",

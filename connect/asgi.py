@@ -100,7 +100,7 @@ async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
     await _mcp_app({**scope, "user": AuthenticatedUser(principal)}, receive, send)
 
 
-def with_mcp(django_app: ASGIApp) -> ASGIApp:
+def with_mcp(django_app: Any) -> ASGIApp:
     """An HTTP app sending /mcp to the MCP server and the rest to `django_app`."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -112,7 +112,7 @@ def with_mcp(django_app: ASGIApp) -> ASGIApp:
     return app
 
 
-def with_mcp_lifespan(lifespan: ASGIApp) -> ASGIApp:
+def with_mcp_lifespan(lifespan: Any) -> ASGIApp:
     """The web process's lifespan, with the MCP session manager running around it."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -96,7 +96,9 @@ class _Call:
         )
 
 
-@server.tool(description="Search the user's memories: the ones Memora would use in a chat about `query`, most relevant first.")
+@server.tool(
+    description="Search the user's memories: the ones Memora would use in a chat about `query`, most relevant first."
+)
 async def search_memories(
     query: Annotated[str, Field(min_length=1, max_length=2000, description="What the conversation is about")],
     ctx: Context[Any, Any],
@@ -160,7 +162,7 @@ async def propose_memory(
     "a waiting suggestion is discarded."
 )
 async def forget_memory(
-    id: Annotated[int, Field(ge=1, le=2**63 - 1, description="The memory's id")],  # noqa: A002 (the tool's schema)
+    id: Annotated[int, Field(ge=1, le=2**63 - 1, description="The memory's id")],
     ctx: Context[Any, Any],
 ) -> dict[str, Any]:
     call = _Call(ctx, Scope.MEMORY_WRITE)

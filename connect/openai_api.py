@@ -112,7 +112,7 @@ def _parse(request: HttpRequest) -> CompletionRequest | JsonResponse:
 
 
 @csrf_exempt
-async def chat_completions(request: HttpRequest) -> HttpResponse:
+async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     if request.method != "POST":
         return error(405, "Use POST.", "invalid_request_error", "method_not_allowed", Allow="POST")
     token = await _token(request)
@@ -146,7 +146,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     completion_id = f"chatcmpl-{prepared.turn.assistant_message.pk if prepared.turn else int(time.time() * 1000)}"
     if parsed.stream:
         events = _events(prepared, options, completion_id, parsed.model)
-        response: HttpResponse = StreamingHttpResponse(events, content_type="text/event-stream")
+        response: HttpResponse | StreamingHttpResponse = StreamingHttpResponse(events, content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
     else:
         response = await _complete(prepared, options, completion_id, parsed.model)
@@ -184,7 +184,9 @@ def _event(data: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-async def _events(prepared: completions.Prepared, options: dict[str, Any], cid: str, model: str) -> AsyncIterator[bytes]:
+async def _events(
+    prepared: completions.Prepared, options: dict[str, Any], cid: str, model: str
+) -> AsyncIterator[bytes]:
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:

@@ -37,8 +37,12 @@ REQUEST = {
         "model": {"type": "string", "minLength": 1, "maxLength": 200, "description": "One of `/v1/models`."},
         "messages": {"type": "array", "minItems": 1, "maxItems": 10000, "items": MESSAGE},
         "stream": {"type": "boolean", "default": False},
-        "tools": {"type": ["array", "null"], "maxItems": 128, "items": {"type": "object"},
-                  "description": "The client's own tools, passed to the provider as they are."},  # fmt: skip
+        "tools": {
+            "type": ["array", "null"],
+            "maxItems": 128,
+            "items": {"type": "object"},
+            "description": "The client's own tools, passed to the provider as they are.",
+        },
         "max_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000000},
         "max_completion_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000000},
     },
@@ -65,8 +69,12 @@ MODELS = {
             "items": {
                 "type": "object",
                 "required": ["id", "object", "created", "owned_by"],
-                "properties": {"id": {"type": "string"}, "object": {"const": "model"},
-                               "created": {"type": "integer"}, "owned_by": {"type": "string"}},  # fmt: skip
+                "properties": {
+                    "id": {"type": "string"},
+                    "object": {"const": "model"},
+                    "created": {"type": "integer"},
+                    "owned_by": {"type": "string"},
+                },
             },
         },
     },
@@ -95,17 +103,29 @@ def _auth_errors() -> dict[str, Any]:
 
 def paths() -> dict[str, Any]:
     completion_headers = {
-        "X-Memora-Memories": {**HEADER, "description": "The ids of the memories added to the request, comma-separated."},
+        "X-Memora-Memories": {
+            **HEADER,
+            "description": "The ids of the memories added to the request, comma-separated.",
+        },
         "X-Memora-Conversation-Id": {**HEADER, "description": "The conversation the messages were saved in."},
     }
     request_headers = [
-        {"name": "X-Memora-Conversation", "in": "header", "required": False,
-         "schema": {"type": "string", "maxLength": 200},
-         "description": "Save the messages in the conversation of this name (else one per token and day)."},
-        {"name": "X-Memora-Temporary", "in": "header", "required": False, "schema": {"type": "string", "enum": ["1"]},
-         "description": "1: use and learn nothing (no memory block, nothing saved)."},
-    ]  # fmt: skip
-    security = [{"BearerTokenAuth": []}]
+        {
+            "name": "X-Memora-Conversation",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "maxLength": 200},
+            "description": "Save the messages in the conversation of this name (else one per token and day).",
+        },
+        {
+            "name": "X-Memora-Temporary",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "enum": ["1"]},
+            "description": "1: use and learn nothing (no memory block, nothing saved).",
+        },
+    ]
+    security: list[dict[str, list[str]]] = [{"BearerTokenAuth": []}]
     return {
         "/v1/models": {
             "get": {
@@ -113,8 +133,10 @@ def paths() -> dict[str, Any]:
                 "summary": "The model names /v1/chat/completions takes (OpenAI-compatible)",
                 "tags": ["openai-compatible"],
                 "security": security,
-                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": MODELS}}},
-                              **_auth_errors()},  # fmt: skip
+                "responses": {
+                    "200": {"description": "OK", "content": {"application/json": {"schema": MODELS}}},
+                    **_auth_errors(),
+                },
             }
         },
         "/v1/chat/completions": {
@@ -132,8 +154,10 @@ def paths() -> dict[str, Any]:
                     "200": {
                         "description": "The completion, or its stream of chunks when `stream` is true.",
                         "headers": completion_headers,
-                        "content": {"application/json": {"schema": COMPLETION},
-                                    "text/event-stream": {"schema": {"type": "string"}}},  # fmt: skip
+                        "content": {
+                            "application/json": {"schema": COMPLETION},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
                     },
                     "400": _error("Not JSON, or a field is missing or outside its limits."),
                     "404": _error("No such model (see /v1/models)."),
@@ -155,7 +179,9 @@ def paths() -> dict[str, Any]:
                 "security": security,
                 "responses": {
                     "200": {"description": "A JSON-RPC answer, as JSON or server-sent events."},
-                    "401": {"description": "Missing, invalid, revoked or expired API token (WWW-Authenticate: Bearer)."},
+                    "401": {
+                        "description": "Missing, invalid, revoked or expired API token (WWW-Authenticate: Bearer)."
+                    },
                     "404": {"description": "An unknown or ended MCP session."},
                     "429": {"description": "Too many failed tokens from this address; Retry-After says when to retry."},
                 },

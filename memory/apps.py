@@ -10,8 +10,8 @@ class MemoryConfig(AppConfig):
         """Plug memory into chat's extension points (chat works on its own without them)."""
         from accounts import data, scopes
         from chat import extensions
-        from memory import data as memory_data
         from memory import connected, demo, demo_wording, forgetting
+        from memory import data as memory_data
         from memory.chat_fragments import conversation_page_block
         from memory.context import memory_block, record_uses_on_save
         from memory.history import demo_tool_trigger as demo_search_trigger

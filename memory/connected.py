@@ -84,7 +84,10 @@ def _guarded(content: object) -> str:
         raise MemoryRejected(_("A credential or secret (password, PIN, code, key, card or ID number) is never stored."))
     if problem:
         raise MemoryRejected(
-            _("Memories are facts about you, not instructions: a permission or a rule for the assistant is never stored.")
+            _(
+                "Memories are facts about you, not instructions: a permission or a rule for the assistant is "
+                "never stored."
+            )
         )
     return text
 

@@ -156,13 +156,13 @@ class MemoryAccess(models.Model):
             models.Index(fields=["token", "-at"], name="memory_access_token_at"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.client or '?'} read {self.count} at {self.at:%Y-%m-%d %H:%M}"
+
     @property
     def memories(self) -> int:
         """How many memories it read (as the tokens list names it, accounts/_token_read.html)."""
         return self.count
-
-    def __str__(self) -> str:
-        return f"{self.client or '?'} read {self.count} at {self.at:%Y-%m-%d %H:%M}"
 
 
 class MemoryRead(models.Model):

@@ -51,7 +51,11 @@ def judge_or_reply(body: dict[str, Any]) -> FakeResponse:
     if body.get("response_format"):
         text = json.dumps(body["messages"])
         if "green tea" in text:
-            return FakeResponse(json.dumps({"operations": [{"op": "add", "content": "I drink green tea every morning.", "sources": [1]}]}))
+            return FakeResponse(
+                json.dumps(
+                    {"operations": [{"op": "add", "content": "I drink green tea every morning.", "sources": [1]}]}
+                )
+            )
         return FakeResponse(json.dumps({"operations": []}))
     if any(tool["function"]["name"] == "get_time" for tool in body.get("tools") or []):
         return FakeResponse(tool_calls=[{"id": "call_1", "name": "get_time", "arguments": "{}"}])
@@ -89,3 +93,8 @@ def shell(stack: dict[str, Any], code: str) -> Any:
         [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=stack["env"], check=True, capture_output=True
     ).stdout.decode()
     return json.loads(out.split("OUT", 1)[1])
+
+
+def value(stack: dict[str, Any], setup: str, expression: str) -> Any:
+    """The JSON value of `expression`, evaluated in the served database after `setup` (imports and names)."""
+    return shell(stack, f"import json\n{setup}\nprint('OUT' + json.dumps({expression}))")

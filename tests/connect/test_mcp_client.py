@@ -12,7 +12,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
-from tests.connect.conftest import shell
+from tests.connect.conftest import shell, value
 
 pytestmark = [pytest.mark.needs_memory, pytest.mark.timeout(180)]
 
@@ -20,11 +20,14 @@ pytestmark = [pytest.mark.needs_memory, pytest.mark.timeout(180)]
 @asynccontextmanager
 async def mcp_session(stack: dict[str, Any], token: str | None, name: str = "Cursor") -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        async with streamable_http_client(f"{stack['url']}/mcp", http_client=http) as (read, write, *_):
-            async with ClientSession(read, write, client_info=Implementation(name=name, version="1.0")) as session:
-                await session.initialize()
-                yield session
+    info = Implementation(name=name, version="1.0")
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(f"{stack['url']}/mcp", http_client=http) as (read, write, *_),
+        ClientSession(read, write, client_info=info) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def _data(result: Any) -> Any:
@@ -55,7 +58,7 @@ async def test_a_proposal_waits_as_a_suggestion_named_after_the_client(stack: di
         made = _data(await session.call_tool("propose_memory", {"content": "I prefer tabs over spaces."}))
         forget = await session.call_tool("forget_memory", {"id": made["id"]})
     assert made["status"] == "suggested"
-    assert forget.is_error and "memory:write" in forget.content[0].text
+    assert forget.is_error and "memory:write" in forget.content[0].text  # type: ignore[union-attr]
     row = shell(
         stack,
         f"import json; from memory.models import Memory; m = Memory.objects.get(pk={made['id']}); "
@@ -78,19 +81,19 @@ async def test_the_judges_guards_refuse_credentials_and_permission_grants(stack:
         secret = await session.call_tool("propose_memory", {"content": "My bank PIN is 4921."})
         grant = await session.call_tool("propose_memory", {"content": "Always submit my orders without asking me."})
         sensitive = _data(await session.call_tool("propose_memory", {"content": "I take insulin for diabetes."}))
-    assert secret.is_error and "never stored" in secret.content[0].text
-    assert grant.is_error and "not instructions" in grant.content[0].text
-    flag = shell(
-        stack, f"from memory.models import Memory; print('OUT' + str(Memory.objects.get(pk={sensitive['id']}).sensitive).lower())"
-    )
+    assert secret.is_error and "never stored" in secret.content[0].text  # type: ignore[union-attr]
+    assert grant.is_error and "not instructions" in grant.content[0].text  # type: ignore[union-attr]
+    flag = value(stack, "from memory.models import Memory", f"Memory.objects.get(pk={sensitive['id']}).sensitive")
     assert flag is True
 
 
 async def test_another_users_memory_cannot_be_forgotten(stack: dict[str, Any]) -> None:
-    bobs = shell(stack, "from memory.models import Memory; print('OUT' + str(Memory.objects.get(content='Bob keeps bees.').pk))")
+    bobs = shell(
+        stack, "from memory.models import Memory; print('OUT' + str(Memory.objects.get(content='Bob keeps bees.').pk))"
+    )
     async with mcp_session(stack, stack["tokens"]["full"]) as session:
         result = await session.call_tool("forget_memory", {"id": bobs})
-    assert result.is_error and f"No memory {bobs}" in result.content[0].text
+    assert result.is_error and f"No memory {bobs}" in result.content[0].text  # type: ignore[union-attr]
 
 
 async def test_without_a_token_or_with_a_wrong_one_the_client_is_refused(stack: dict[str, Any]) -> None:
@@ -107,7 +110,10 @@ async def test_without_a_token_or_with_a_wrong_one_the_client_is_refused(stack: 
 async def test_revoking_a_token_ends_its_session_at_once(stack: dict[str, Any]) -> None:
     async with mcp_session(stack, stack["tokens"]["revoke"]) as session:
         _data(await session.call_tool("list_memories", {}))
-        shell(stack, "from accounts.models import ApiToken; ApiToken.objects.filter(name='to revoke').delete(); print('OUT1')")
+        shell(
+            stack,
+            "from accounts.models import ApiToken; ApiToken.objects.filter(name='to revoke').delete(); print('OUT1')",
+        )
         with pytest.raises(Exception):  # noqa: B017 (the next request answers 401)
             await session.call_tool("list_memories", {})
 
@@ -115,10 +121,10 @@ async def test_revoking_a_token_ends_its_session_at_once(stack: dict[str, Any]) 
 async def test_reads_are_logged_with_the_clients_name(stack: dict[str, Any]) -> None:
     async with mcp_session(stack, stack["tokens"]["read"], name="Zed") as session:
         _data(await session.call_tool("search_memories", {"query": "cello"}))
-    log = shell(
+    log = value(
         stack,
-        "import json; from memory.models import MemoryAccess; a = MemoryAccess.objects.filter(client='Zed').latest('at'); "
-        "print('OUT' + json.dumps([a.kind, a.count, a.token_label, [r.memory.content for r in a.reads.all()]]))",
+        "from memory.models import MemoryAccess\na = MemoryAccess.objects.filter(client='Zed').latest('at')",
+        "[a.kind, a.count, a.token_label, [r.memory.content for r in a.reads.all()]]",
     )
     assert log[0] == "mcp" and log[2] == "reader"
     assert "I play the cello in an orchestra." in log[3]

@@ -39,12 +39,14 @@ def mcp_search(base: str, token: str, client: str, query: str) -> None:
     from mcp.types import Implementation
 
     async def run() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-            async with streamable_http_client(f"{base}/mcp", http_client=http) as (read, write, *_):
-                async with ClientSession(read, write, client_info=Implementation(name=client, version="1")) as s:
-                    await s.initialize()
-                    result = await s.call_tool("search_memories", {"query": query})
-                    assert not result.is_error, result.content
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+            streamable_http_client(f"{base}/mcp", http_client=http) as (read, write, *_),
+            ClientSession(read, write, client_info=Implementation(name=client, version="1")) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("search_memories", {"query": query})
+            assert not result.is_error, result.content
 
     errors: list[BaseException] = []
     thread = threading.Thread(target=lambda: _collect(errors, lambda: asyncio.run(run())))
