@@ -19,6 +19,7 @@ from chat.models import Message
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
     TURN_EVENT_STREAM,
+    ChatModelList,
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
@@ -34,6 +35,7 @@ from chat.turn.model_input import TurnEvent
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 
 router = Router(tags=["conversations"])
+models_router = Router(tags=["conversations"])
 
 
 def _user(request: HttpRequest) -> User:
@@ -68,9 +70,15 @@ def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[
     return conversations[page.offset : end]
 
 
-@router.post("", response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS})
+@router.post(
+    "",
+    response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS},
+    description="`model` must be one of `GET /api/models` (422 otherwise, listing them); without it, the default.",
+)
 def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
-    conversation = services.conversation_create(user=_user(request), title=payload.title, temporary=payload.temporary)
+    conversation = services.conversation_create(
+        user=_user(request), title=payload.title, temporary=payload.temporary, model=payload.model
+    )
     return Status(201, conversation)
 
 
@@ -82,10 +90,17 @@ def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     return conversation
 
 
-@router.patch("/{conversation_id}", response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS})
+@router.patch(
+    "/{conversation_id}",
+    response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS},
+    description="Any of `title`, `model` (one of `GET /api/models`, else 422 listing them; used from the next "
+    "turn on, a running reply keeps its model) and `pinned`.",
+)
 def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    return services.conversation_rename(conversation=conversation, title=payload.title)
+    return services.conversation_update(
+        conversation=conversation, title=payload.title, model=payload.model, pinned=payload.pinned
+    )
 
 
 @router.delete(
@@ -99,6 +114,16 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)
     return Status(204, None)
+
+
+@models_router.get(
+    "",
+    response={200: ChatModelList, **AUTH_ERRORS},
+    summary="The chat models a conversation may use, the default first",
+    description="CHAT_MODELS, or the provider's own list (its chat models, looked at every ten minutes at most).",
+)
+def chat_model_list(request: HttpRequest) -> Any:
+    return {"models": selectors.chat_model_choices()}
 
 
 @router.get(

@@ -21,6 +21,10 @@ class Conversation(models.Model):
     title = models.CharField(max_length=200, blank=True)
     # Temporary: nothing is learned from it and no memory is used in it.
     temporary = models.BooleanField(default=False)
+    # The chat model its turns use (chat.llm.catalogue); "": the default model of the moment.
+    model = models.CharField(max_length=200, blank=True)
+    # Kept at the top of the conversation list.
+    pinned = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The per-conversation turn lock, held as a lease: the process running the turn renews it every

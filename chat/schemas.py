@@ -1,22 +1,34 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 from uuid import UUID
 
 from django.conf import settings
 from ninja import Field, Schema
-from pydantic import ConfigDict, StrictBool, field_validator
+from pydantic import ConfigDict, StrictBool, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
+from chat.llm import catalogue
+from chat.models import Conversation
 from config.api_errors import NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
 
 TITLE_MAX = 200
+MODEL_MAX = 200
 
 
 class ConversationOut(Schema):
     id: UUID
     title: str
     temporary: bool
+    model: str = Field(description="The chat model its turns use (one of `GET /api/models`).")
+    pinned: bool = Field(description="Kept at the top of the conversation list.")
     created_at: datetime
+
+    @staticmethod
+    def resolve_model(obj: Conversation) -> str:
+        return catalogue.conversation_model(obj.model)
+
     updated_at: datetime
 
 
@@ -37,19 +49,48 @@ class ConversationIn(Schema):
     title: str = Field("", max_length=TITLE_MAX, pattern=NO_NUL, description="Leading and trailing spaces are removed.")
     # Strict: JSON true or false, not 0 or "yes", as the document says.
     temporary: StrictBool = Field(False, description="Nothing is learned from a temporary conversation.")
+    model: str = Field(
+        "", max_length=MODEL_MAX, description="A chat model of `GET /api/models` (else the default); 422 otherwise."
+    )
 
 
 class ConversationPatch(Schema):
-    model_config = ConfigDict(extra="forbid")
+    """Any of: a new title, another model (used from the next turn on), pinned or not. A field left out is
+    left as it is (as is a field sent as null)."""
 
-    title: str = Field(..., min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    # Constraints on the string itself: with None beside it, a bare Field's would also apply to None.
+    title: Annotated[str, Field(min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)] | SkipJsonSchema[None] = None
+    model: Annotated[str, Field(min_length=1, max_length=MODEL_MAX)] | SkipJsonSchema[None] = Field(
+        None, description="A chat model of `GET /api/models`; 422 otherwise."
+    )
+    pinned: StrictBool | SkipJsonSchema[None] = Field(None, description="Kept at the top of the conversation list.")
 
     @field_validator("title")
     @classmethod
-    def title_not_blank(cls, value: str) -> str:
+    def title_not_blank(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if not value.strip():
             raise ValueError("Title is empty.")
         return value.strip()
+
+    @model_validator(mode="after")
+    def something_to_change(self) -> ConversationPatch:
+        if self.title is None and self.model is None and self.pinned is None:
+            raise ValueError("Give at least one of title, model and pinned.")
+        return self
+
+
+class ChatModelOut(Schema):
+    id: str = Field(description="What `model` on a conversation takes.")
+    label: str = Field(description="How the page names it.")
+    default: bool = Field(description="The model of a conversation that names none.")
+
+
+class ChatModelList(Schema):
+    models: list[ChatModelOut]
 
 
 class MessageOut(Schema):

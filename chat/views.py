@@ -104,7 +104,13 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
     if not form.cleaned_data["message"].strip():
         # A conversation starts with its first message: no empty conversations pile up.
         return redirect(reverse("chat:index") + ("?temporary=1" if form.cleaned_data["temporary"] else ""))
-    conversation = services.conversation_create(user=_user(request), temporary=form.cleaned_data["temporary"])
+    try:
+        conversation = services.conversation_create(
+            user=_user(request), temporary=form.cleaned_data["temporary"], model=form.cleaned_data["model"]
+        )
+    except services.UnknownModel as exc:
+        form.add_error(None, str(exc))
+        return render(request, "chat/index.html", {**_chat_context(request, None), "form": form}, status=400)
     # The page sends it over the WebSocket as soon as it connects, so it streams like any other.
     request.session[DRAFT_SESSION_KEY.format(conversation.pk)] = form.cleaned_data["message"]
     return redirect("chat:conversation", conversation_id=conversation.pk)
@@ -151,6 +157,22 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
         return render(request, "chat/_rename_form.html", context, status=422 if form.is_bound else 200)
     context = {**_chat_context(request, conversation), "conversation": conversation, "form": form}
     return render(request, "chat/rename.html", context, status=400 if form.is_bound else 200)
+
+
+@login_required
+@require_POST
+def conversation_model(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+    """Switch the conversation's model, from its next reply on (the header's picker)."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    error = ""
+    try:
+        conversation = services.conversation_update(conversation=conversation, model=request.POST.get("model", ""))
+    except services.UnknownModel as exc:
+        error = str(exc)
+    if not request.htmx:
+        return redirect("chat:conversation", conversation_id=conversation.pk)
+    context = {"conversation": conversation, "model_error": error, "model_changed": not error}
+    return render(request, "chat/_model_status.html", context, status=422 if error else 200)
 
 
 @login_required

@@ -30,6 +30,7 @@ from ninja.parser import Parser
 from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import LanguageRejected, TokenRejected
+from chat.api import models_router as chat_models_router
 from chat.api import router as chat_router
 from chat.search.api import router as search_router
 from chat.services import TurnRejected
@@ -104,6 +105,7 @@ api = MemoraAPI(
 )
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
+api.add_router("/models", chat_models_router)
 api.add_router("/search", search_router)
 
 

@@ -25,9 +25,9 @@ from django.conf import settings
 from accounts.models import User
 from chat.extensions import TurnContext
 from chat.models import Message
-from memory import embeddings
 from memory.forgetting import turn_memories_note
-from memory.recall import Candidate, always_used, rank
+from memory.recall import Candidate, always_used
+from memory.relevance import relevant
 from memory.selectors import memories_active, memory_rows_for_turn, messages_last_two_before
 from memory.services import memory_uses_record
 
@@ -130,18 +130,15 @@ def block_for_turn(ctx: TurnContext, memories: list[Candidate] | None = None) ->
     if not memories:
         return None
     previous, reply = last_exchange(ctx)
-    query_vector, vectors = embeddings.for_turn(ctx, [c.id for c in memories if not c.always])
-    relevant = rank(
-        memories,
+    ranked = relevant(
+        user_id=ctx.user.pk,
+        memories=memories,
         message=ctx.user_message.content,
         previous=previous,
         reply=reply,
-        query_vector=query_vector,
-        vectors=vectors,
-        similarity_floor=settings.EMBEDDING_MIN_SIMILARITY,
-        owner=ctx.user.pk,
+        turn=ctx,
     )
-    return fit(always_used(memories), relevant, settings.MEMORY_PROMPT_MAX_CHARS)
+    return fit(always_used(memories), ranked, settings.MEMORY_PROMPT_MAX_CHARS)
 
 
 class _BlocksInFlight:

@@ -130,3 +130,25 @@ def for_turn(ctx: TurnContext, memory_ids: list[int]) -> tuple[list[float] | Non
     if not vectors:
         return None, {}  # nothing to compare with: no request
     return _query_vector(ctx), vectors
+
+
+def for_text(
+    *, user_id: int, text: str, memory_ids: list[int]
+) -> tuple[list[float] | None, dict[int, Sequence[float]]]:
+    """A text's vector and the given memories' vectors, off a turn's path (the judge's view of a batch):
+    one request, not kept; (None, {}) without embeddings or when the request fails."""
+    if not enabled() or not memory_ids or not text.strip():
+        return None, {}
+    wanted = set(memory_ids)
+    stored = selectors.memory_vectors_of_user(user_id=user_id, model=settings.EMBEDDING_MODEL)
+    vectors: dict[int, Sequence[float]] = {
+        pk: unpack(data) for pk, data in stored.values_list("memory_id", "vector") if pk in wanted
+    }
+    embedder = get_embedder()
+    if not vectors or embedder is None:
+        return None, {}
+    try:
+        return normalised(embedder.embed(texts=[text], timeout=float(settings.LLM_TIMEOUT))[0]), vectors
+    except LLMError as exc:
+        logger.warning("embeddings unavailable, ranking lexically: %s", exc)
+        return None, {}

@@ -207,6 +207,7 @@ class ExtractionRun(models.Model):
         ABANDONED = "abandoned", _("Abandoned (claim lost or the user changed memories meanwhile)")
         SPLIT = "split", _("Split (too large for the model; retried as smaller batches)")
         TOO_LARGE = "too_large", _("Too large for the model (messages stay pending)")
+        UNAVAILABLE = "unavailable", _("Model server unavailable (messages stay pending; retried later)")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="extraction_runs")
     trigger = models.CharField(max_length=16, choices=Trigger.choices)

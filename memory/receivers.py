@@ -16,7 +16,7 @@ from django.conf import settings
 from chat.llm import tools_usable
 from memory import lexicon
 from memory.models import ExtractionRun
-from memory.selectors import messages_pending
+from memory.selectors import messages_pending, pending_count_up_to
 from memory.tasks import embed_memories_later, enqueue_extraction
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 def pending_up_to(*, user_id: int, message_id: int) -> int:
     """Pending user messages up to `message_id` across all conversations (0 when memory is off)."""
-    return messages_pending(user_id=user_id, up_to_message_id=message_id).filter(user__memory_enabled=True).count()
+    return pending_count_up_to(user_id=user_id, message_id=message_id)
 
 
 def explicit_request_pending(*, user_id: int, message_id: int) -> bool:

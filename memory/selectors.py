@@ -36,6 +36,36 @@ def messages_pending(*, user_id: int, up_to_message_id: int | None = None) -> Qu
     return query.order_by("id")
 
 
+# The partial index of pending user messages (chat.models.Message), named to SQLite's planner.
+PENDING_INDEX = "msg_user_pending"
+
+
+def pending_count_up_to(*, user_id: int, message_id: int) -> int:
+    """How many of the user's messages up to `message_id` wait for extraction, 0 while their memory is off:
+    the post-turn hook's count, on every turn's path. Written in SQL so the role and status are literals
+    that match the partial index `msg_user_pending`, named on SQLite: there the ORM's count (the values as
+    parameters) took the user's foreign-key index and read every message they ever sent."""
+    with connection.cursor() as cursor:
+        cursor.execute(pending_count_sql(), [user_id, message_id])
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def pending_count_sql() -> str:
+    """`pending_count_up_to`'s statement (parameters: user id, message id)."""
+    m, u = Message, User
+    role, status = Message.Role.USER.value, Message.MemoryStatus.PENDING.value
+    assert role.isalpha() and status.isalpha()  # literals in the statement, never input
+    index = f" INDEXED BY {connection.ops.quote_name(PENDING_INDEX)}" if connection.vendor == "sqlite" else ""
+    return (
+        f"SELECT COUNT(*) FROM {table(m)} m{index}"
+        f" INNER JOIN {table(u)} u ON u.{column(u, 'id')} = m.{column(m, 'user')}"
+        f" WHERE m.{column(m, 'user')} = %s AND m.{column(m, 'id')} <= %s"
+        f" AND m.{column(m, 'role')} = '{role}' AND m.{column(m, 'memory_status')} = '{status}'"
+        f" AND u.{column(u, 'memory_enabled')}"
+    )
+
+
 def memories_active(*, user_id: int) -> QuerySet[Memory]:
     """The user's active memories, oldest first: not invalidated, not a suggestion waiting for the user,
     not past its end date (an expired memory leaves the block at once; the sweep moves it to history)."""

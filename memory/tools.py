@@ -50,6 +50,11 @@ BACKING_OFF = (
     "Updating memory failed a moment ago and is waiting before it tries again, so this message has "
     "not been reviewed yet; it will be shortly. Nothing is saved yet: do not say that it was remembered."
 )
+UNAVAILABLE = (
+    "The memory model did not answer in time (the server is slow, busy or restarting), so this message has "
+    "not been reviewed yet; it stays waiting and will be reviewed once the server answers. Nothing is saved "
+    "yet: do not say that it was remembered."
+)
 ABANDONED = (
     "The user's memories changed while their messages were being reviewed, so nothing was saved from this review."
 )
@@ -71,6 +76,7 @@ def result_sentence(result: Result) -> str:
         Outcome.DROPPED: FAILED,
         Outcome.ABANDONED: ABANDONED,
         Outcome.BACKING_OFF: BACKING_OFF,
+        Outcome.UNAVAILABLE: UNAVAILABLE,
         Outcome.MEMORY_OFF: MEMORY_OFF,
     }.get(result.status, FAILED)
 

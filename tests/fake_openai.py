@@ -30,7 +30,9 @@ recorded in `embedding_requests`; `embedding_status` (other than 200) answers an
 With `single_slot=True` it imitates a single-slot server (llama.cpp's with its defaults): a request that
 arrives while another is being answered interrupts it (its stream ends without a `finish_reason`, counted
 in `interrupted`), streams carry no usage, and a streaming request with tools gets an empty reply.
-`max_in_flight` is the most requests it was answering at once.
+`max_in_flight` is the most requests it was answering at once; a request it is still working on after
+its client gave up (a `delay_before` past the client's timeout) counts until its work ends. With
+`slots=True` it answers llama.cpp's `GET /slots` (`is_processing` while it answers a request).
 
 For benchmarks it also runs on its own and answers every request with N word tokens:
 
@@ -180,11 +182,16 @@ class FakeOpenAIServer:
         # What the server states about itself: fields of its model in `GET /v1/models` (vLLM's
         # `max_model_len`), and llama.cpp's `GET /props` (None: not found).
         self.model_fields: dict[str, Any] = {}
+        # The whole `GET /v1/models` list, when set (else one "fake-model" with `model_fields`); how often asked.
+        self.models: list[dict[str, Any]] | None = None
+        self.model_list_requests = 0
         self.props: dict[str, Any] | None = None
         # llama.cpp's `POST /tokenize` ({"content": text} → {"tokens": [...]}, counted as `count_tokens`
         # counts text); off: not found, as on most servers.
         self.tokenize = False
         self.tokenize_requests: list[dict[str, Any]] = []
+        # llama.cpp's `GET /slots`; off: not found, as on llama-cpp-python and most servers.
+        self.slots = False
         self.in_flight = self.max_in_flight = self.interrupted = 0
         self._generation = 0
         self.host = host
@@ -371,10 +378,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         fake = self.server.fake
         if self.path.rstrip("/").endswith("/models"):
+            fake.model_list_requests += 1
             model = {"id": "fake-model", "object": "model", "owned_by": "fake", **fake.model_fields}
-            self._send_json(200, {"object": "list", "data": [model]})
+            listed = fake.models if fake.models is not None else [model]
+            self._send_json(200, {"object": "list", "data": listed})
         elif self.path.rstrip("/") == "/props" and fake.props is not None:
             self._send_json(200, fake.props)
+        elif self.path.rstrip("/") == "/slots" and fake.slots:
+            self._send_raw(json.dumps([{"id": 0, "is_processing": fake.in_flight > 0}]), "application/json")
         else:
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
 

@@ -41,9 +41,19 @@ class ScriptedChatModel(ChatModel):
         cls.summary_answers, cls.summary_requests = [], []
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
-        request = {"messages": json.loads(json.dumps(messages)), "tools": tools, "max_tokens": max_tokens}
+        request = {
+            "messages": json.loads(json.dumps(messages)),
+            "tools": tools,
+            "max_tokens": max_tokens,
+            "model": model,
+        }
         type(self).requests.append(request)
         step = type(self).steps.pop(0) if type(self).steps else Step(chunks=["ok"])
         if step.gate is not None:

@@ -91,7 +91,12 @@ class DemoChatModel(ChatModel):
         return None
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
         tool = self._tool_to_call(messages, tools)
         if tool is not None:

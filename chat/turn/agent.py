@@ -39,6 +39,7 @@ from chat.llm import (
     ToolCall,
     ToolCalls,
     Usage,
+    catalogue,
     get_chat_model,
 )
 from chat.models import Conversation, Message
@@ -209,7 +210,9 @@ class Turn:
     def _started(
         cls, started: transactions.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None
     ) -> Turn:
-        budget = context_budget.budget_of(context_window=started.context_window, token_ratio=started.token_ratio)
+        budget = context_budget.budget_of(
+            context_window=started.context_window, token_ratio=started.token_ratio, model=started.conversation.model
+        )
         return cls(started=started, model=model, _budget=budget, _first_input=messages)
 
     @property
@@ -309,7 +312,9 @@ class Turn:
         compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
         s = self.started
         if self._budget is None:
-            self._budget = context_budget.budget_of(context_window=s.context_window, token_ratio=s.token_ratio)
+            self._budget = context_budget.budget_of(
+                context_window=s.context_window, token_ratio=s.token_ratio, model=s.conversation.model
+            )
         request = [*messages, *self._items]
         size = self._budget.measure(request, tools)
         if size > self._budget.input:
@@ -320,7 +325,14 @@ class Turn:
             try:
                 # max_tokens: the reply's room in this conversation's budget (a learned window may be smaller).
                 # In the provider's queue first (LLM_MAX_CONCURRENCY): the page says how many are ahead.
-                stream = model_queue.stream(self.model, messages=request, tools=tools, max_tokens=self._budget.reply)
+                # The conversation's model, as read with the turn's start: a switch takes effect next turn.
+                stream = model_queue.stream(
+                    self.model,
+                    messages=request,
+                    tools=tools,
+                    max_tokens=self._budget.reply,
+                    model=catalogue.conversation_model(s.conversation.model),
+                )
                 async with aclosing(stream):  # type: ignore[type-var]
                     async for chunk in stream:
                         if isinstance(chunk, model_queue.Waiting):

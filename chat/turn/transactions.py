@@ -135,12 +135,13 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
     conversation.updated_at = now
     row = Conversation.objects.filter(pk=conversation.pk).values_list(
         "title",
+        "model",  # read again: the object may be stale, and a model chosen since applies to this turn
         "agent_state__context",
         "agent_state__version",
         "agent_state__context_window",
         "agent_state__token_ratio",
     )[0]
-    conversation.title, context, version, window, ratio = row
+    conversation.title, conversation.model, context, version, window, ratio = row
     if version is None:  # every conversation is created with its state; this only repairs a missing one
         state = AgentState.objects.create(conversation=conversation)
         context, version = state.context, state.version

@@ -298,6 +298,9 @@ OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip()
 CHAT_MODEL = os.environ.get("CHAT_MODEL", "").strip() or "gpt-4o-mini"
 MEMORY_MODEL = os.environ.get("MEMORY_MODEL", "").strip() or CHAT_MODEL
+# The models a conversation may choose (comma-separated, the first is the default); unset: the provider's
+# `GET /v1/models`, CHAT_MODEL first (chat.llm.catalogue).
+CHAT_MODELS = os.environ.get("CHAT_MODELS", "").strip()
 # "openai" when a key or base URL is configured, else the offline demo model. LLM_BACKEND overrides.
 LLM_BACKEND = os.environ.get("LLM_BACKEND", "").strip() or ("openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "demo")
 # The longest silence between two bytes from the provider (the HTTP read timeout).

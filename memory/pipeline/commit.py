@@ -63,6 +63,7 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             max_active=settings.MEMORY_MAX_ACTIVE,
             keys={m.key: m.id for m in rows if m.key},
             review=batch_review(batch, mode=mode or REVIEW_SENSITIVE),
+            shown=batch.shown,
         )
         changes = _apply(plan, user_id=user_id, run=run, active=active)
         run.applied_ops, run.dropped_ops = plan.applied, plan.dropped

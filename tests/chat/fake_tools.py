@@ -48,7 +48,7 @@ class ExplodingModel(StreamOnlyModel):
     label = "exploding"
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Start ")
         raise ValueError("secret detail")
@@ -60,7 +60,7 @@ class StallingModel(StreamOnlyModel):
     label = "stalling"
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Partial ")
         await asyncio.sleep(60)
@@ -75,7 +75,7 @@ class ClockedModel(StreamOnlyModel):
     waits: list[int] = []
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         loop = asyncio.get_running_loop()
         start, waits = loop.time(), 0
@@ -95,7 +95,7 @@ class ClosableModel(StreamOnlyModel):
     closed: list[bool] = []
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         try:
             for word in ("One ", "two ", "three"):
@@ -116,7 +116,7 @@ class WrittenModel(StreamOnlyModel):
     log: list[str] = []
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         from chat.llm import written
 

@@ -53,7 +53,7 @@ def test_list_returns_only_my_conversations_newest_first(api_client: Client, use
     assert response.status_code == 200
     body = response.json()
     assert [c["id"] for c in body] == [str(newer.id), str(older.id)]
-    assert set(body[0]) == {"id", "title", "temporary", "created_at", "updated_at"}
+    assert set(body[0]) == {"id", "title", "temporary", "model", "pinned", "created_at", "updated_at"}
 
 
 def test_create_returns_201_with_the_new_conversation(api_client: Client, user: User) -> None:

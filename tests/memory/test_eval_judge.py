@@ -183,6 +183,19 @@ def test_a_model_that_never_answers_meets_the_deadline(
     assert report["overall"]["errors"] == 1 and report["deadline"] == 0.5
 
 
+def test_no_case_is_sent_while_the_server_still_works_on_one_given_up_at_its_deadline(
+    fake_openai: FakeOpenAIServer, case_file: Path
+) -> None:
+    fake_openai.slots = True  # llama.cpp says when it is idle
+    fake_openai.queue(FakeResponse('{"operations": []}', delay_before=2))  # works on after the 0.5 s deadline
+    report = json.loads(
+        eval_judge("--base-url", fake_openai.base_url, "--cases", str(case_file), "--deadline", "0.5", "--json")
+    )
+    assert report["results"][0]["error"].startswith("timeout")
+    assert len(fake_openai.requests) == 3
+    assert fake_openai.max_in_flight == 1
+
+
 def test_the_backstop_gives_up_on_a_call_that_ignores_its_deadline() -> None:
     def slow() -> str:
         time.sleep(5)
