@@ -122,13 +122,17 @@ def _log(token: ApiToken, client: str, ids: list[int]) -> None:
 
 
 async def run(
-    prepared: Prepared, *, tools: list[dict[str, Any]] | None, max_tokens: int | None, reply: Reply
+    prepared: Prepared, *, tools: list[dict[str, Any]] | None, max_tokens: int | None, model: str, reply: Reply
 ) -> AsyncIterator[StreamChunk]:
     """The provider's stream (text deltas, then at most one ToolCalls), gathered into `reply` too."""
-    model = get_chat_model()
-    request: dict[str, Any] = {"messages": prepared.messages, "tools": tools or None, "max_tokens": max_tokens}
+    request: dict[str, Any] = {
+        "messages": prepared.messages,
+        "tools": tools or None,
+        "max_tokens": max_tokens,
+        "model": model,
+    }
     beat = time.monotonic()
-    async for chunk in model_queue.stream(model, **request):
+    async for chunk in model_queue.stream(get_chat_model(), **request):
         if isinstance(chunk, model_queue.Waiting):
             continue
         if isinstance(chunk, TextDelta):

@@ -12,8 +12,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accounts.models import ApiToken, Scope
 from accounts.throttle import client_address
-from chat.llm import LLMError, TextDelta, ToolCalls
+from chat.llm import LLMError, TextDelta, ToolCalls, catalogue
 from chat.rejections import TurnRejected
 from connect import completions
 from connect.tokens import Refusal, client_name, token_authenticate
@@ -60,8 +60,9 @@ def error(status: int, message: str, kind: str, code: str | None = None, **heade
 
 
 def models() -> list[str]:
-    """The model names clients may ask for: the one Memora is configured with."""
-    return [settings.CHAT_MODEL]
+    """The model names clients may ask for: the chat's own (CHAT_MODELS, else the provider's list; the
+    default first). May ask the provider: call it off the event loop."""
+    return catalogue.chat_model_ids()
 
 
 async def _token(request: HttpRequest) -> ApiToken | JsonResponse:
@@ -88,7 +89,8 @@ async def model_list(request: HttpRequest) -> HttpResponse:
     token = await _token(request)
     if isinstance(token, JsonResponse):
         return token
-    data = [{"id": name, "object": "model", "created": 0, "owned_by": "memora"} for name in models()]
+    names = await sync_to_async(models, thread_sensitive=False)()
+    data = [{"id": name, "object": "model", "created": 0, "owned_by": "memora"} for name in names]
     return JsonResponse({"object": "list", "data": data})
 
 
@@ -118,7 +120,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
     token = await _token(request)
     if isinstance(token, JsonResponse):
         return token
-    parsed = _parse(request)
+    parsed = await sync_to_async(_parse, thread_sensitive=False)(request)
     if isinstance(parsed, JsonResponse):
         return parsed
     key = request.headers.get(CONVERSATION_HEADER, "").strip()
@@ -142,7 +144,11 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
     headers = {MEMORIES_HEADER: ",".join(map(str, prepared.memory_ids))}
     if prepared.conversation_id:
         headers["X-Memora-Conversation-Id"] = prepared.conversation_id
-    options = {"tools": parsed.tools, "max_tokens": parsed.max_completion_tokens or parsed.max_tokens}
+    options = {
+        "tools": parsed.tools,
+        "max_tokens": parsed.max_completion_tokens or parsed.max_tokens,
+        "model": parsed.model,
+    }
     completion_id = f"chatcmpl-{prepared.turn.assistant_message.pk if prepared.turn else int(time.time() * 1000)}"
     if parsed.stream:
         events = _events(prepared, options, completion_id, parsed.model)

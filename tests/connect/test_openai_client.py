@@ -41,7 +41,10 @@ def memory_ids(stack: dict[str, Any], *contents: str) -> set[str]:
 
 
 def test_models_lists_the_configured_model(stack: dict[str, Any]) -> None:
-    assert [m.id for m in client(stack).models.list()] == ["local-model"]
+    assert [m.id for m in client(stack).models.list()] == [
+        "local-model",
+        "fake-model",
+    ]  # the default, then the provider's
 
 
 def test_a_reply_comes_through_with_the_memory_block_and_its_ids(

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0004_api_token_scopes'),
-        ('memory', '0007_extraction_run_text_removed_at'),
+        ('memory', '0008_extraction_run_unavailable'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
