@@ -10,7 +10,7 @@ class MemoryConfig(AppConfig):
         """Plug memory into chat's extension points (chat works on its own without them)."""
         from accounts import data, scopes
         from chat import extensions
-        from memory import connected, demo, demo_wording, forgetting
+        from memory import connected, demo, demo_wording, forgetting, moves
         from memory import data as memory_data
         from memory.chat_fragments import conversation_page_block
         from memory.context import memory_block, record_uses_on_save
@@ -50,6 +50,8 @@ class MemoryConfig(AppConfig):
         forgetting.register_defaults()
         extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
         extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
+        # Ending a project moves its memories to the user or deletes them permanently (memory.moves).
+        extensions.register_project_ender("memory", moves.project_memories_end)
         data.register_exporter("memories", memory_data.memories_export)
         data.register_eraser("memory", memory_data.account_erase)
         data.register_page_context("memory", memory_data.account_page_context)

@@ -2,7 +2,8 @@
 
 A memory row's content never changes. An update invalidates the old row (`invalid_at`, a reason,
 `superseded_by`) and inserts a new one, so the history of what was believed, and why it changed, is
-kept. Every conversation of the user sees the same active memories; there is no conversation field.
+kept. There is no conversation field: every conversation of the same scope sees the same active
+memories (the user's own, and a project's in that project's conversations; memory.scopes).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Memory(models.Model):
         USER = "user", _("Added by the user")
         RESTORED = "restored", _("Restored by the user")
         CLIENT = "client", _("Proposed by a connected tool")
+        IMPORTED = "imported", _("Learned from imported chats")
 
     class InvalidReason(models.TextChoices):
         UPDATED = "updated", _("Updated from a later message")
@@ -44,6 +46,7 @@ class Memory(models.Model):
         EDITED = "edited", _("Edited by the user")
         REPLACED = "replaced", _("Replaced by a restored version")
         EXPIRED = "expired", _("Expired (its end date passed)")
+        MOVED = "moved", _("Moved to another scope")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     content = models.CharField(max_length=CONTENT_MAX)
@@ -71,6 +74,12 @@ class Memory(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     # The last turn whose memory block held it, or the last read by a connected tool (MemoryRead).
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Its scope (SPEC §9): null = about the user, in every conversation outside an isolated project; else
+    # one piece of work's, only in that project's conversations. RESTRICT: a project ends through
+    # chat.projects, whose memory handler moves or permanently deletes these first (never a silent cascade).
+    project = models.ForeignKey(
+        "chat.Project", null=True, blank=True, on_delete=models.RESTRICT, related_name="memories"
+    )
     # The connected tool that proposed it (origin "client"): its MCP clientInfo name or User-Agent.
     client = models.CharField(max_length=100, blank=True, default="")
 
@@ -84,16 +93,29 @@ class Memory(models.Model):
             ),
             models.Index(fields=["owner", "-invalid_at"], name="memory_owner_history"),
         ]
+        # Two constraints each, per scope: a null project never equals another in a unique index.
         constraints = [
-            # One active memory per content and user: concurrent identical adds cannot both land.
+            # One active memory per content and scope: concurrent identical adds cannot both land.
             models.UniqueConstraint(
-                fields=["owner", "content"], condition=Q(invalid_at=None), name="memory_active_content_unique"
+                fields=["owner", "content"],
+                condition=Q(invalid_at=None, project=None),
+                name="memory_active_content_unique",
             ),
-            # One active value per single-valued preference; suggestions wait beside it.
+            models.UniqueConstraint(
+                fields=["project", "content"],
+                condition=Q(invalid_at=None, project__isnull=False),
+                name="memory_project_content_unique",
+            ),
+            # One active value per single-valued preference and scope; suggestions wait beside it.
             models.UniqueConstraint(
                 fields=["owner", "key"],
-                condition=Q(invalid_at=None, suggested=False) & ~Q(key=""),
+                condition=Q(invalid_at=None, suggested=False, project=None) & ~Q(key=""),
                 name="memory_active_key_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "key"],
+                condition=Q(invalid_at=None, suggested=False, project__isnull=False) & ~Q(key=""),
+                name="memory_project_key_unique",
             ),
         ]
 
@@ -198,6 +220,7 @@ class ExtractionRun(models.Model):
         BACKGROUND = "background", _("Background (after a turn)")
         FLUSH = "flush", _("flush_memory tool")
         MANUAL = "manual", _("Admin or command line")
+        IMPORT = "import", _("Learning from imported chats")
 
     class Status(models.TextChoices):
         RUNNING = "running", _("Running")

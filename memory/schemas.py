@@ -8,7 +8,7 @@ from ninja import Field, Schema
 from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from chat.models import Message
-from config.api_errors import NOT_BLANK
+from config.api_errors import ID_MAX, NOT_BLANK
 from memory.models import CONTENT_MAX, Memory
 from memory.selectors import memory_status, source_excerpt
 
@@ -52,6 +52,8 @@ class MemoryOut(Schema):
     expires_at: datetime | None = Field(description="End of a time-bound fact; out of the block from then on")
     # When a reply's memory block last held it (SPEC §8 "Recall"), or a connected tool read it; null until then.
     last_used_at: datetime | None
+    # SPEC §9: its scope.
+    project_id: int | None = Field(description="The project it is about, or null: about you, everywhere")
     client: str = Field(description='The connected tool that proposed it (origin "client"), or empty')
 
     @staticmethod
@@ -101,6 +103,9 @@ class MemoryIn(Schema):
         pattern=NOT_BLANK,
         description="One sentence about you: not blank, no NUL character; runs of white space become one space.",
     )
+    project_id: int | None = Field(
+        None, ge=1, le=ID_MAX, description="A project of yours it is about (null: about you, everywhere)"
+    )
 
 
 class MemoryPatch(Schema):
@@ -119,11 +124,23 @@ class MemoryPatch(Schema):
     expires_at: AwareDatetime | None = Field(
         None, description="Any future moment with its time zone, or null for no end date"
     )
+    project_id: int | None = Field(
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="Move it to a project of yours (null: about you, everywhere); the move makes a new version, "
+        "the old one kept in history (restorable)",
+    )
 
 
 class MemoryListQuery(Schema):
     status: Literal["active", "invalid", "suggested", "all"] = Field(
         "active", description="all = active + invalid + suggested"
+    )
+    project: str | None = Field(
+        None,
+        pattern=r"^(user|[1-9][0-9]{0,17})$",
+        description="Only one scope: a project's id (another user's answers 404), or user for those about you",
     )
 
 

@@ -192,6 +192,9 @@ class FakeOpenAIServer:
         self.tokenize_requests: list[dict[str, Any]] = []
         # llama.cpp's `GET /slots`; off: not found, as on llama-cpp-python and most servers.
         self.slots = False
+        # The `response_format` types it takes (None: any); another is refused with HTTP 422 in
+        # llama-cpp-python's words (it takes "text" and "json_object", the latter with a `schema`).
+        self.response_formats: tuple[str, ...] | None = None
         self.in_flight = self.max_in_flight = self.interrupted = 0
         self._generation = 0
         self.host = host
@@ -407,6 +410,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _error_body("The request body is not valid JSON.", "invalid_request_error"))
             return
         fake = self.server.fake
+        asked = (body.get("response_format") or {}).get("type") if isinstance(body, dict) else None
+        if asked and fake.response_formats is not None and asked not in fake.response_formats:
+            with fake._stats.lock:
+                fake._stats.requests.append(body)
+                fake._stats.headers.append({k.lower(): v for k, v in self.headers.items()})
+            allowed = " or ".join(repr(t) for t in fake.response_formats)
+            error = {"loc": ["body", "response_format", "type"], "msg": f"Input should be {allowed}"}
+            self._send_json(422, {"detail": [error]})
+            return
         response = fake._record(body, {k.lower(): v for k, v in self.headers.items()})
         self.generation, self.done = fake._arrive(), []
         if fake.single_slot and body.get("stream"):

@@ -70,7 +70,14 @@ class ScriptedChatModel(ChatModel):
             yield ToolCalls(list(step.tool_calls))
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         type(self).judge_requests.append(
             {
@@ -79,6 +86,7 @@ class ScriptedChatModel(ChatModel):
                 "temperature": temperature,
                 "timeout": timeout,
                 "max_tokens": max_tokens,
+                "schema": schema,
             }
         )
         if not type(self).judge_answers:

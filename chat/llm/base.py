@@ -125,9 +125,17 @@ class ChatModel(ABC):
 
     @abstractmethod
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
-        """One blocking, non-streaming call answering a JSON object (`response_format=json_object`).
+        """One blocking, non-streaming call answering a JSON object (`response_format=json_object`, or the
+        answer's JSON `schema` where the provider takes it).
 
         `timeout` bounds the whole call (retries included); `max_tokens` bounds the answer, and an
         answer cut off by it raises LLMError(kind="length").

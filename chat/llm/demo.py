@@ -115,7 +115,14 @@ class DemoChatModel(ChatModel):
         return summary[: max_tokens * 3]
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         for responder in extensions.demo_json_responders():
             answer = responder(messages)

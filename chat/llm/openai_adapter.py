@@ -36,7 +36,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import server_facts, server_load, written
+from chat.llm import json_formats, server_facts, server_load, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -273,18 +273,39 @@ class OpenAIChatModel(ChatModel):
             )
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         request: dict[str, Any] = {
             "model": model,
             "messages": single_system_message(messages),
-            "response_format": {"type": "json_object"},
             "temperature": temperature,
             "stream": False,
         }
         if max_tokens:
             request["max_tokens"] = max_tokens
-        return self._complete(request, timeout=timeout)
+        # The schema where the server takes it, JSON mode otherwise (chat.llm.json_formats).
+        end = time.monotonic() + timeout
+        key = f"{self._options['base_url']}|{model}"
+        tried = json_formats.formats(schema)
+        index = min(json_formats.first_choice(key), len(tried) - 1) if schema else 0
+        while True:
+            try:
+                answer = self._complete({**request, "response_format": tried[index]}, timeout=timeout, end=end)
+            except LLMError as exc:
+                if index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end:
+                    index += 1
+                    continue
+                raise
+            if schema:
+                json_formats.remember(key, index)
+            return answer
 
     def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
         request: dict[str, Any] = {
@@ -295,9 +316,10 @@ class OpenAIChatModel(ChatModel):
         }
         return self._complete(request, timeout=timeout)
 
-    def _complete(self, request: dict[str, Any], *, timeout: float) -> str:
-        """One non-streaming call within `timeout` seconds in all, retried only when that is safe."""
-        end = time.monotonic() + timeout
+    def _complete(self, request: dict[str, Any], *, timeout: float, end: float | None = None) -> str:
+        """One non-streaming call within `timeout` seconds in all (until `end`, a time.monotonic(), when
+        given), retried only when that is safe."""
+        end = time.monotonic() + timeout if end is None else end
         attempt = 0
         while True:
             try:

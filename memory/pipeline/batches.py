@@ -78,7 +78,7 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
         if not may_start(trigger=trigger, failures=failures, wait=wait):
             return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
-        result, batch = _judge_in_pieces(
+        result, batch = judge_in_pieces(
             user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
         )
         released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
@@ -89,7 +89,7 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
             claim_release(user_id=user_id, token=token)
 
 
-def _judge_in_pieces(
+def judge_in_pieces(
     *,
     user_id: int,
     token: uuid.UUID,

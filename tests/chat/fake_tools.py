@@ -39,7 +39,14 @@ class StreamOnlyModel(ChatModel):
     """A test model that only streams: its JSON completions (the memory judge's) are empty."""
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         return "{}"
 

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from chat.llm.demo import DemoChatModel
 from memory.evals.cases import load_cases
 from memory.evals.runner import Target, call_with_deadline, run_case
-from memory.judge_call import JUDGE_TEMPERATURE
+from memory.judge_call import JUDGE_TEMPERATURE, answer_schema
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +150,8 @@ def test_against_an_openai_compatible_server(fake_openai: FakeOpenAIServer, case
     requests = fake_openai.requests
     assert [r["messages"] for r in requests] == [c.judge_input().messages for c in cases]
     assert {r["model"] for r in requests} == {"tiny-judge"}
-    assert all(r["response_format"] == {"type": "json_object"} for r in requests)
+    assert all(r["response_format"]["type"] == "json_schema" for r in requests)  # the judge's answer schema
+    assert requests[0]["response_format"]["json_schema"]["schema"] == answer_schema()
     assert all(r["temperature"] == JUDGE_TEMPERATURE and r["stream"] is False for r in requests)
     assert {r["max_tokens"] for r in requests} == {settings.MEMORY_JUDGE_MAX_TOKENS}
     assert "--- another conversation ---" in requests[2]["messages"][1]["content"]

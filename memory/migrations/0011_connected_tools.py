@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0004_api_token_scopes'),
-        ('memory', '0008_extraction_run_unavailable'),
+        ('memory', '0010_imported_origin'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='memory',
             name='origin',
-            field=models.CharField(choices=[('extracted', 'Extracted from messages'), ('user', 'Added by the user'), ('restored', 'Restored by the user'), ('client', 'Proposed by a connected tool')], default='extracted', max_length=16),
+            field=models.CharField(choices=[('extracted', 'Extracted from messages'), ('user', 'Added by the user'), ('restored', 'Restored by the user'), ('client', 'Proposed by a connected tool'), ('imported', 'Learned from imported chats')], default='extracted', max_length=16),
         ),
         migrations.CreateModel(
             name='MemoryAccess',
