@@ -204,11 +204,13 @@ def meaning(*, query_vector: Sequence[float] | None, vectors: dict[int, Sequence
 
 def _query_vector(ctx: TurnContext) -> list[float] | None:
     """The turn's own text embedded: one request per turn, whatever the number of block builds."""
-    key = ctx.user_message.pk
+    key = ctx.user_message.pk  # None: a text no turn saved (a connected tool's search), never kept
     with _turn_lock:
-        if key in _turn_vectors:
+        if key is not None and key in _turn_vectors:
             return _turn_vectors[key]
     vector = embed_query(ctx.user_message.content, timeout=settings.EMBEDDING_TIMEOUT)
+    if key is None:
+        return vector
     with _turn_lock:
         _turn_vectors[key] = vector
         while len(_turn_vectors) > _TURNS_KEPT:
@@ -226,3 +228,14 @@ def for_turn(ctx: TurnContext, memory_ids: list[int]) -> Meaning | None:
     if not vectors:
         return None  # nothing to compare with: no request
     return meaning(query_vector=_query_vector(ctx), vectors=vectors)
+
+
+def for_text(*, user_id: int, text: str, memory_ids: list[int]) -> Meaning | None:
+    """A text's closeness in meaning to the given memories, off a turn's path (the judge's view of a batch):
+    one request within LLM_TIMEOUT, not kept; None without embeddings or when the request fails."""
+    if not memory_ids or not text.strip() or not enabled():
+        return None
+    vectors = vectors_of_user(user_id=user_id, memory_ids=memory_ids)
+    if not vectors:
+        return None
+    return meaning(query_vector=embed_query(text, timeout=float(settings.LLM_TIMEOUT)), vectors=vectors)

@@ -62,6 +62,8 @@ class JudgeInput:
     messages: list[dict[str, str]]
     # Message number shown to the judge -> message id.
     numbers: dict[int, int]
+    # The memories shown, by id: an update or a retract may name only these (memory.judge_validation).
+    memory_ids: frozenset[int] = frozenset()
 
 
 def _indent_continuation(text: str) -> str:
@@ -102,6 +104,7 @@ def render_input(
     return JudgeInput(
         messages=[{"role": "system", "content": judge_prompt(compact)}, {"role": "user", "content": text}],
         numbers=numbers,
+        memory_ids=frozenset(m.id for m in memories),
     )
 
 

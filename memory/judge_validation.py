@@ -77,7 +77,14 @@ class Review:
         return self.mode == REVIEW_ALL or (self.mode == REVIEW_SENSITIVE and sensitive)
 
 
-def _id_problem(memory_id: int, *, owner_id: int, known: dict[int, KnownMemory], touched: set[int]) -> str | None:
+def _id_problem(
+    memory_id: int,
+    *,
+    owner_id: int,
+    known: dict[int, KnownMemory],
+    touched: set[int],
+    shown: frozenset[int] | None = None,
+) -> str | None:
     memory = known.get(memory_id)
     if memory is None:
         return f"unknown memory id {memory_id}"
@@ -87,6 +94,8 @@ def _id_problem(memory_id: int, *, owner_id: int, known: dict[int, KnownMemory],
         return f"memory {memory_id} is not active"
     if memory_id in touched:
         return f"memory {memory_id} was already changed in this batch"
+    if shown is not None and memory_id not in shown:
+        return f"memory {memory_id} was not shown to the judge"
     return None
 
 
@@ -242,6 +251,7 @@ def validate(
     max_active: int | None = None,
     keys: dict[str, int] | None = None,
     review: Review | None = None,
+    shown: frozenset[int] | None = None,
 ) -> Plan:
     """Check each operation against the user's memories as they are now; record why any is dropped.
 
@@ -250,7 +260,8 @@ def validate(
     Operations past `max_operations` are dropped, and so are adds that would take the user past
     `max_active` active memories. `keys` maps each key an active memory holds to that memory's id; a
     second add of a key becomes an update of its holder. `review` decides which writes wait as
-    suggestions and gives the messages' days, against which end dates are checked.
+    suggestions and gives the messages' days, against which end dates are checked. `shown` (None: all)
+    are the memories the judge was shown: an update or a retract may name only those.
     """
     walk = _Walk(
         plan=Plan(),
@@ -264,7 +275,7 @@ def validate(
         problem = _place_problem(operation, index, last_clear=last_clear, max_operations=max_operations)
         if problem is None and operation.op in ("update", "retract"):
             assert operation.id is not None
-            problem = _id_problem(operation.id, owner_id=owner_id, known=known, touched=walk.touched)
+            problem = _id_problem(operation.id, owner_id=owner_id, known=known, touched=walk.touched, shown=shown)
         if problem:
             walk.drop(operation, problem)
         elif operation.op == "clear":

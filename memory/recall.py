@@ -78,6 +78,8 @@ class Candidate(NamedTuple):
     pinned: bool = False
     key: str = ""
     expires_at: datetime | None = None
+    # Its scope (SPEC §9): None about the user, else the project's id.
+    project: int | None = None
     learned_at: datetime | None = None  # when it was written (the block says how old a background fact is)
 
     @property

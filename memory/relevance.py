@@ -1,35 +1,38 @@
-"""Rank a user's memories against a text: the one entry point for whatever needs "the memories relevant
-to this" (a turn's block, the judge's batch, consolidation, search tools), so they all rank alike.
+"""Which of a user's memories bear on a text: the one ranking every reader goes through — a turn's block
+(memory.context), the judge's view of its batch (memory.pipeline.shown), connected tools' search — so
+they all rank alike.
 
-Ranking itself is memory.recall (pure, no database); this reads the vectors and embeds the text.
+The ranking itself is memory.recall (by words, and by meaning where embeddings run: SPEC §9, calibrated
+to the user's own memories); this module only gathers what it needs: the turn's vector on a turn's path
+(one embedding per turn), or one for the text elsewhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.conf import settings
-
+from chat.extensions import TurnContext
 from memory import embeddings
 from memory.recall import RECALL_MAX, Candidate, rank
 
 
-def memories_relevant_to(
+def relevant(
     *,
     user_id: int,
-    text: str,
     memories: Sequence[Candidate],
+    message: str,
     previous: str = "",
     reply: str = "",
+    turn: TurnContext | None = None,
     limit: int = RECALL_MAX,
-    timeout: float | None = None,
 ) -> list[Candidate]:
-    """Of `memories` (the user's, oldest first: `memory.context.candidates`), the ones relevant to `text`
-    and not always used (pinned, keyed), most relevant first, at most `limit`. Blocking: embeds `text`
-    within `timeout` seconds (default EMBEDDING_TIMEOUT) and ranks by words alone without embeddings."""
-    vectors = embeddings.vectors_of_user(user_id=user_id, memory_ids=[m.id for m in memories])
-    query_vector = None
-    if vectors:
-        query_vector = embeddings.embed_query(text, timeout=settings.EMBEDDING_TIMEOUT if timeout is None else timeout)
-    meaning = embeddings.meaning(query_vector=query_vector, vectors=vectors)
-    return rank(memories, message=text, previous=previous, reply=reply, meaning=meaning, limit=limit)
+    """Of `memories` (the user's, oldest first: `memory.context.candidates`), the ones relevant to `message`
+    (and the last exchange) that are not always used, most relevant first, at most `limit`. `turn`: the turn
+    being answered, whose embedding is made once for all its block's builds (within EMBEDDING_TIMEOUT);
+    otherwise `message` is embedded here (blocking, within LLM_TIMEOUT). Without embeddings: by words."""
+    ids = [c.id for c in memories]  # the always-used ones too: the user's own distribution of similarity
+    if turn is not None:
+        meaning = embeddings.for_turn(turn, ids)
+    else:
+        meaning = embeddings.for_text(user_id=user_id, text=message, memory_ids=ids)
+    return rank(memories, message=message, previous=previous, reply=reply, meaning=meaning, owner=user_id, limit=limit)

@@ -19,7 +19,7 @@ from chat.services import conversation_create
 from chat.turn.agent import Turn
 from memory.context import BACKGROUND_HEADER, candidates
 from memory.models import MemoryVector
-from memory.relevance import memories_relevant_to
+from memory.relevance import relevant
 from memory.tasks import embed_memories_task
 from tests.helpers import make_memory, make_user
 from tests.turns import run_to_end
@@ -130,7 +130,7 @@ def test_ranking_against_a_text_is_one_function_other_features_share(embedded: N
     embed_memories_task(user.pk)
 
     memories = candidates(user_id=user.pk)
-    found = memories_relevant_to(user_id=user.pk, text="A good steakhouse for Friday?", memories=memories)
+    found = relevant(user_id=user.pk, message="A good steakhouse for Friday?", memories=memories)
 
     assert "Is vegetarian." in [m.content for m in found]
-    assert memories_relevant_to(user_id=user.pk, text="Hello!", memories=memories) == []
+    assert relevant(user_id=user.pk, message="Hello!", memories=memories) == []

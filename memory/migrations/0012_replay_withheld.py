@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('chat', '0007_provider_queue_and_compaction'),
-        ('memory', '0007_extraction_run_text_removed_at'),
+        ('memory', '0011_connected_tools'),
     ]
 
     operations = [
