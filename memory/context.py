@@ -46,6 +46,12 @@ BACKGROUND_HEADER = (
 )
 # How a fact's end date is shown to the model.
 UNTIL = " (until {date})"
+# Which lines are the project's (SPEC §9): a mark on each, and one note saying what it means.
+PROJECT_MARK = "(this project) "
+PROJECT_NOTE = (
+    'This conversation is in one of the user\'s projects. Lines marked "(this project)" are about that piece of '
+    "work and hold only in its conversations; the others are about the user."
+)
 
 # What ranking reads (memory.recall.Candidate): rows come oldest first, so their order says how recent.
 _FIELDS = ("id", "content", "pinned", "key", "expires_at", "project")
@@ -54,7 +60,8 @@ _FIELDS = ("id", "content", "pinned", "key", "expires_at", "project")
 def line(candidate: Candidate) -> str:
     """A memory as the block lists it: a bullet, with its end date when it has one."""
     until = UNTIL.format(date=candidate.expires_at.date().isoformat()) if candidate.expires_at else ""
-    return f"- {candidate.content}{until}"
+    mark = PROJECT_MARK if candidate.project is not None else ""
+    return f"- {mark}{candidate.content}{until}"
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,8 @@ class Block:
 
     def text(self) -> str | None:
         parts: list[str] = []
+        if any(c.project is not None for c in (*self.serving, *self.background)):
+            parts.append(PROJECT_NOTE)
         if self.serving:
             parts.append("\n".join([SERVING_HEADER, *map(line, self.serving)]))
         if self.background:
@@ -82,25 +91,33 @@ class Block:
 def fit(always: Sequence[Candidate], relevant: Sequence[Candidate], budget: int) -> Block:
     """The always-used memories in order, then the relevant ones in rank order, while the text fits
     within `budget` characters: each part's header counts once it has a line. A line that does not fit
-    is passed over (a shorter one after it may still fit)."""
+    is passed over (a shorter one after it may still fit). The project's note counts once a project's
+    memory has a line."""
     used = 0
     serving: list[Candidate] = []
     left_out = 0
+    noted = False
+
+    def note(candidate: Candidate) -> int:
+        return len(PROJECT_NOTE) + 2 if candidate.project is not None and not noted else 0
+
     for candidate in always:
-        cost = len(line(candidate)) + 1 + (0 if serving else len(SERVING_HEADER))
+        cost = len(line(candidate)) + 1 + (0 if serving else len(SERVING_HEADER)) + note(candidate)
         if used + cost > budget:
             left_out += 1
             continue
         serving.append(candidate)
         used += cost
+        noted = noted or candidate.project is not None
     background: list[Candidate] = []
     separator = 2 if serving else 0
     for candidate in relevant:
-        cost = len(line(candidate)) + 1 + (0 if background else len(BACKGROUND_HEADER) + separator)
+        cost = len(line(candidate)) + 1 + (0 if background else len(BACKGROUND_HEADER) + separator) + note(candidate)
         if used + cost > budget:
             continue
         background.append(candidate)
         used += cost
+        noted = noted or candidate.project is not None
     return Block(serving=serving, background=background, serving_left_out=left_out)
 
 

@@ -26,6 +26,7 @@ from chat.extensions import TurnContext
 from chat.search.query import SearchQuery, SearchRejected, search_hits, search_page, search_query_clean
 from chat.terms import terms
 from memory import selectors
+from memory.scopes import learns_here, scope_filter, scope_of_conversation
 
 RESULT_MAX_CHARS = 2000
 HITS = 6
@@ -70,8 +71,10 @@ def _holds(held: set[str], query: SearchQuery) -> bool:
 
 
 def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
-    """Lines for the user's invalidated memories holding every term of the query, newest first."""
+    """Lines for the user's invalidated memories of the scopes this chat uses (memory.scopes) holding every
+    term of the query, newest first."""
     history = selectors.memory_history_for_search(user_id=ctx.user.pk, since=since, until=until)
+    history = history.filter(scope_filter(scope_of_conversation(ctx.conversation)))
     lines = []
     for memory in history[:MEMORIES_SCANNED]:
         if not _holds(set(terms(memory.content)), query):
@@ -88,7 +91,12 @@ def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None,
 
 
 def _hit_lines(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
-    _, page = search_page(user=ctx.user, query=query, limit=HITS, exclude=ctx.conversation, since=since, until=until)
+    # In an isolated project only its own conversations; elsewhere none of an isolated project's (SPEC §9).
+    view = scope_of_conversation(ctx.conversation)
+    within = {"project": view.project_id} if view.isolated else {"hide_isolated": True}
+    _, page = search_page(
+        user=ctx.user, query=query, limit=HITS, exclude=ctx.conversation, since=since, until=until, **within
+    )
     lines = []
     for hit in search_hits(page, query, size=EXCERPT_CHARS):
         day, title = hit.created_at.date().isoformat(), _quote(hit.conversation_title)
@@ -132,8 +140,9 @@ class SearchHistoryTool:
     }
 
     def available(self, ctx: TurnContext) -> bool:
-        """As flush_memory: not in a temporary conversation, not with memory off."""
-        return bool(ctx.user.memory_enabled) and not ctx.conversation.temporary
+        """As flush_memory: not in a temporary conversation, not with memory off (nor in a project whose memory
+        is off)."""
+        return bool(ctx.user.memory_enabled) and learns_here(ctx.conversation)
 
     def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
         if not self.available(ctx):
