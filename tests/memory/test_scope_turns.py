@@ -142,7 +142,7 @@ def test_the_export_holds_projects_and_each_rows_project(api_client: Client, use
     thesis = project_create(user=user, name="Thesis", instructions="Cite sources.")
     conversation_create(user=user, project=thesis)
     make_memory(owner=user, content="The thesis is due in June.", project=thesis)
-    document = json.loads(b"".join(api_client.get("/api/me/export").streaming_content))
+    document = json.loads(b"".join(api_client.get("/api/me/export").streaming_content))  # type: ignore[attr-defined]
     assert [(p["name"], p["instructions"], p["memory_mode"]) for p in document["projects"]] == [
         ("Thesis", "Cite sources.", "shared")
     ]
