@@ -8,77 +8,28 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from django.utils import timezone
 
-from chat.extensions import turn_finished
 from chat.models import Message
-from memory import pipeline, recovery
+from memory import recovery
 from memory.tasks import extract_memories_task
 from tests.helpers import say
+from tests.memory.chatting import START, Clock, chat, clock_at_start, tasks_recorded
 
 pytestmark = pytest.mark.django_db
-
-START = timezone.now().replace(microsecond=0) - timedelta(days=1)
-
-
-class Clock:
-    now: datetime = START
 
 
 @pytest.fixture
 def clock(monkeypatch: Any, settings: Any) -> Clock:
-    """The pipeline's clock, moved by hand, with the production waits."""
-    settings.MEMORY_EXTRACT_IDLE_SECONDS, settings.MEMORY_EXTRACT_MAX_WAIT_SECONDS = 60, 600
-    settings.MEMORY_SWEEP_GRACE_SECONDS = 30
-    clock = Clock()
-    monkeypatch.setattr(pipeline.clock, "now", lambda: clock.now)
-    return clock
+    return clock_at_start(monkeypatch, settings)
 
 
 @pytest.fixture
 def sent(monkeypatch: Any) -> list[dict[str, Any]]:
-    """Tasks handed to the broker (recorded instead of sent), each with its countdown."""
-    calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(extract_memories_task, "apply_async", lambda **kwargs: calls.append(kwargs))
-    return calls
+    return tasks_recorded(monkeypatch)
 
 
-def turn(conversation: Any, text: str, at: datetime, capture: Any) -> Message:
-    """A user message sent at `at`, and its turn's end (the post-turn hook, its task enqueued on commit)."""
-    message = say(conversation, text)
-    Message.objects.filter(pk=message.pk).update(created_at=at)
-    with capture(execute=True):
-        turn_finished.send(
-            sender=Message,
-            user_id=message.user_id,
-            conversation_id=message.conversation_id,
-            user_message_id=message.pk,
-            assistant_message_id=None,
-            status="complete",
-        )
-    return message
-
-
-def chat(conversation: Any, times: list[datetime], sent: list[dict[str, Any]], clock: Clock, capture: Any) -> list[str]:
-    """A user's messages at `times`; each task the hook sends runs when its countdown is over, between the
-    messages as a worker would run it. The tasks' outcomes, in order."""
-    due: list[tuple[datetime, dict[str, Any]]] = []
-    outcomes: list[str] = []
-
-    def run_until(moment: datetime | None) -> None:
-        due.sort(key=lambda item: item[0])
-        while due and (moment is None or due[0][0] <= moment):
-            clock.now, call = due.pop(0)
-            outcomes.append(extract_memories_task.apply(args=call["args"], kwargs=call["kwargs"]).get())
-
-    for i, at in enumerate(times):
-        run_until(at)
-        clock.now = at
-        before = len(sent)
-        turn(conversation, f"Message number {i}, still chatting.", at, capture)
-        due += [(at + timedelta(seconds=call.get("countdown") or 0), call) for call in sent[before:]]
-    run_until(None)
-    return outcomes
+def messages_at(conversation: Any, times: list[datetime]) -> list[tuple[Any, str, datetime]]:
+    return [(conversation, f"Message number {i}, still chatting.", at) for i, at in enumerate(times)]
 
 
 def test_a_burst_of_six_messages_within_a_minute_makes_one_background_judge_call(
@@ -87,7 +38,7 @@ def test_a_burst_of_six_messages_within_a_minute_makes_one_background_judge_call
 ) -> None:  # fmt: skip
     times = [START + timedelta(seconds=10 * i) for i in range(6)]
 
-    outcomes = chat(conversation, times, sent, clock, django_capture_on_commit_callbacks)
+    outcomes = chat(messages_at(conversation, times), sent, clock, django_capture_on_commit_callbacks)
 
     assert [call.get("countdown") for call in sent] == [60, 60, 60, 60]  # from the third message on
     assert outcomes == ["waiting", "waiting", "waiting", "applied"]
@@ -101,7 +52,7 @@ def test_a_user_who_never_pauses_is_served_after_the_longest_wait(
 ) -> None:  # fmt: skip
     times = [START + timedelta(seconds=40 * i) for i in range(20)]  # one message every 40 s for 13 minutes
 
-    outcomes = chat(conversation, times, sent, clock, django_capture_on_commit_callbacks)
+    outcomes = chat(messages_at(conversation, times), sent, clock, django_capture_on_commit_callbacks)
 
     # The first run is the first task due once the oldest message has waited 600 s (sent at 560 s, due at 620 s).
     assert outcomes.index("applied") == (560 - 80) // 40
