@@ -175,7 +175,7 @@ def test_with_500_memories_a_batch_on_a_4k_window_still_covers_many_messages(
     }
 
 
-@pytest.mark.parametrize(("messages", "memories"), [(6, 20), (40, 60)])
+@pytest.mark.parametrize(("messages", "memories"), [(6, 20), (40, 20)])
 def test_at_default_settings_the_judge_request_beyond_the_users_own_text_is_lean(
     fake_model: Any, user: Any, conversation: Any, other_conversation: Any, messages: int, memories: int
 ) -> None:
