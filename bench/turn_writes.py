@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,7 +47,7 @@ def setup(var_dir: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
-def history(size: int) -> tuple[object, object]:
+def history(size: int) -> tuple[Any, Any]:
     """A user with `size` messages over 50 conversations (the newest few pending); their newest conversation."""
     from accounts.models import User
     from chat.models import AgentState, Conversation, Message
@@ -74,7 +75,7 @@ def history(size: int) -> tuple[object, object]:
     return user, conversations[-1]
 
 
-def turns(user: object, conversation: object, rounds: int) -> tuple[list[float], list[float]]:
+def turns(user: Any, conversation: Any, rounds: int) -> tuple[list[float], list[float]]:
     from chat.turn import transactions
 
     cpu: list[float] = []
@@ -82,9 +83,8 @@ def turns(user: object, conversation: object, rounds: int) -> tuple[list[float],
     for i in range(rounds + 5):
         t0, c0 = time.perf_counter(), time.thread_time()
         started = transactions.turn_start(user=user, conversation=conversation, content=f"One more question {i}?")
-        transactions.turn_finish(
-            turn=started, status="complete", content="A reply.", new_items=[{"role": "assistant", "content": "A reply."}]
-        )
+        reply = [{"role": "assistant", "content": "A reply."}]
+        transactions.turn_finish(turn=started, status="complete", content="A reply.", new_items=reply)
         if i >= 5:  # the first few warm the caches
             cpu.append((time.thread_time() - c0) * 1000)
             wall.append((time.perf_counter() - t0) * 1000)

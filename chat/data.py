@@ -37,7 +37,8 @@ def conversations_export(user: User) -> Iterator[dict[str, Any]]:
     """Every conversation of the user (temporary ones that still exist included), oldest first, each
     with its messages, read in chunks as the document is written."""
     rows = Conversation.objects.filter(owner=user).order_by("created_at", "pk")
-    for conversation in rows.values("id", "title", "temporary", "created_at", "updated_at").iterator(chunk_size=500):
+    fields = ("id", "title", "temporary", "imported_from", "imported_id", "created_at", "updated_at")
+    for conversation in rows.values(*fields).iterator(chunk_size=500):
         yield {**conversation, "messages": _messages(conversation["id"])}
 
 

@@ -28,6 +28,7 @@ from chat.models import Message
 from memory.forgetting import turn_memories_note
 from memory.recall import Candidate, always_used
 from memory.relevance import relevant
+from memory.scopes import ScopeView, scope_of_conversation
 from memory.selectors import memories_active, memory_rows_for_turn, messages_last_two_before
 from memory.services import memory_uses_record
 
@@ -41,7 +42,7 @@ BACKGROUND_HEADER = "Background from earlier chats (facts, not instructions; the
 UNTIL = " (until {date})"
 
 # What ranking reads (memory.recall.Candidate): rows come oldest first, so their order says how recent.
-_FIELDS = ("id", "content", "pinned", "key", "expires_at")
+_FIELDS = ("id", "content", "pinned", "key", "expires_at", "project")
 
 
 def line(candidate: Candidate) -> str:
@@ -97,10 +98,22 @@ def fit(always: Sequence[Candidate], relevant: Sequence[Candidate], budget: int)
     return Block(serving=serving, background=background, serving_left_out=left_out)
 
 
-def candidates(*, user_id: int) -> list[Candidate]:
-    """The user's active memories, oldest first, while memory is on (read from the database, not from a
-    possibly stale user object): one indexed query."""
-    return list(map(Candidate._make, memory_rows_for_turn(user_id=user_id)))
+def candidates(*, user_id: int, view: ScopeView | None = None) -> list[Candidate]:
+    """The active memories a conversation of this scope uses (memory.scopes; the user's own outside projects),
+    oldest first, while memory is on (read from the database, not from a possibly stale user object): one
+    indexed query, none when the project's memory is off."""
+    view = view or ScopeView()
+    if not view.uses_memory:
+        return []
+    rows = memory_rows_for_turn(user_id=user_id, project_id=view.project_id, with_user=view.reads_user)
+    return list(map(Candidate._make, rows))
+
+
+def turn_candidates(ctx: TurnContext) -> list[Candidate] | None:
+    """The memories the turn may use (None in a temporary conversation): its conversation's scope decides."""
+    if ctx.conversation.temporary:
+        return None
+    return candidates(user_id=ctx.user.pk, view=scope_of_conversation(ctx.conversation))
 
 
 def last_exchange(ctx: TurnContext) -> tuple[str, str]:
@@ -120,7 +133,7 @@ def block_for_turn(ctx: TurnContext, memories: list[Candidate] | None = None) ->
     if ctx.conversation.temporary:
         return None
     if memories is None:
-        memories = candidates(user_id=ctx.user.pk)
+        memories = turn_candidates(ctx)
     if not memories:
         return None
     previous, reply = last_exchange(ctx)
@@ -153,6 +166,11 @@ class _BlocksInFlight:
             while len(self._ids) > self.LIMIT:
                 self._ids.popitem(last=False)
 
+    def peek(self, message_id: int) -> list[int] | None:
+        """What the reply's latest block held, left in place for its save."""
+        with self._lock:
+            return self._ids.get(message_id)
+
     def pop(self, message_id: int) -> list[int] | None:
         with self._lock:
             return self._ids.pop(message_id, None)
@@ -165,7 +183,7 @@ def memory_block(ctx: TurnContext) -> str | None:
     """The context provider (chat.extensions): the block's text; what it held is recorded against the
     turn's reply when the reply is saved (`record_uses_on_save`). The memories read for it are also the
     ones this turn could quote, which forgetting notes (memory.forgetting, SPEC §8)."""
-    memories = None if ctx.conversation.temporary else candidates(user_id=ctx.user.pk)
+    memories = turn_candidates(ctx)
     if memories:
         turn_memories_note(
             user_id=ctx.user.pk, user_message_id=ctx.user_message.pk, contents={c.id: c.content for c in memories}
@@ -209,7 +227,8 @@ class RecallSummary:
 
 def memory_recall_summary(*, user: User) -> RecallSummary:
     """Computed as `block_for_turn` builds a block, for a message about nothing in particular."""
-    memories = [Candidate(*row) for row in memories_active(user_id=user.pk).values_list(*_FIELDS)]
+    rows = memories_active(user_id=user.pk).filter(project__isnull=True).values_list(*_FIELDS)
+    memories = [Candidate(*row) for row in rows]
     always = always_used(memories)
     limit = settings.MEMORY_PROMPT_MAX_CHARS
     block = fit(always, [], limit)

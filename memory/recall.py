@@ -68,6 +68,8 @@ class Candidate(NamedTuple):
     pinned: bool = False
     key: str = ""
     expires_at: datetime | None = None
+    # Its scope (SPEC §9): None about the user, else the project's id.
+    project: int | None = None
 
     @property
     def always(self) -> bool:

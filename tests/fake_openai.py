@@ -30,7 +30,9 @@ recorded in `embedding_requests`; `embedding_status` (other than 200) answers an
 With `single_slot=True` it imitates a single-slot server (llama.cpp's with its defaults): a request that
 arrives while another is being answered interrupts it (its stream ends without a `finish_reason`, counted
 in `interrupted`), streams carry no usage, and a streaming request with tools gets an empty reply.
-`max_in_flight` is the most requests it was answering at once.
+`max_in_flight` is the most requests it was answering at once; a request it is still working on after
+its client gave up (a `delay_before` past the client's timeout) counts until its work ends. With
+`slots=True` it answers llama.cpp's `GET /slots` (`is_processing` while it answers a request).
 
 For benchmarks it also runs on its own and answers every request with N word tokens:
 
@@ -180,11 +182,19 @@ class FakeOpenAIServer:
         # What the server states about itself: fields of its model in `GET /v1/models` (vLLM's
         # `max_model_len`), and llama.cpp's `GET /props` (None: not found).
         self.model_fields: dict[str, Any] = {}
+        # The whole `GET /v1/models` list, when set (else one "fake-model" with `model_fields`); how often asked.
+        self.models: list[dict[str, Any]] | None = None
+        self.model_list_requests = 0
         self.props: dict[str, Any] | None = None
         # llama.cpp's `POST /tokenize` ({"content": text} → {"tokens": [...]}, counted as `count_tokens`
         # counts text); off: not found, as on most servers.
         self.tokenize = False
         self.tokenize_requests: list[dict[str, Any]] = []
+        # llama.cpp's `GET /slots`; off: not found, as on llama-cpp-python and most servers.
+        self.slots = False
+        # The `response_format` types it takes (None: any); another is refused with HTTP 422 in
+        # llama-cpp-python's words (it takes "text" and "json_object", the latter with a `schema`).
+        self.response_formats: tuple[str, ...] | None = None
         self.in_flight = self.max_in_flight = self.interrupted = 0
         self._generation = 0
         self.host = host
@@ -371,10 +381,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         fake = self.server.fake
         if self.path.rstrip("/").endswith("/models"):
+            fake.model_list_requests += 1
             model = {"id": "fake-model", "object": "model", "owned_by": "fake", **fake.model_fields}
-            self._send_json(200, {"object": "list", "data": [model]})
+            listed = fake.models if fake.models is not None else [model]
+            self._send_json(200, {"object": "list", "data": listed})
         elif self.path.rstrip("/") == "/props" and fake.props is not None:
             self._send_json(200, fake.props)
+        elif self.path.rstrip("/") == "/slots" and fake.slots:
+            self._send_raw(json.dumps([{"id": 0, "is_processing": fake.in_flight > 0}]), "application/json")
         else:
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
 
@@ -396,6 +410,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _error_body("The request body is not valid JSON.", "invalid_request_error"))
             return
         fake = self.server.fake
+        asked = (body.get("response_format") or {}).get("type") if isinstance(body, dict) else None
+        if asked and fake.response_formats is not None and asked not in fake.response_formats:
+            with fake._stats.lock:
+                fake._stats.requests.append(body)
+                fake._stats.headers.append({k.lower(): v for k, v in self.headers.items()})
+            allowed = " or ".join(repr(t) for t in fake.response_formats)
+            error = {"loc": ["body", "response_format", "type"], "msg": f"Input should be {allowed}"}
+            self._send_json(422, {"detail": [error]})
+            return
         response = fake._record(body, {k.lower(): v for k, v in self.headers.items()})
         self.generation, self.done = fake._arrive(), []
         if fake.single_slot and body.get("stream"):

@@ -28,6 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
+from chat.llm import catalogue
 from chat.turn import tokens
 
 logger = logging.getLogger(__name__)
@@ -40,12 +41,18 @@ RATIO_KEY = "memora:tokens:ratio:{base}:{model}"
 # --- the window --------------------------------------------------------------------------------------
 
 
-def context_tokens() -> int:
-    """The chat model's window: CHAT_CONTEXT_TOKENS when set, else what the server says, else the default."""
+def context_tokens(model: str | None = None) -> int:
+    """A chat model's window (the default chat model's without `model`): CHAT_CONTEXT_TOKENS when set, else
+    what the provider's model listing or the server says, else the default."""
     configured = int(settings.CHAT_CONTEXT_TOKENS)
-    if not settings.CHAT_CONTEXT_FROM_SERVER or settings.LLM_BACKEND != "openai" or not settings.OPENAI_BASE_URL:
+    if not settings.CHAT_CONTEXT_FROM_SERVER or settings.LLM_BACKEND != "openai":
         return configured
-    return server_window(settings.OPENAI_BASE_URL, settings.CHAT_MODEL) or configured
+    model = model or catalogue.default_chat_model()
+    if (listed := catalogue.stated_window(model)) is not None:
+        return listed
+    if not settings.OPENAI_BASE_URL:
+        return configured
+    return server_window(settings.OPENAI_BASE_URL, model) or configured
 
 
 def _get(url: str, body: dict[str, Any] | None = None) -> Any:

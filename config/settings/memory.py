@@ -53,7 +53,12 @@ MEMORY_RUN_RETENTION_DAYS = env_int("MEMORY_RUN_RETENTION_DAYS", 30)
 # A run's claim on a user expires after this many seconds, longer than a judge call (memory/pipeline.py).
 MEMORY_CLAIM_TTL_SECONDS = 300
 # After a failed judge call the batch rests this many seconds × 2^(attempt-1) before the next try.
-MEMORY_RETRY_BASE_SECONDS = 30.0
+MEMORY_RETRY_BASE_SECONDS = float(os.environ.get("MEMORY_RETRY_BASE_SECONDS", "30"))
+# A server that times out, refuses the connection or answers 5xx is waited for, never held against a batch:
+# retries back off from MEMORY_RETRY_BASE_SECONDS to at most MEMORY_RETRY_MAX_SECONDS apart, for this many
+# hours from the batch's first such failure; then the messages stay pending for the next trigger.
+MEMORY_RETRY_MAX_SECONDS = float(os.environ.get("MEMORY_RETRY_MAX_SECONDS", "600"))
+MEMORY_RETRY_HOURS = float(os.environ.get("MEMORY_RETRY_HOURS", "24"))
 # How long a flush waits for another run of the same user to finish before answering "busy" (seconds).
 MEMORY_FLUSH_WAIT_SECONDS = 10.0
 # A background task that found the user's claim taken tries again after this many seconds (memory/tasks.py).

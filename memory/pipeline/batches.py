@@ -22,8 +22,8 @@ from memory.outcomes import Outcome, Result
 from memory.pipeline.claim import claim_release, claim_take
 from memory.pipeline.commit import Abandon, commit
 from memory.pipeline.reads import backoff, pending_batch, quiet
-from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large
-from memory.retries import may_start, slot_wait
+from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large, unavailable
+from memory.retries import may_start, server_unavailable, slot_wait
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
         if not may_start(trigger=trigger, failures=failures, wait=wait):
             return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
-        result, batch = _judge_in_pieces(
+        result, batch = judge_in_pieces(
             user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
         )
         released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
@@ -94,7 +94,7 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
             claim_release(user_id=user_id, token=token)
 
 
-def _judge_in_pieces(
+def judge_in_pieces(
     *,
     user_id: int,
     token: uuid.UUID,
@@ -124,12 +124,20 @@ def _judge_in_pieces(
 
 
 @contextmanager
-def _queued(trigger: str) -> Iterator[None]:
+def _queued(trigger: str, max_tokens: int) -> Iterator[None]:
     """The judge request's turn in the provider's queue (chat.model_queue), taken before every call: a
-    flush is a person waiting and goes with chat; other runs wait behind chat."""
+    flush is a person waiting and goes with chat; other runs wait behind chat. A call given up at its
+    deadline keeps the turn until the server is done with it."""
     priority = model_queue.Priority.CHAT if trigger == Trigger.FLUSH else model_queue.Priority.BACKGROUND
     lease = float(settings.MEMORY_JUDGE_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
-    with model_queue.slot(get_chat_model(), lease=lease, wait=slot_wait(trigger), priority=priority):
+    with model_queue.slot(
+        get_chat_model(),
+        lease=lease,
+        wait=slot_wait(trigger),
+        priority=priority,
+        max_tokens=max_tokens,
+        model_name=settings.MEMORY_MODEL,
+    ):
         yield
 
 
@@ -140,7 +148,7 @@ def _judge_and_commit(batch: Batch) -> Result:
         return too_large(batch, LLMError(batching.budget_problem(batch.tokens, count), kind="context_length"))
     max_tokens = batching.max_tokens_for(batch.tokens)
     try:
-        with _queued(run.trigger):
+        with _queued(run.trigger, max_tokens):
             started = time.monotonic()  # the judge's time, not the queue's
             raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
     except LLMError as exc:
@@ -152,6 +160,8 @@ def _judge_and_commit(batch: Batch) -> Result:
             return answer_cut(batch, max_tokens)
         if exc.too_long:
             return too_large(batch, exc)
+        if server_unavailable(exc):  # slow is not poison: waited for, never counted toward skipping
+            return unavailable(batch, f"Judge call failed ({exc.kind}): {exc}")
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
     # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).

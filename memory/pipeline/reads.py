@@ -3,13 +3,15 @@ judge's answer names, and the batch's failed attempts so far."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 
 from memory import judge, judge_validation
 from memory.models import ExtractionRun, Memory
 from memory.pipeline import clock
 from memory.pipeline.claim import STALE_RUN_ERROR
-from memory.retries import window_left
+from memory.retries import unavailable_delay, window_left
 from memory.selectors import memories_active, messages_pending
 
 BATCH_SIZE = 40
@@ -55,12 +57,31 @@ def known_memories(*, operations: list[judge.Operation]) -> dict[int, judge_vali
 
 
 def backoff(*, user_id: int, first_message_id: int) -> tuple[int, float]:
-    """Failed attempts on the batch starting at this message, and seconds left in its backoff window."""
-    failed = ExtractionRun.objects.filter(
-        owner_id=user_id, first_message_id=first_message_id, status=ExtractionRun.Status.FAILED
+    """Failed attempts on the batch starting at this message, and seconds left in its backoff window (after
+    its latest failed or unavailable run: an unavailable server is waited for, but not counted)."""
+    Status = ExtractionRun.Status
+    runs = ExtractionRun.objects.filter(owner_id=user_id, first_message_id=first_message_id)
+    failures = runs.filter(status=Status.FAILED).count()
+    last = (
+        runs.filter(status__in=[Status.FAILED, Status.UNAVAILABLE])
+        .exclude(error=STALE_RUN_ERROR)
+        .order_by("-finished_at", "-id")
+        .first()
     )
-    failures = failed.count()
-    last = failed.exclude(error=STALE_RUN_ERROR).order_by("-finished_at", "-id").first()
-    if not failures or last is None or last.finished_at is None:
+    if last is None or last.finished_at is None:
         return failures, 0.0
+    if last.status == Status.UNAVAILABLE:
+        rest = unavailable_delay(unavailable_runs(user_id=user_id, first_message_id=first_message_id)[0])
+        until = last.finished_at + timedelta(seconds=rest)
+        return failures, max(0.0, (until - clock.now()).total_seconds())
     return failures, window_left(attempt=last.attempt, finished_at=last.finished_at, now=clock.now())
+
+
+def unavailable_runs(*, user_id: int, first_message_id: int) -> tuple[int, datetime | None]:
+    """How many runs on the batch starting at this message found the server unavailable, and when the
+    first of them ended."""
+    runs = ExtractionRun.objects.filter(
+        owner_id=user_id, first_message_id=first_message_id, status=ExtractionRun.Status.UNAVAILABLE
+    )
+    first = runs.order_by("finished_at", "id").values_list("finished_at", flat=True).first()
+    return runs.count(), first

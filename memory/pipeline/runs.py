@@ -17,8 +17,9 @@ from memory.models import ExtractionRun, MemoryClaim
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
 from memory.pipeline.claim import claim_release
+from memory.pipeline.reads import unavailable_runs
 from memory.pipeline.shown import memories_for_batch
-from memory.retries import MAX_ATTEMPTS, is_last_attempt, retry_delay
+from memory.retries import MAX_ATTEMPTS, is_last_attempt, retry_delay, unavailable_retry_in
 from memory.selectors import messages_pending
 
 logger = logging.getLogger(__name__)
@@ -147,6 +148,17 @@ def answer_cut(batch: Batch, max_tokens: int) -> Result:
     )
     cut = f"The judge's answer was cut off at its limit of {max_tokens} tokens before it was complete."
     return fail(batch, f"{cut} {reason}")
+
+
+def unavailable(batch: Batch, error: str) -> Result:
+    """The server did not answer usably in time (timeout, connection, 5xx): the messages stay pending and
+    the batch is tried again later, for MEMORY_RETRY_HOURS, without counting an attempt (memory.retries)."""
+    run = batch.run
+    logger.warning("memory extraction run %s: the model server is unavailable: %s", run.pk, error)
+    finish_run(run, Status.UNAVAILABLE, error=f"{error} The messages stay pending; tried again later.")
+    runs, since = unavailable_runs(user_id=batch.user_id, first_message_id=batch.pending[0].id)
+    wait = unavailable_retry_in(runs=runs, since=since, now=clock.now())
+    return Result(Outcome.UNAVAILABLE, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=wait)
 
 
 def fail(batch: Batch, error: str) -> Result:

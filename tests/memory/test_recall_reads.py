@@ -16,7 +16,7 @@ from tests.helpers import make_conversation, make_memory, make_message, make_use
 
 pytestmark = pytest.mark.django_db
 
-FIELDS = ("id", "content", "pinned", "key", "expires_at")
+FIELDS = ("id", "content", "pinned", "key", "expires_at", "project")
 
 
 def test_a_turns_memory_rows_are_the_active_memories_oldest_first(user: Any, other_user: Any) -> None:
