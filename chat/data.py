@@ -37,7 +37,7 @@ def conversations_export(user: User) -> Iterator[dict[str, Any]]:
     """Every conversation of the user (temporary ones that still exist included), oldest first, each
     with its messages, read in chunks as the document is written."""
     rows = Conversation.objects.filter(owner=user).order_by("created_at", "pk")
-    fields = ("id", "title", "temporary", "project_id", "created_at", "updated_at")
+    fields = ("id", "title", "temporary", "project_id", "imported_from", "imported_id", "created_at", "updated_at")
     for conversation in rows.values(*fields).iterator(chunk_size=500):
         yield {**conversation, "messages": _messages(conversation["id"])}
 

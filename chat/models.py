@@ -72,10 +72,21 @@ class Conversation(models.Model):
     lock_owner = models.CharField(max_length=200, blank=True, editable=False)
     # Stop asked for the running turn (from any tab, any process, or the API); cleared by the next turn.
     stop_requested = models.BooleanField(default=False, editable=False)
+    # Brought in from another product's export (the imports app): which product, and its own id for the
+    # conversation, so importing the same export again adds nothing it already has.
+    imported_from = models.CharField(max_length=16, blank=True, default="", editable=False)
+    imported_id = models.CharField(max_length=200, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="conv_owner_updated")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "imported_from", "imported_id"],
+                condition=~Q(imported_id=""),
+                name="conv_imported_once",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title or "New conversation"
@@ -139,6 +150,10 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
     error = models.CharField(max_length=500, blank=True)
+    # A regenerated reply's other versions (chat.versions), oldest first: {"version", "content", "status",
+    # "error", "created_at"}; the shown one is `content`, numbered `version` among them all.
+    alternatives = models.JSONField(default=list, blank=True)
+    version = models.PositiveSmallIntegerField(default=1)
     # Only user messages take part in memory extraction; assistant messages stay "".
     memory_status = models.CharField(max_length=16, choices=MemoryStatus.choices, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -10,7 +10,7 @@ from accounts.models import User
 from chat.models import Message
 from memory import judge, lexicon, lifecycle
 from memory.changes import MemoryChange
-from memory.judge_validation import REVIEW_SENSITIVE, Plan, Review, Scopes, Write, validate
+from memory.judge_validation import REVIEW_ALL, REVIEW_SENSITIVE, Plan, Review, Scopes, Write, validate
 from memory.models import ExtractionRun, Memory, MemorySource
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
@@ -22,6 +22,9 @@ from memory.selectors import in_scope, memories_active, messages_pending
 from memory.signals import memories_changed
 
 Status = ExtractionRun.Status
+# Learning from imported chats (memory.pipeline.learn) only proposes: an old chat's "forget that" or an
+# update of what it says now is not the user speaking today.
+IMPORT_REFUSED = "learning from imported chats only proposes new memories; {op} is not applied"
 
 
 class Abandon(Exception):
@@ -30,6 +33,11 @@ class Abandon(Exception):
 
 def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
     run, user_id = batch.run, batch.user_id
+    learning = run.trigger == ExtractionRun.Trigger.IMPORT
+    refused: list[dict[str, object]] = []
+    if learning:
+        refused = [{**o.as_dict(), "reason": IMPORT_REFUSED.format(op=o.op)} for o in operations if o.op != "add"]
+        operations = [o for o in operations if o.op == "add"]
     with transaction.atomic():
         # Releasing the claim here both verifies and ends it; on PostgreSQL it also locks the row
         # until commit, so no other run can start on a half-applied state.
@@ -37,10 +45,15 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             raise Abandon("The extraction claim expired and was taken by another run; nothing was applied.")
         if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
             raise Abandon("Memory was switched off during the run; nothing was applied.")
+        # Imported messages are never pending: learning from them marks nothing (memory.pipeline.learn).
         marked = (
-            messages_pending(user_id=user_id)
-            .filter(id__in=batch.ids)
-            .update(memory_status=Message.MemoryStatus.PROCESSED)
+            len(batch.ids)
+            if learning
+            else (
+                messages_pending(user_id=user_id)
+                .filter(id__in=batch.ids)
+                .update(memory_status=Message.MemoryStatus.PROCESSED)
+            )
         )
         if marked != len(batch.ids):
             raise Abandon(
@@ -65,12 +78,12 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             max_operations=settings.MEMORY_MAX_OPS_PER_ANSWER,
             max_active=max(0, settings.MEMORY_MAX_ACTIVE - elsewhere),
             keys={(m.project_id, m.key): m.id for m in rows if m.key},
-            review=batch_review(batch, mode=mode or REVIEW_SENSITIVE),
+            review=import_review(batch) if learning else batch_review(batch, mode=mode or REVIEW_SENSITIVE),
             shown=batch.shown,
             scopes=Scopes(project_id=view.project_id, isolated=view.isolated, of={m.id: m.project_id for m in rows}),
         )
         changes = _apply(plan, user_id=user_id, run=run, active=active, view=view)
-        run.applied_ops, run.dropped_ops = plan.applied, plan.dropped
+        run.applied_ops, run.dropped_ops = plan.applied, [*plan.dropped, *refused]
         finish_run(run, Status.APPLIED, error=run.error)  # keeps a note on what the judge was not shown
         if changes:
             payload = {"user_id": user_id, "run_id": run.pk, "changes": changes}
@@ -84,6 +97,12 @@ def batch_review(batch: Batch, *, mode: str) -> Review:
     explicit = frozenset(m.id for m in batch.pending if lexicon.is_explicit_request(m.content))
     days = {m.id: day for m in batch.pending if (day := m.day) is not None}
     return Review(mode=mode, explicit=explicit, days=days)
+
+
+def import_review(batch: Batch) -> Review:
+    """Everything learned from imported chats waits for the user, whatever memory_review says and whatever
+    the old messages asked (an old "remember that" is not a request made today)."""
+    return Review(mode=REVIEW_ALL, days={m.id: day for m in batch.pending if (day := m.day) is not None})
 
 
 def _apply(
@@ -138,7 +157,7 @@ def _row(write: Write, *, user_id: int, run: ExtractionRun, pinned: set[int]) ->
     return Memory(
         owner_id=user_id,
         content=write.content,
-        origin=Memory.Origin.EXTRACTED,
+        origin=Memory.Origin.IMPORTED if run.trigger == ExtractionRun.Trigger.IMPORT else Memory.Origin.EXTRACTED,
         run=run,
         suggested=write.suggested,
         sensitive=write.sensitive,
