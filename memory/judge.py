@@ -87,11 +87,13 @@ def _indent_continuation(text: str) -> str:
 
 # What the judge is told of a project's batch (SPEC §9): where the messages come from, and where what it learns goes.
 PROJECT_NOTE = {
-    "shared": 'These messages come from the user\'s project "{name}". Each memory says its scope. Give each add '
-    'and update a "scope": "project" for a fact about this piece of work, "user" for a lasting fact about the '
-    "person.",
+    "shared": 'These messages come from the user\'s project "{name}"; each memory says its scope. Give each add '
+    'and update a "scope": "project" for a fact about this piece of work (a deadline, its tools, a preference '
+    'only for it, which may hold a key the user also holds), "user" for a lasting fact about the person. A fact '
+    "about the work is worth keeping in its project even if no other conversation needs it.",
     "isolated": 'These messages come from the user\'s project "{name}", which keeps its memories to itself: '
-    'everything learned here is stored in the project ("scope": "project").',
+    'everything learned here is stored in the project ("scope": "project"); a fact about the work is worth '
+    "keeping even if no other conversation needs it.",
 }
 
 
