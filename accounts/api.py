@@ -105,9 +105,15 @@ class ExportOut(Schema):
     exported_at: datetime
     account: dict[str, Any] = Field(description="id, username, email, date_joined, last_login")
     settings: dict[str, Any] = Field(description="memory_enabled, memory_review, language")
+    projects: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every project: id, name, instructions, memory_mode, created_at, updated_at "
+        "(conversations and memories name theirs by project_id)",
+    )
     conversations: list[dict[str, Any]] = Field(
         description="Every conversation (temporary ones that still exist included): id, title, temporary, "
-        "created_at, updated_at, messages [{id, role, content, status, error, memory_status, created_at}]"
+        "project_id, created_at, updated_at, messages [{id, role, content, status, error, memory_status, "
+        "created_at}]"
     )
     memories: list[dict[str, Any]] = Field(
         default_factory=list,

@@ -28,6 +28,7 @@ from chat.search.query import SearchQuery, SearchRejected, search_hits, search_p
 from chat.terms import terms
 from memory import selectors
 from memory.replay import withheld_conversations, withheld_ids
+from memory.scopes import learns_here, scope_filter, scope_of_conversation
 
 RESULT_MAX_CHARS = 2000
 HITS = 6
@@ -72,8 +73,10 @@ def _holds(held: set[str], query: SearchQuery) -> bool:
 
 
 def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
-    """Lines for the user's invalidated memories holding every term of the query, newest first."""
+    """Lines for the user's invalidated memories of the scopes this chat uses (memory.scopes) holding every
+    term of the query, newest first."""
     history = selectors.memory_history_for_search(user_id=ctx.user.pk, since=since, until=until)
+    history = history.filter(scope_filter(scope_of_conversation(ctx.conversation)))
     lines = []
     for memory in history[:MEMORIES_SCANNED]:
         if not _holds(set(terms(memory.content)), query):
@@ -90,8 +93,11 @@ def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None,
 
 
 def _hit_lines(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
+    # In an isolated project only its own conversations; elsewhere none of an isolated project's (SPEC §9).
+    view = scope_of_conversation(ctx.conversation)
+    within = {"project": view.project_id} if view.isolated else {"hide_isolated": True}
     _, page = search_page(
-        user=ctx.user, query=query, limit=2 * HITS, exclude=ctx.conversation, since=since, until=until
+        user=ctx.user, query=query, limit=2 * HITS, exclude=ctx.conversation, since=since, until=until, **within
     )
     # A message that taught or quoted a memory deleted since is not given to the model (memory.replay).
     # A conversation's title comes from its first message: not shown when one of its messages is withheld.
@@ -146,8 +152,9 @@ class SearchHistoryTool:
     }
 
     def available(self, ctx: TurnContext) -> bool:
-        """As flush_memory: not in a temporary conversation, not with memory off."""
-        return bool(ctx.user.memory_enabled) and not ctx.conversation.temporary
+        """As flush_memory: not in a temporary conversation, not with memory off (nor in a project whose memory
+        is off)."""
+        return bool(ctx.user.memory_enabled) and learns_here(ctx.conversation)
 
     def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
         if not self.available(ctx):

@@ -424,7 +424,7 @@ def memory_uses_annotate(messages: list[Message]) -> None:
         return
     uses = (
         MemoryUse.objects.filter(message_id__in=list(replies), memory__owner_id=F("message__user_id"))
-        .select_related("memory")
+        .select_related("memory", "memory__project")
         .order_by("message_id", "-memory__pinned", "id")
     )
     for use in uses:
