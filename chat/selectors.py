@@ -12,12 +12,21 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from chat.llm import catalogue, get_chat_model
-from chat.models import AgentState, Conversation, ConversationMarker, Message
+from chat.models import AgentState, Conversation, ConversationMarker, Message, Project
 from chat.turn import context_budget, cut
 
 
 def conversation_list(*, user: User) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=user).order_by("-updated_at")
+
+
+def project_list(*, user: User) -> QuerySet[Project]:
+    """The user's projects, by name."""
+    return Project.objects.filter(owner=user).order_by("name", "id")
+
+
+def project_get_for_user(*, user: User, project_id: int) -> Project:
+    return get_object_or_404(project_list(user=user), pk=project_id)
 
 
 def conversation_sidebar(*, user: User, current: Conversation | None = None) -> QuerySet[Conversation]:
@@ -27,7 +36,8 @@ def conversation_sidebar(*, user: User, current: Conversation | None = None) -> 
 
 
 def conversation_get_for_user(*, user: User, conversation_id: UUID | str) -> Conversation:
-    return get_object_or_404(conversation_list(user=user), pk=conversation_id)
+    """The user's conversation, with its project (one join)."""
+    return get_object_or_404(conversation_list(user=user).select_related("project"), pk=conversation_id)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
+from django.http import Http404
 from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
@@ -19,7 +20,7 @@ from chat import extensions
 from chat.limits import TurnOrigin, turn_rate_check, turn_starts_prune, user_row
 from chat.llm import catalogue
 from chat.markdown import plain_text
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Message, Project
 from chat.rejections import (
     AccessEnded,
     ConversationBusy,
@@ -103,13 +104,35 @@ def model_clean(model: str) -> str:
 
 
 @transaction.atomic
-def conversation_create(*, user: User, title: str = "", temporary: bool = False, model: str = "") -> Conversation:
-    """A new conversation on `model` (checked), or on the default model of the moment."""
+def conversation_create(
+    *, user: User, title: str = "", temporary: bool = False, model: str = "", project: Project | None = None
+) -> Conversation:
+    """A new conversation on `model` (checked), or on the default model of the moment; in `project` when
+    given (the caller fetched it for this user)."""
+    _check_project_owner(user.pk, project)
     model = model_clean(model) if model else catalogue.default_chat_model()
-    conversation = Conversation.objects.create(owner=user, title=title.strip()[:200], temporary=temporary, model=model)
+    conversation = Conversation.objects.create(
+        owner=user, title=title.strip()[:200], temporary=temporary, model=model, project=project
+    )
     AgentState.objects.create(conversation=conversation)
     if conversation.title:
         search_index_title(conversation=conversation)
+    return conversation
+
+
+def _check_project_owner(user_id: int, project: Project | None) -> None:
+    # Callers fetch through project_get_for_user; this guards against a future caller that does not.
+    if project is not None and project.owner_id != user_id:
+        raise Http404("No Project matches the given query.")
+
+
+@transaction.atomic
+def conversation_move(*, conversation: Conversation, project: Project | None) -> Conversation:
+    """Put the conversation in `project` (None: in none). Its memory block and what is learned from its
+    pending messages follow the project it is in at the time."""
+    _check_project_owner(conversation.owner_id, project)
+    conversation.project = project
+    Conversation.objects.filter(pk=conversation.pk).update(project=project)  # its place in the list stays
     return conversation
 
 

@@ -96,6 +96,8 @@ INSTALLED_APPS = [
     "accounts",
     "chat",
     "memory",
+    "imports",
+    "connect",
 ]
 
 # Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
@@ -349,6 +351,12 @@ SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
 
 # --- Memory (the memory app's settings, in a module of their own) ---
 from config.settings.memory import *  # noqa: E402, F403
+
+# --- Imports (the imports app: chats from ChatGPT and Claude exports) ---
+# The largest upload, and the most the conversations file inside a ZIP may expand to (bytes; 1 GiB).
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 1024 * 1024 * 1024)
+# Where an uploaded export waits for the worker (removed when its import is done or removed).
+IMPORT_DIR = Path(os.environ.get("IMPORT_DIR", VAR_DIR / "imports"))
 
 # Page size of the JSON API's paginated lists.
 NINJA_PAGINATION_PER_PAGE = 100
