@@ -85,6 +85,37 @@ def _turn_claim(
     return token
 
 
+@transaction.atomic
+def turn_count_only(*, user: User, origin: TurnOrigin | None = None) -> None:
+    """A model request that saves nothing (a temporary request to the OpenAI-compatible endpoint): checked
+    and counted against the turn rates like any turn. Raises TurnRejected."""
+    origin = origin or TurnOrigin()
+    now = _now()
+    row = user_row(user_id=user.pk, now=now, lock=True, origin=origin)
+    if row is None or not row.has_access(origin):
+        raise AccessEnded()
+    turn_rate_check(user=user, now=now, recent=row.user_turns)
+    address_rate_check(address=origin.address, now=now, recent=row.address_turns)
+    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
+
+
+@transaction.atomic
+def user_messages_add(*, user: User, conversation: Conversation, contents: list[str]) -> list[Message]:
+    """Save user messages that no turn answers (the earlier of several new messages a client of the
+    OpenAI-compatible endpoint sent at once), to be learned from like any other, and index them."""
+    learns = user.memory_enabled and not conversation.temporary
+    status = Message.MemoryStatus.PENDING if learns else Message.MemoryStatus.SKIPPED
+    messages = Message.objects.bulk_create(
+        [
+            Message(conversation=conversation, user=user, role=Message.Role.USER, content=message_content_clean(text),
+                    memory_status=status)
+            for text in contents
+        ]
+    )  # fmt: skip
+    search_index_messages(messages=messages)
+    return messages
+
+
 @dataclass
 class _State:
     context: list[dict[str, Any]]

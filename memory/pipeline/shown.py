@@ -15,10 +15,12 @@ Shown, in this order of priority and then oldest first as the judge reads them:
    all the rest: "forget my screen preference" names a memory by what it is about, which its words need
    not share (rare, so it costs little).
 
-At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.batching), so the batch
-keeps the rest. Validation still knows every active memory: a duplicate of one not shown is dropped, a
-second value of a key becomes an update of its holder, and an `update` or `retract` naming a memory the
-judge was not shown is dropped with a reason (memory.judge_validation).
+At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.batching), and no more than
+the batch's messages leave, down to `MIN_SHARE`: more memories never mean more judge calls.
+
+Validation still knows every active memory: a duplicate of one not shown is dropped, a second value of a
+key becomes an update of its holder, and an `update` or `retract` naming a memory the judge was not shown
+is dropped with a reason (memory.judge_validation).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from memory import batching, judge
 from memory.lexicon import is_explicit_request
 from memory.recall import Candidate
 from memory.relevance import relevant
+from memory.scopes import scope_of_batch
 from memory.selectors import memory_rows_for_turn
 
 #: fewer than 100 memories in any judge request
 SHOWN_MAX = 99
-#: the share of the judge's window the memories shown may take
+#: the share of the judge's window the memories shown may take, and the share they keep beside a long batch
 WINDOW_SHARE = 0.4
+MIN_SHARE = 0.15
 #: the newest memories shown whatever the batch says
 SHOWN_NEWEST = 10
 
@@ -68,16 +72,25 @@ def keys_touched(texts: Sequence[str]) -> set[str]:
     return {key for key, pattern in _KEY_PATTERNS.items() if any(pattern.search(t) for t in texts)}
 
 
-def memories_for_batch(*, user_id: int, pending: Sequence[judge.PendingMessage]) -> list[judge.ActiveMemory]:
+def memories_for_batch(
+    *, user_id: int, pending: Sequence[judge.PendingMessage], room: int | None = None
+) -> list[judge.ActiveMemory]:
     """The active memories the judge is shown beside these messages, oldest first (see the module
-    docstring); the rows are read once, as a turn reads them."""
-    memories = [Candidate._make(row) for row in memory_rows_for_turn(user_id=user_id)]
-    return choose(user_id=user_id, memories=memories, pending=pending, budget=budget())
+    docstring), within `budget(room)`; the rows are read once, as a turn reads them, of the batch's scope (the
+    memories a chat of it uses, memory.scopes)."""
+    view = scope_of_batch(pending)
+    rows = memory_rows_for_turn(user_id=user_id, project_id=view.project_id, with_user=view.reads_user)
+    memories = [Candidate._make(row) for row in rows]
+    return choose(user_id=user_id, memories=memories, pending=pending, budget=budget(room))
 
 
-def budget() -> int:
-    """The tokens the memories shown may take: WINDOW_SHARE of the judge's window."""
-    return int(batching.window() * WINDOW_SHARE)
+def budget(room: int | None = None) -> int:
+    """The tokens the memories shown may take: WINDOW_SHARE of the judge's window, or less when the batch
+    leaves only `room` (the batch comes first, so more memories never mean more calls), but never less
+    than MIN_SHARE of it (a judge that sees nothing would add duplicates in other words)."""
+    window = batching.window()
+    share = window * WINDOW_SHARE if room is None else max(window * MIN_SHARE, min(window * WINDOW_SHARE, room))
+    return int(share)
 
 
 def choose(
@@ -85,10 +98,11 @@ def choose(
 ) -> list[judge.ActiveMemory]:
     """Of `memories` (oldest first), the ones to show within `budget` tokens and SHOWN_MAX, oldest first."""
     texts = [m.content for m in pending]
+    in_project = any(m.project_id is not None for m in pending)  # then each memory says its scope
     touched = keys_touched(texts)
     keyed = [c for c in memories if c.key and c.key in touched]
     pinned = [c for c in memories if c.pinned]
-    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts)) if memories else []
+    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts), limit=SHOWN_MAX) if memories else []
     patterns = [_KEY_PATTERNS[key] for key in sorted(touched)]
     about = [c for c in memories if any(p.search(c.content) for p in patterns)]
     newest = list(reversed(memories))
@@ -101,13 +115,15 @@ def choose(
             break
         if candidate.id in chosen:
             continue
-        cost = estimate_text(_shown(candidate).line()) + 1
+        cost = estimate_text(_shown(candidate, in_project=in_project).line()) + 1
         if used + cost > budget:
             continue  # a shorter one after it may still fit
         chosen[candidate.id] = candidate
         used += cost
-    return [_shown(c) for c in memories if c.id in chosen]
+    return [_shown(c, in_project=in_project) for c in memories if c.id in chosen]
 
 
-def _shown(candidate: Candidate) -> judge.ActiveMemory:
-    return judge.ActiveMemory(candidate.id, candidate.content, candidate.key, candidate.expires_at)
+def _shown(candidate: Candidate, *, in_project: bool = False) -> judge.ActiveMemory:
+    return judge.ActiveMemory(
+        candidate.id, candidate.content, candidate.key, candidate.expires_at, candidate.project, in_project
+    )
