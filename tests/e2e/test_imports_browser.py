@@ -67,7 +67,8 @@ def test_preview_import_with_progress_learn_and_remove(page: Any, import_server_
     audit(page, "import page, empty")
 
     # A bad file: a message on the page, nothing listed.
-    page.set_input_files("#import-file", {"name": "photo.png", "mimeType": "image/png", "buffer": b"\x89PNG not an export"})
+    not_an_export = {"name": "photo.png", "mimeType": "image/png", "buffer": b"\x89PNG not an export"}
+    page.set_input_files("#import-file", not_an_export)
     page.get_by_role("button", name="Preview").click()
     expect(page.get_by_role("alert")).to_contain_text("neither a ZIP nor a JSON file")
     expect(page.locator(".import-item")).to_have_count(0)
