@@ -110,9 +110,12 @@ def main() -> int:
     cold: list[float] = []
     for message in messages[:8]:
         cold += timed(lambda m=message: choose(m), 3, before=recall.kept_indexes.clear)  # type: ignore[misc]
+    cold_cpu = sorted(CPU[mark:])
     print(f"  cold term index   wall {percentiles(cold)}   {cpu_since(mark)}   (a process's first turn)")
     p95_cpu = warm_cpu[int(0.95 * (len(warm_cpu) - 1))]
     checks.append(("ranking p95 ≤ 5 ms (warm, CPU time)", p95_cpu <= 0.005))
+    # After a restart or an edit: the user's index is built again (an edit reuses the terms it knew).
+    checks.append(("ranking p95 ≤ 5 ms (cold, CPU time)", cold_cpu[int(0.95 * (len(cold_cpu) - 1))] <= 0.005))
 
     print(f"\n2. The block as a turn builds it (two queries on SQLite, ranking, fitting), {SIZE} memories")
     call_command("migrate", verbosity=0)

@@ -9,13 +9,14 @@ from uuid import UUID
 from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
 from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
-from chat import extensions, selectors, services
+from chat import extensions, selectors, services, versions
 from chat.models import Message, Project
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
@@ -30,6 +31,7 @@ from chat.schemas import (
     MessageOut,
     TurnErrorOut,
     TurnOut,
+    VersionIn,
 )
 from chat.turn import runner
 from chat.turn.model_input import TurnEvent
@@ -254,12 +256,53 @@ async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
     return await _run_turn(request, conversation_id, retry=True)
 
 
-async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False) -> Any:
+@router.post(
+    "/{conversation_id}/regenerate",
+    response=_TURN_STATUSES,
+    auth=streaming_auth,
+    summary="Write the latest reply again, whatever its status, keeping the version it showed",
+    openapi_extra=_TURN_RESPONSES,
+    description=(
+        "Like `POST /api/conversations/{id}/retry`, for the conversation's latest reply whatever its status "
+        "(409 when the latest message is not a reply, or one is being written). The version it showed is kept "
+        "in the message's `alternatives`; `POST /api/conversations/{id}/messages/{message_id}/version` shows "
+        "another. The agent state holds only the shown version: the next turn continues from it."
+    ),
+)
+async def reply_regenerate(request: HttpRequest, conversation_id: UUID) -> Any:
+    return await _run_turn(request, conversation_id, retry=True, regenerate=True)
+
+
+@router.post(
+    "/{conversation_id}/messages/{message_id}/version",
+    response={200: MessageOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS, 409: ErrorOut},
+    summary="Show another version of the latest reply",
+    description=(
+        "The chosen version (one of its `alternatives`) becomes the reply's content and its part of the agent "
+        "state, so the next turn continues from it. 409 when the message is not the conversation's latest "
+        "reply, has no such version, or a reply is being written."
+    ),
+)
+def reply_version(request: HttpRequest, conversation_id: UUID, message_id: int, payload: VersionIn) -> Any:
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    message = get_object_or_404(selectors.message_list(conversation=conversation), pk=message_id)
+    reply = versions.reply_version_show(reply=message, version=payload.version)
+    return extensions.annotate_messages([reply])[0]
+
+
+async def _run_turn(
+    request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False, regenerate: bool = False
+) -> Any:
     # The conversation is looked up (404 unless it is the user's) with the turn's start, in its one trip to
     # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
     origin = services.TurnOrigin(address=client_address(request))
     running = await runner.start_turn(
-        user=_user(request), conversation=conversation_id, content=content, retry=retry, origin=origin
+        user=_user(request),
+        conversation=conversation_id,
+        content=content,
+        retry=retry,
+        origin=origin,
+        regenerate=regenerate,
     )
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")

@@ -11,6 +11,7 @@ class ChatConfig(AppConfig):
 
         from accounts import data
         from accounts.layout import register_layout_context
+        from accounts.scopes import register_route_scope
         from accounts.signals import password_changed
         from chat import data as chat_data
         from chat import extensions
@@ -29,3 +30,6 @@ class ChatConfig(AppConfig):
         extensions.register_conversation_eraser("tool-results", chat_data.tool_results_erase)
         # Settings pages of accounts (API tokens) are drawn in the chat's layout, with its sidebar.
         register_layout_context(layout_sidebar)
+        # A token needs the `chat` scope for conversations and search (SPEC §9).
+        register_route_scope("/api/conversations", read="chat", write="chat")
+        register_route_scope("/api/search", read="chat", write="chat")

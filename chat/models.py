@@ -150,6 +150,10 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
     error = models.CharField(max_length=500, blank=True)
+    # A regenerated reply's other versions (chat.versions), oldest first: {"version", "content", "status",
+    # "error", "created_at"}; the shown one is `content`, numbered `version` among them all.
+    alternatives = models.JSONField(default=list, blank=True)
+    version = models.PositiveSmallIntegerField(default=1)
     # Only user messages take part in memory extraction; assistant messages stay "".
     memory_status = models.CharField(max_length=16, choices=MemoryStatus.choices, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

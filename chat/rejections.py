@@ -64,8 +64,8 @@ class RunSlotsFull(TurnRejected):
 class NothingToRetry(TurnRejected):
     status = 409
 
-    def __init__(self) -> None:
-        super().__init__(_("Only the latest reply can be retried, and only when it failed or was stopped."))
+    def __init__(self, text: str = "") -> None:
+        super().__init__(text or _("Only the latest reply can be retried, and only when it failed or was stopped."))
 
 
 class TooManyTurns(TurnRejected):

@@ -157,6 +157,16 @@ class ChatModelList(Schema):
     models: list[ChatModelOut]
 
 
+class AlternativeOut(Schema):
+    """Another version of a regenerated reply (chat.versions)."""
+
+    version: int
+    content: str
+    status: str
+    error: str = ""
+    created_at: datetime | None = None
+
+
 class MessageOut(Schema):
     id: int
     conversation_id: UUID
@@ -164,6 +174,10 @@ class MessageOut(Schema):
     content: str
     status: str
     error: str
+    version: int = Field(1, description="The shown version's number, among it and its `alternatives`.")
+    alternatives: list[AlternativeOut] = Field(
+        default_factory=list, description="A regenerated reply's other versions, oldest first; [] otherwise."
+    )
     memory_status: str
     created_at: datetime
     updated_at: datetime
@@ -187,6 +201,12 @@ class MessageIn(Schema):
         pattern=NOT_BLANK,
         description="The user's message: not blank, no NUL character.",
     )
+
+
+class VersionIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(..., ge=1, le=32767, description="The number of the version to show.")
 
 
 class TurnOut(Schema):

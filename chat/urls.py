@@ -13,4 +13,5 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/model/", views.conversation_model, name="conversation_model"),
     path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("c/<uuid:conversation_id>/messages/<int:message_id>/", views.message_detail, name="message"),
+    path("c/<uuid:conversation_id>/messages/<int:message_id>/version/", views.message_version, name="message_version"),
 ]

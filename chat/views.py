@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import extensions, markers, selectors, services
+from chat import extensions, markers, selectors, services, versions
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
@@ -49,6 +49,8 @@ def with_retry(messages: Iterable[Message]) -> list[Message]:
     items = list(messages)
     if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status in RETRYABLE:
         items[-1].retryable = True  # type: ignore[attr-defined]
+    if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status == Message.Status.COMPLETE:
+        items[-1].regeneratable = True  # type: ignore[attr-defined]
     return items
 
 
@@ -186,6 +188,24 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResp
     if request.htmx:
         return HttpResponseClientRedirect("/")
     return redirect("chat:index")
+
+
+@login_required
+@require_POST
+def message_version(request: HttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
+    """Show another version of the latest reply (‹ › under it): the message, as it now reads."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    message = get_object_or_404(selectors.message_list(conversation=conversation), pk=message_id)
+    try:
+        version = int(request.POST.get("version", ""))
+        message = versions.reply_version_show(reply=message, version=version)
+    except (ValueError, services.TurnRejected) as exc:
+        text = str(exc) if isinstance(exc, services.TurnRejected) else _("Which version?")
+        return HttpResponse(text, status=409, content_type="text/plain; charset=utf-8")
+    if not request.htmx:
+        return redirect(reverse("chat:conversation", args=[conversation.pk]) + f"#message-{message.pk}")
+    extensions.annotate_messages([message])
+    return HttpResponse(message_html(message, retryable=True))
 
 
 @login_required

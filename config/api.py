@@ -78,6 +78,10 @@ class MemoraAPI(NinjaAPI):
         """The document ninja builds from the routes, with what every error response shares: what each status
         means (unless the route says it itself) and the Retry-After header of a 429."""
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        if apps.is_installed("connect"):  # /v1 and /mcp, which answer OpenAI's and MCP's own shapes
+            from connect.openapi import paths
+
+            schema["paths"].update(paths())
         for operations in schema["paths"].values():
             for operation in operations.values():
                 for status, response in operation["responses"].items():

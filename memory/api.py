@@ -17,9 +17,17 @@ from accounts.models import User
 from chat.models import Project
 from chat.selectors import project_get_for_user
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
-from memory import moves, selectors, services
+from memory import connected, moves, selectors, services
 from memory.models import Memory
-from memory.schemas import ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut, MemoryPatch
+from memory.schemas import (
+    ForgetAllOut,
+    MemoryDetailOut,
+    MemoryExportOut,
+    MemoryIn,
+    MemoryListQuery,
+    MemoryOut,
+    MemoryPatch,
+)
 
 router = Router(tags=["memories"])
 
@@ -91,9 +99,15 @@ def memory_export(request: HttpRequest) -> Any:
     return selectors.memory_export(user=_user(request))
 
 
-@router.get("/{memory_id}", response={200: MemoryOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
+@router.get(
+    "/{memory_id}",
+    response={200: MemoryDetailOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    summary="One memory, with its latest reads by connected tools",
+)
 def memory_get(request: HttpRequest, memory_id: int = MemoryId) -> Any:
-    return _fresh(request, memory_id)
+    memory = _fresh(request, memory_id)
+    memory.reads_shown = connected.reads_of_memory(memory=memory)  # type: ignore[attr-defined]
+    return memory
 
 
 @router.patch(

@@ -49,11 +49,21 @@ _MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:key|until): [^()]*\))?$")
 _MESSAGE_LINE = re.compile(r"^(\d+)\. (?:\[(\d{4}-\d{2}-\d{2})\] )?(.*)$")
 
 
+_TODAY_LINE = re.compile(r"^Today \(UTC\): (\d{4}-\d{2}-\d{2})$", re.M)
+
+
 def message_days(text: str) -> dict[int, date]:
-    """The day each numbered message was sent, from the judge's user message."""
-    return {
-        int(m[1]): date.fromisoformat(m[2]) for line in text.splitlines() if (m := _MESSAGE_LINE.match(line)) and m[2]
-    }
+    """The day each numbered message was sent, from the judge's user message: a message shown without a
+    day was sent today."""
+    today = _TODAY_LINE.search(text)
+    days = {}
+    for line in text.splitlines():
+        if m := _MESSAGE_LINE.match(line):
+            if m[2]:
+                days[int(m[1])] = date.fromisoformat(m[2])
+            elif today:
+                days[int(m[1])] = date.fromisoformat(today[1])
+    return days
 
 
 def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]:

@@ -97,9 +97,9 @@ def users_missing_vectors(limit: int = 100) -> list[int]:
 
 def _query_vector(ctx: TurnContext) -> list[float] | None:
     """The turn's own text embedded: one request per turn, whatever the number of block builds."""
-    key = ctx.user_message.pk
+    key = ctx.user_message.pk  # None: a text no turn saved (a connected tool's search), never kept
     with _turn_lock:
-        if key in _turn_vectors:
+        if key is not None and key in _turn_vectors:
             return _turn_vectors[key]
     embedder = get_embedder()
     vector: list[float] | None = None
@@ -108,6 +108,8 @@ def _query_vector(ctx: TurnContext) -> list[float] | None:
             vector = normalised(embedder.embed(texts=[ctx.user_message.content], timeout=settings.EMBEDDING_TIMEOUT)[0])
         except LLMError as exc:
             logger.warning("embeddings unavailable for this turn, ranking lexically: %s", exc)
+    if key is None:
+        return vector
     with _turn_lock:
         _turn_vectors[key] = vector
         while len(_turn_vectors) > _TURNS_KEPT:

@@ -76,7 +76,7 @@ def render_input(
     *, memories: list[ActiveMemory], pending: list[PendingMessage], today: date | None = None, compact: bool = False
 ) -> JudgeInput:
     """The judge's two messages: the prompt (the compact one for small windows), then today's date (UTC),
-    the memories and the numbered user messages, each with the day it was sent when known."""
+    the memories and the numbered user messages, each sent before today with the day it was sent."""
     memory_lines = [m.line() for m in memories] or ["(none)"]
     message_lines: list[str] = []
     numbers: dict[int, int] = {}
@@ -89,7 +89,8 @@ def render_input(
         previous = message.conversation_id
         number = len(numbers) + 1
         numbers[number] = message.id
-        day = f"[{message.day.isoformat()}] " if message.day is not None else ""
+        # Only an earlier day is shown: most messages are today's, and the judge is told which day that is.
+        day = f"[{message.day.isoformat()}] " if message.day is not None and message.day != today else ""
         message_lines.append(f"{number}. {day}{_indent_continuation(message.content)}")
     text = "\n".join(
         [

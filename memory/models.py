@@ -36,6 +36,7 @@ class Memory(models.Model):
         EXTRACTED = "extracted", _("Extracted from messages")
         USER = "user", _("Added by the user")
         RESTORED = "restored", _("Restored by the user")
+        CLIENT = "client", _("Proposed by a connected tool")
         IMPORTED = "imported", _("Learned from imported chats")
 
     class InvalidReason(models.TextChoices):
@@ -71,7 +72,7 @@ class Memory(models.Model):
     key = models.CharField(max_length=32, choices=MemoryKey.choices, blank=True, default="")
     # End of a time-bound fact: out of the block from then on, moved to history by the sweep.
     expires_at = models.DateTimeField(null=True, blank=True)
-    # The last turn whose memory block held it.
+    # The last turn whose memory block held it, or the last read by a connected tool (MemoryRead).
     last_used_at = models.DateTimeField(null=True, blank=True)
     # Its scope (SPEC §9): null = about the user, in every conversation outside an isolated project; else
     # one piece of work's, only in that project's conversations. RESTRICT: a project ends through
@@ -79,6 +80,8 @@ class Memory(models.Model):
     project = models.ForeignKey(
         "chat.Project", null=True, blank=True, on_delete=models.RESTRICT, related_name="memories"
     )
+    # The connected tool that proposed it (origin "client"): its MCP clientInfo name or User-Agent.
+    client = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         verbose_name_plural = _("memories")
@@ -149,6 +152,52 @@ class MemoryUse(models.Model):
 
     def __str__(self) -> str:
         return f"message {self.message_id} used memory {self.memory_id}"
+
+
+class MemoryAccess(models.Model):
+    """One request of a connected tool that read memories through a personal token (SPEC §9): an MCP
+    tool call or a `/v1` chat completion. Settings → Memory and the tokens list show them ("Cursor read
+    3 memories at 14:02"); no text is kept here, only which memories were read."""
+
+    class Kind(models.TextChoices):
+        MCP = "mcp", _("MCP")
+        V1 = "v1", _("OpenAI-compatible endpoint")
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # Null once the token is revoked; its label stays so the log still says which one it was.
+    token = models.ForeignKey("accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    token_label = models.CharField(max_length=100, blank=True)
+    client = models.CharField(max_length=100, blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    at = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user", "-at"], name="memory_access_user_at"),
+            models.Index(fields=["token", "-at"], name="memory_access_token_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.client or '?'} read {self.count} at {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def memories(self) -> int:
+        """How many memories it read (as the tokens list names it, accounts/_token_read.html)."""
+        return self.count
+
+
+class MemoryRead(models.Model):
+    """A memory one access read; gone with the memory or the access."""
+
+    access = models.ForeignKey(MemoryAccess, on_delete=models.CASCADE, related_name="reads")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="reads")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["access", "memory"], name="memory_read_unique")]
+
+    def __str__(self) -> str:
+        return f"access {self.access_id} read memory {self.memory_id}"
 
 
 class MemoryVector(models.Model):

@@ -46,7 +46,9 @@ def on_turn_finished(sender: object, *, user_id: int, user_message_id: int, **kw
             enqueue_extraction(user_id=user_id, message_id=user_message_id, min_pending=1, trigger=flush, announce=True)
             return
         if pending_up_to(user_id=user_id, message_id=user_message_id) >= settings.MEMORY_EXTRACT_MIN_TURNS:
-            enqueue_extraction(user_id=user_id, message_id=user_message_id)
+            # Once the user has been quiet for a while: the task of a burst's last turn covers it in one call.
+            idle = float(settings.MEMORY_EXTRACT_IDLE_SECONDS)
+            enqueue_extraction(user_id=user_id, message_id=user_message_id, countdown=idle if idle > 0 else None)
     except Exception:  # the reply has been delivered; a hook failure must not surface in chat
         logger.exception("post-turn memory hook failed for user %s", user_id)
 

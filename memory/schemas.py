@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
@@ -50,10 +50,11 @@ class MemoryOut(Schema):
     key: str = Field(description="The single-valued preference it holds (reply_language, units, …), or empty")
     sensitive: bool
     expires_at: datetime | None = Field(description="End of a time-bound fact; out of the block from then on")
-    # When a reply's memory block last held it (SPEC §8 "Recall"); null until then.
+    # When a reply's memory block last held it (SPEC §8 "Recall"), or a connected tool read it; null until then.
     last_used_at: datetime | None
     # SPEC §9: its scope.
     project_id: int | None = Field(description="The project it is about, or null: about you, everywhere")
+    client: str = Field(description='The connected tool that proposed it (origin "client"), or empty')
 
     @staticmethod
     def resolve_status(memory: Memory) -> str:
@@ -66,6 +67,28 @@ class MemoryOut(Schema):
     @staticmethod
     def resolve_superseded_by(memory: Memory) -> int | None:
         return memory.superseded_by_id
+
+
+class MemoryReadOut(Schema):
+    """A connected tool's read of the memory (the MCP server or /v1), through one of the user's tokens."""
+
+    client: str = Field(description="The program: its MCP clientInfo name, or its User-Agent")
+    kind: Literal["mcp", "v1"]
+    token_id: int | None = Field(description="The token it used; null once the token is revoked")
+    token_name: str = Field(description="The token's name (or prefix) when it read")
+    at: datetime
+
+    @staticmethod
+    def resolve_token_name(access: Any) -> str:
+        return str(access.token_label)
+
+
+class MemoryDetailOut(MemoryOut):
+    reads: list[MemoryReadOut] = Field(description="Its latest reads by connected tools (at most 10, newest first)")
+
+    @staticmethod
+    def resolve_reads(memory: Memory) -> list[Any]:
+        return list(getattr(memory, "reads_shown", []))
 
 
 class MemoryIn(Schema):

@@ -167,8 +167,9 @@ class App:
             # One slot, and a new request cuts off the one running (llama-cpp-python's interrupt_requests):
             # every request waits its turn, chat first, as README advises for such servers.
             LLM_MAX_CONCURRENCY="1",
-            # Every message starts a background run, so background judge calls compete with chat.
+            # Every message starts a background run at once, so background judge calls compete with chat.
             MEMORY_EXTRACT_MIN_TURNS="1",
+            MEMORY_EXTRACT_IDLE_SECONDS="0",
         )
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"

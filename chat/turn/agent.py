@@ -94,6 +94,7 @@ def _begin(
     retry: bool = False,
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
+    regenerate: bool = False,
 ) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
@@ -103,7 +104,7 @@ def _begin(
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
         started = transactions.turn_retry_start(
-            user=user, conversation=conversation, message_id=message_id, origin=origin
+            user=user, conversation=conversation, message_id=message_id, origin=origin, regenerate=regenerate
         )
     else:
         started = transactions.turn_start(user=user, conversation=conversation, content=content, origin=origin)
@@ -197,12 +198,20 @@ class Turn:
         conversation: Conversation | UUID,
         message_id: int | None = None,
         origin: services.TurnOrigin | None = None,
+        regenerate: bool = False,
     ) -> Turn:
-        """Lock and reopen the failed latest reply, to write it again for the same user message.
+        """Lock and reopen the failed latest reply (with `regenerate`, the latest reply whatever its status,
+        its version kept: chat.versions), to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()
         started, messages = await _begin_async(
-            user=user, conversation=conversation, content="", retry=True, message_id=message_id, origin=origin
+            user=user,
+            conversation=conversation,
+            content="",
+            retry=True,
+            message_id=message_id,
+            origin=origin,
+            regenerate=regenerate,
         )
         return cls._started(started, model, messages)
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat import extensions
+from chat import extensions, versions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
 from chat.models import AgentState, Conversation, Message, Project, TurnStart
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
@@ -81,6 +81,37 @@ def _turn_claim(
         raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
     TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
     return token
+
+
+@transaction.atomic
+def turn_count_only(*, user: User, origin: TurnOrigin | None = None) -> None:
+    """A model request that saves nothing (a temporary request to the OpenAI-compatible endpoint): checked
+    and counted against the turn rates like any turn. Raises TurnRejected."""
+    origin = origin or TurnOrigin()
+    now = _now()
+    row = user_row(user_id=user.pk, now=now, lock=True, origin=origin)
+    if row is None or not row.has_access(origin):
+        raise AccessEnded()
+    turn_rate_check(user=user, now=now, recent=row.user_turns)
+    address_rate_check(address=origin.address, now=now, recent=row.address_turns)
+    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
+
+
+@transaction.atomic
+def user_messages_add(*, user: User, conversation: Conversation, contents: list[str]) -> list[Message]:
+    """Save user messages that no turn answers (the earlier of several new messages a client of the
+    OpenAI-compatible endpoint sent at once), to be learned from like any other, and index them."""
+    learns = user.memory_enabled and not conversation.temporary
+    status = Message.MemoryStatus.PENDING if learns else Message.MemoryStatus.SKIPPED
+    messages = Message.objects.bulk_create(
+        [
+            Message(conversation=conversation, user=user, role=Message.Role.USER, content=message_content_clean(text),
+                    memory_status=status)
+            for text in contents
+        ]
+    )  # fmt: skip
+    search_index_messages(messages=messages)
+    return messages
 
 
 @dataclass
@@ -200,16 +231,26 @@ def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str
 
 @transaction.atomic
 def turn_retry_start(
-    *, user: User, conversation: Conversation, message_id: int | None = None, origin: TurnOrigin | None = None
+    *,
+    user: User,
+    conversation: Conversation,
+    message_id: int | None = None,
+    origin: TurnOrigin | None = None,
+    regenerate: bool = False,
 ) -> StartedTurn:
     """Regenerate the conversation's failed (or stopped) latest reply in place: the same user message,
     the same reply row, emptied and streaming again. Refused like turn_start, writing nothing; also
-    with NothingToRetry when the latest message is not such a reply (or is not `message_id`)."""
+    with NothingToRetry when the latest message is not such a reply (or is not `message_id`).
+
+    With `regenerate`, the latest reply may have any status, and the version it shows is kept among its
+    `alternatives` (chat.versions) before it is written again."""
     now = _now()
     token = _turn_claim(user=user, conversation=conversation, now=now, origin=origin)
-    reply = retryable_reply(conversation)
+    reply = versions.latest_reply(conversation) if regenerate else retryable_reply(conversation)
     if reply is None or (message_id is not None and reply.pk != message_id):
-        raise NothingToRetry()
+        raise NothingToRetry(_("Only the latest reply can be regenerated.") if regenerate else "")
+    if regenerate:
+        versions.keep_shown(reply, now=now)
     user_message = (
         Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=reply.pk)
         .order_by("-created_at", "-id")
@@ -218,7 +259,7 @@ def turn_retry_start(
     if user_message is None:
         raise NothingToRetry()
     reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
-    reply.save(update_fields=["content", "error", "status", "updated_at"])
+    reply.save(update_fields=["content", "error", "status", "updated_at", "alternatives", "version"])
     search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
     title_before = conversation.title
     state = _turn_state(conversation, title=user_message.content, now=now)

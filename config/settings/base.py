@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "chat",
     "memory",
     "imports",
+    "connect",
 ]
 
 # Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).

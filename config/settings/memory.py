@@ -11,6 +11,10 @@ from config.settings.env import env_bool, env_int
 # Pending user messages that start a background extraction (SPEC §4), and the memory block's size in the prompt.
 MEMORY_EXTRACT_MIN_TURNS = env_int("MEMORY_EXTRACT_MIN_TURNS", 3)
 MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
+# A background run at the threshold waits until the user's newest pending message is this many seconds old,
+# so one judge call covers a burst; never longer than MEMORY_EXTRACT_MAX_WAIT_SECONDS after the oldest.
+MEMORY_EXTRACT_IDLE_SECONDS = float(os.environ.get("MEMORY_EXTRACT_IDLE_SECONDS", "60"))
+MEMORY_EXTRACT_MAX_WAIT_SECONDS = float(os.environ.get("MEMORY_EXTRACT_MAX_WAIT_SECONDS", "600"))
 # Embeddings for memory recall (optional): an OpenAI-compatible /v1/embeddings model. Its base URL and
 # key default to the chat provider's. A turn waits at most EMBEDDING_TIMEOUT seconds for its one request.
 EMBEDDING_MODEL = os.environ.get("EMBEDDING_MODEL", "").strip()

@@ -8,3 +8,5 @@ SECRET_KEY = SECRET_KEY or "insecure-key-for-tests-only-" + "x" * 40  # noqa: F4
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests never ask a model server for its window unless they mean to (chat.llm.server_facts).
 CHAT_CONTEXT_FROM_SERVER = False
+# Background extraction runs at once unless a test asks for the wait for a quiet spell (tests/memory/test_bursts.py).
+MEMORY_EXTRACT_IDLE_SECONDS = 0.0

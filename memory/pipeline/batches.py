@@ -21,7 +21,7 @@ from memory.models import ExtractionRun
 from memory.outcomes import Outcome, Result
 from memory.pipeline.claim import claim_release, claim_take
 from memory.pipeline.commit import Abandon, commit
-from memory.pipeline.reads import backoff, pending_batch
+from memory.pipeline.reads import backoff, pending_batch, quiet
 from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large, unavailable
 from memory.retries import may_start, server_unavailable, slot_wait
 
@@ -38,13 +38,18 @@ def extract(
     up_to_message_id: int | None,
     min_pending: int = 1,
     max_batches: int = 3,
+    wait_quiet: bool = False,
 ) -> Result:
     """Run batches for one user until the messages up to `up_to_message_id` are covered.
 
-    `min_pending` is the background threshold, checked on the first batch only.
+    `min_pending` is the background threshold, checked on the first batch only. With `wait_quiet` (a
+    background run at the threshold) nothing is judged while the user is still writing (`reads.quiet`):
+    the task sent by their latest turn, or the sweep, covers the burst in one call.
     """
     if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
         return Result(Outcome.MEMORY_OFF)
+    if wait_quiet and not quiet(user_id=user_id):
+        return Result(Outcome.WAITING)
     total = Result(Outcome.NOTHING_PENDING)
     for _ in range(max_batches):
         result = _run_batch(user_id=user_id, trigger=trigger, up_to=up_to_message_id, min_pending=min_pending)
@@ -58,7 +63,7 @@ def extract(
 def extraction_params(*, trigger: str) -> dict[str, Any]:
     """Threshold and batch limit for each trigger."""
     if trigger == Trigger.BACKGROUND:
-        return {"min_pending": settings.MEMORY_EXTRACT_MIN_TURNS, "max_batches": 3}
+        return {"min_pending": settings.MEMORY_EXTRACT_MIN_TURNS, "max_batches": 3, "wait_quiet": True}
     if trigger == Trigger.FLUSH:
         return {"min_pending": 1, "max_batches": 3}
     return {"min_pending": 1, "max_batches": 25}

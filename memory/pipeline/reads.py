@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
+
 from memory import judge, judge_validation
 from memory.models import ExtractionRun, Memory
 from memory.pipeline import clock
@@ -25,6 +27,22 @@ def pending_batch(*, user_id: int, up_to_message_id: int | None) -> tuple[list[j
 def active_memories(*, user_id: int) -> list[judge.ActiveMemory]:
     rows = memories_active(user_id=user_id).values_list("id", "content", "key", "expires_at")
     return [judge.ActiveMemory(*row) for row in rows]
+
+
+def quiet(*, user_id: int) -> bool:
+    """Whether a background run may judge now: the user's newest pending message is at least
+    MEMORY_EXTRACT_IDLE_SECONDS old (a burst is over), or their oldest has waited
+    MEMORY_EXTRACT_MAX_WAIT_SECONDS (a user who never pauses is still served). Two indexed reads; none
+    when the wait is off (0)."""
+    if settings.MEMORY_EXTRACT_IDLE_SECONDS <= 0:
+        return True
+    now = clock.now()
+    pending = messages_pending(user_id=user_id).values_list("created_at", flat=True)
+    newest = pending.order_by("-id").first()
+    if newest is None or (now - newest).total_seconds() >= settings.MEMORY_EXTRACT_IDLE_SECONDS:
+        return True
+    oldest = pending.first()
+    return oldest is not None and (now - oldest).total_seconds() >= settings.MEMORY_EXTRACT_MAX_WAIT_SECONDS
 
 
 def known_memories(*, operations: list[judge.Operation]) -> dict[int, judge_validation.KnownMemory]:

@@ -62,8 +62,13 @@ def start_run(
     pending: list[judge.PendingMessage],
     attempt: int,
 ) -> Batch:
-    memories = memories_for_batch(user_id=user_id, pending=pending)
-    fitted = batching.fit(memories=memories, pending=pending, today=clock.now().date())
+    today = clock.now().date()
+    # The batch first, as if there were no memories; then the memories in the room it leaves (at least
+    # a share of the window: memory.pipeline.shown), and the batch again, shorter if they need it.
+    alone = batching.fit(memories=[], pending=pending, today=today)
+    room = batching.request_budget(len(alone.pending)) - alone.tokens
+    memories = memories_for_batch(user_id=user_id, pending=alone.pending, room=room)
+    fitted = batching.fit(memories=memories, pending=alone.pending, today=today)
     pending, judge_input = fitted.pending, fitted.judge_input
     run = ExtractionRun.objects.create(
         owner_id=user_id,

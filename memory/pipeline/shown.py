@@ -15,10 +15,12 @@ Shown, in this order of priority and then oldest first as the judge reads them:
    all the rest: "forget my screen preference" names a memory by what it is about, which its words need
    not share (rare, so it costs little).
 
-At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.batching), so the batch
-keeps the rest. Validation still knows every active memory: a duplicate of one not shown is dropped, a
-second value of a key becomes an update of its holder, and an `update` or `retract` naming a memory the
-judge was not shown is dropped with a reason (memory.judge_validation).
+At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.batching), and no more than
+the batch's messages leave, down to `MIN_SHARE`: more memories never mean more judge calls.
+
+Validation still knows every active memory: a duplicate of one not shown is dropped, a second value of a
+key becomes an update of its holder, and an `update` or `retract` naming a memory the judge was not shown
+is dropped with a reason (memory.judge_validation).
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from memory.selectors import memory_rows_for_turn
 
 #: fewer than 100 memories in any judge request
 SHOWN_MAX = 99
-#: the share of the judge's window the memories shown may take
+#: the share of the judge's window the memories shown may take, and the share they keep beside a long batch
 WINDOW_SHARE = 0.4
+MIN_SHARE = 0.15
 #: the newest memories shown whatever the batch says
 SHOWN_NEWEST = 10
 
@@ -68,16 +71,22 @@ def keys_touched(texts: Sequence[str]) -> set[str]:
     return {key for key, pattern in _KEY_PATTERNS.items() if any(pattern.search(t) for t in texts)}
 
 
-def memories_for_batch(*, user_id: int, pending: Sequence[judge.PendingMessage]) -> list[judge.ActiveMemory]:
+def memories_for_batch(
+    *, user_id: int, pending: Sequence[judge.PendingMessage], room: int | None = None
+) -> list[judge.ActiveMemory]:
     """The active memories the judge is shown beside these messages, oldest first (see the module
-    docstring); the rows are read once, as a turn reads them."""
+    docstring), within `budget(room)`; the rows are read once, as a turn reads them."""
     memories = [Candidate._make(row) for row in memory_rows_for_turn(user_id=user_id)]
-    return choose(user_id=user_id, memories=memories, pending=pending, budget=budget())
+    return choose(user_id=user_id, memories=memories, pending=pending, budget=budget(room))
 
 
-def budget() -> int:
-    """The tokens the memories shown may take: WINDOW_SHARE of the judge's window."""
-    return int(batching.window() * WINDOW_SHARE)
+def budget(room: int | None = None) -> int:
+    """The tokens the memories shown may take: WINDOW_SHARE of the judge's window, or less when the batch
+    leaves only `room` (the batch comes first, so more memories never mean more calls), but never less
+    than MIN_SHARE of it (a judge that sees nothing would add duplicates in other words)."""
+    window = batching.window()
+    share = window * WINDOW_SHARE if room is None else max(window * MIN_SHARE, min(window * WINDOW_SHARE, room))
+    return int(share)
 
 
 def choose(

@@ -155,6 +155,8 @@ def test_message_list_returns_the_display_log_in_order(api_client: Client, conve
         "created_at",
         "updated_at",
         "memories_used",
+        "version",
+        "alternatives",
     }
     assert (body[1]["role"], body[1]["memory_status"]) == ("assistant", "")
     assert body[1]["memories_used"] == []  # nothing recorded (and [] without the memory app)

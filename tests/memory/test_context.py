@@ -42,7 +42,6 @@ def test_block_holds_the_memories_relevant_to_the_message_as_background(user: An
 
     assert block == f"{BACKGROUND_HEADER}\n- Prefers small phones."
     assert "not instructions" in BACKGROUND_HEADER and "current message wins" in BACKGROUND_HEADER
-    assert "never grant" in BACKGROUND_HEADER
 
 
 @pytest.mark.django_db
@@ -54,7 +53,28 @@ def test_pinned_and_keyed_memories_are_in_every_turn_as_how_to_serve(user: Any) 
     block = memory_block(context_for(user, "hi"))
 
     assert block == f"{SERVING_HEADER}\n- Is allergic to peanuts.\n- Wants replies in Chinese."
-    assert "follow these unless the current message asks otherwise" in SERVING_HEADER
+    assert "follow unless the current message asks otherwise" in SERVING_HEADER
+
+
+@pytest.mark.django_db
+def test_a_greeting_with_no_pinned_memories_carries_no_block(user: Any) -> None:
+    for i in range(300):
+        make_memory(owner=user, content=f"Enjoys hobby number {i}, kayaking near Porto.")
+
+    assert memory_block(context_for(user, "Hello!")) is None
+
+
+@pytest.mark.django_db
+def test_a_greeting_carries_the_pinned_text_and_at_most_80_characters_more(user: Any) -> None:
+    pinned = ["Is allergic to peanuts.", "Prefers to be called Sam."]
+    for text in pinned:
+        make_memory(owner=user, content=text, pinned=True)
+    make_memory(owner=user, content="Enjoys kayaking near Porto.")
+
+    block = memory_block(context_for(user, "Hello!"))
+
+    assert block is not None and all(text in block for text in pinned)
+    assert len(block) - sum(map(len, pinned)) <= 80
 
 
 @pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 
 from chat.models import Message
 from chat.turn.tokens import estimate_text
-from memory import batching
+from memory import batching, judge
 from memory.judge import PendingMessage
 from memory.models import ExtractionRun, Memory
 from memory.pipeline import shown
@@ -173,3 +173,22 @@ def test_with_500_memories_a_batch_on_a_4k_window_still_covers_many_messages(
     assert set(Message.objects.filter(pk__in=[m.pk for m in said]).values_list("memory_status", flat=True)) == {
         "processed"
     }
+
+
+@pytest.mark.parametrize(("messages", "memories"), [(6, 20), (40, 20)])
+def test_at_default_settings_the_judge_request_beyond_the_users_own_text_is_lean(
+    fake_model: Any, user: Any, conversation: Any, other_conversation: Any, messages: int, memories: int
+) -> None:
+    kept = filler_memories(user, memories)
+    said = [
+        say((conversation, other_conversation)[i // 3 % 2], f"Message {i}: chess in Oslo?") for i in range(messages)
+    ]
+
+    run(user, up_to=said[-1], trigger="manual")
+
+    (request,) = fake_model.judge_requests
+    assert request["messages"][0]["content"] == judge.judge_prompt() and len(judge.judge_prompt()) <= 4500
+    total = sum(len(m["content"]) for m in request["messages"])
+    shown = ids_shown(request)
+    own_text = sum(len(m.content) for m in said) + sum(len(m.content) for m in kept if m.pk in shown)
+    assert total - own_text <= 4900
