@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from memory import lexicon
+from memory import grants, lexicon
 from memory.demo_rules import (
     CLEAR,
     FORGET,
@@ -142,7 +142,7 @@ def judge_answer(user_text: str) -> str:
     days = message_days(user_text)
     judgement = _Judgement(memories=dict(memories))
     for number, text in messages:
-        judgement.read(number, text, days.get(number))
+        judgement.read(number, grants.simplified(text), days.get(number))  # rules written in Simplified
     return json.dumps({"operations": [o for o in judgement.operations if o["op"] != "noop"]}, ensure_ascii=False)
 
 
