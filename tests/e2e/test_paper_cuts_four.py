@@ -1,0 +1,56 @@
+"""The fourth walkthrough's paper cuts, each in Chromium, in English and Chinese: htmx form errors in
+place beside their field."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.axe import audit
+from tests.e2e.browser import sign_up
+
+pytestmark = pytest.mark.browser
+
+ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
+
+
+def add_memory(page: Any, base: str, text: str) -> Any:
+    page.goto(f"{base}/settings/memory/")
+    page.fill("#memory-add-input", text)
+    page.locator("#memory-add-input").press("Control+Enter")
+    row = page.locator("#memory-list > .memory-row", has_text=text)
+    expect(row).to_have_count(1)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("lang", "error"), [("en", "The end date must be in the future."), ("zh", "结束日期必须晚于现在。")]
+)
+def test_a_past_end_date_is_refused_beside_the_field_and_the_page_stays(
+    browser: Any, live_server_url: str, lang: str, error: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"end-date-{lang}")
+    row = add_memory(page, live_server_url, "Is in Lisbon for work")
+    row.locator(".memory-expiry summary").click()
+    field = row.locator("input[name=expires_at]")
+    field.fill("2020-01-01T09:00")
+    field.press("Enter")
+    row = page.locator("#memory-list > .memory-row", has_text="Is in Lisbon for work")
+    message = row.locator(".field-errors")
+    expect(message).to_have_text(error)
+    field = row.locator("input[name=expires_at]")
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(field).to_have_attribute("aria-describedby", re.compile(message.get_attribute("id") or "-"))
+    expect(field).to_be_focused()
+    expect(page.get_by_role("heading", level=1)).to_be_visible()  # the page stayed
+    expect(page.locator("#memory-add-input")).to_be_visible()
+    audit(page, f"an end date refused in place ({lang})")
+    context.close()
