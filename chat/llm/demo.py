@@ -37,8 +37,18 @@ def _background_lines(messages: Messages) -> list[str]:
     blocks = [systems[0][len(prompt) :] if systems[0].startswith(prompt) else "", *systems[1:]]
     lines: list[str] = []
     for block in blocks:
-        lines += [ln[2:].strip() for ln in block.splitlines() if ln.startswith("- ")]
+        lines += [_UNTIL.sub(_until, ln[2:].strip()) for ln in block.splitlines() if ln.startswith("- ")]
     return lines
+
+
+_UNTIL = re.compile(r" \(until (\d{4})-(\d{2})-(\d{2})\)$")
+
+
+def _until(m: re.Match[str]) -> str:
+    """A memory's end date ("(until 2026-12-06)") in the reader's language: "（到 2026年12月6日）"."""
+    if not (get_language() or "").startswith("zh"):
+        return m[0]
+    return f"（到 {int(m[1])}年{int(m[2])}月{int(m[3])}日）"
 
 
 def sentence_separator() -> str:
