@@ -54,3 +54,52 @@ def test_a_past_end_date_is_refused_beside_the_field_and_the_page_stays(
     expect(page.locator("#memory-add-input")).to_be_visible()
     audit(page, f"an end date refused in place ({lang})")
     context.close()
+
+
+LONG_TITLE = "Planting tulip bulbs in a small balcony garden before the first frost of a very cold winter"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_search_results_show_the_whole_title_who_spoke_and_no_demo_framing_and_open_in_the_transcript(
+    browser: Any, live_server_url: str, lang: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    base = live_server_url
+    sign_up(page, base, f"searcher-{lang}")
+    page.fill("#start-input", "When should I plant tulip bulbs?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant").last).to_have_attribute("data-status", "complete")
+    for i in range(12):  # a transcript long enough to scroll
+        page.fill("#composer-input", f"Filler message {i} about gardens")
+        page.keyboard.press("Enter")
+        expect(page.locator(".message-assistant")).to_have_count(i + 2)
+        expect(page.locator(".message-assistant").last).to_have_attribute("data-status", "complete")
+    conversation = page.url.rstrip("/").rsplit("/", 1)[1]
+    page.request.patch(
+        f"{base}/api/conversations/{conversation}",
+        data={"title": LONG_TITLE},
+        headers={"X-CSRFToken": next(c["value"] for c in context.cookies() if c["name"] == "csrftoken")},
+    )
+    page.goto(f"{base}/search/?q=tulip")
+    hits = page.locator(".search-page .search-hit")
+    expect(hits).to_have_count(3)  # the title, the question, the reply
+    title = hits.first.locator(".search-hit-title")
+    expect(title).to_have_text(LONG_TITLE)
+    assert page.evaluate("e => e.scrollWidth <= e.clientWidth", title.element_handle())  # wrapped, not cut
+    you, memora = ("你", "Memora") if lang == "zh" else ("You", "Memora")
+    expect(page.locator(".search-hit-who", has_text=you)).to_have_count(1)
+    expect(page.locator(".search-hit-who", has_text=memora)).to_have_count(1)
+    expect(page.locator(".search-page")).not_to_contain_text("Offline demo model")
+    expect(page.locator(".search-page")).not_to_contain_text("OPENAI_API_KEY")
+    audit(page, f"search results ({lang})")
+
+    # Opening a hit scrolls the transcript only: the page itself stays put, the header in view.
+    hits.nth(1).locator("a").click()
+    expect(page.locator(".message:target")).to_be_in_viewport()
+    assert page.evaluate("document.scrollingElement.scrollTop") == 0
+    expect(page.locator("header.chat-header")).to_be_in_viewport()
+    context.close()
