@@ -103,3 +103,35 @@ def test_search_results_show_the_whole_title_who_spoke_and_no_demo_framing_and_o
     assert page.evaluate("document.scrollingElement.scrollTop") == 0
     expect(page.locator("header.chat-header")).to_be_in_viewport()
     context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "timezone", "shown"),
+    [("zh", "Asia/Shanghai", "2030年12月6日 17:30"), ("en", "America/New_York", "6 Dec 2030, 04:30")],
+)
+def test_end_dates_show_and_are_set_in_the_browsers_time_zone_the_pages_way(
+    browser: Any, live_server_url: str, lang: str, timezone: str, shown: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800},
+        timezone_id=timezone,
+        extra_http_headers=ZH if lang == "zh" else {},
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"local-time-{lang}")
+    row = add_memory(page, live_server_url, "Is in Lisbon for work")
+    row.locator(".memory-expiry summary").click()
+    field = row.locator("input[name=expires_at]")
+    expect(row.locator(f"label[for='{field.get_attribute('id')}']")).not_to_contain_text("UTC")
+    local = "2030-12-06T17:30" if lang == "zh" else "2030-12-06T04:30"  # both 09:30 UTC
+    field.fill(local)
+    field.press("Enter")
+    row = page.locator("#memory-list > .memory-row", has_text="Is in Lisbon for work")
+    expect(row.locator(".badge-expiry time")).to_have_text(shown)
+    expect(row.locator(".badge-expiry time")).to_have_attribute("datetime", "2030-12-06T09:30:00+00:00")
+    page.reload()
+    row = page.locator("#memory-list > .memory-row", has_text="Is in Lisbon for work")
+    expect(row.locator(".badge-expiry time")).to_have_text(shown)
+    expect(row.locator("input[name=expires_at]")).to_have_value(local)  # the field in local time too
+    context.close()
