@@ -6,8 +6,8 @@ from django import template
 from django.template import Context
 from django.template.defaultfilters import date as date_format
 from django.utils.html import format_html
-from django.utils.translation import get_language
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import get_language
 
 from chat import extensions
 from chat.llm.errors import error_for_people
