@@ -75,5 +75,6 @@ def test_extraction_runs_list_fits_1280_px_without_scrolling_inside_either(
     expect(rows).to_have_count(5)
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     # Django's admin puts the table in a box that scrolls sideways: nothing may hide in it either.
-    assert page.evaluate("(() => { const r = document.querySelector('.results'); return r.scrollWidth <= r.clientWidth; })()")
+    fits = "(() => { const r = document.querySelector('.results'); return r.scrollWidth <= r.clientWidth; })()"
+    assert page.evaluate(fits)
     context.close()
