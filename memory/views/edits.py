@@ -144,7 +144,7 @@ def memory_pin(request: HttpRequest, user: User, memory: Memory) -> HttpResponse
         services.memory_settings(user=user, memory=memory, pinned=request.POST.get("pinned") == "on")
     except services.MemoryRejected as exc:
         return rejected(request, exc, anchor=f"memory-{memory.pk}")
-    return _row_changed(request, memory.pk, gettext("Saved."))
+    return _row_changed(request, memory.pk, gettext("Saved."), summary=True)  # pinned: in every chat
 
 
 @memory_view("POST")
@@ -171,12 +171,14 @@ def _expiry_refused(request: HttpRequest, memory_id: int, value: str, error: str
     return fragments.response(row, fragments.status_html(""), status=422)
 
 
-def _row_changed(request: HttpRequest, memory_id: int, text: str) -> HttpResponse:
+def _row_changed(request: HttpRequest, memory_id: int, text: str, *, summary: bool = False) -> HttpResponse:
     if not request.htmx:
         messages.success(request, text)
         return redirect(page_url(f"memory-{memory_id}"))
     fresh = selectors.memory_get_for_user(user=request_user(request), memory_id=memory_id)
     template = "memory/_suggested_row.html" if fresh.suggested else "memory/_row.html"
     return fragments.response(
-        fragments.part(request, template, memory=fresh, refocus=True), fragments.status_html(text)
+        fragments.part(request, template, memory=fresh, refocus=True),
+        *([summary_oob(request)] if summary else []),
+        fragments.status_html(text),
     )

@@ -102,6 +102,8 @@
 
   // --- Ctrl/Cmd+Enter saves; a live character count ---
   document.addEventListener("keydown", function (e) {
+    // Not while an input method is composing (Chinese, Japanese): that Enter confirms the characters.
+    if (e.isComposing || e.keyCode === 229) return;
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && e.target.tagName === "TEXTAREA" && e.target.form && page.contains(e.target)) {
       e.preventDefault();
       e.target.form.requestSubmit();

@@ -135,3 +135,33 @@ def test_end_dates_show_and_are_set_in_the_browsers_time_zone_the_pages_way(
     expect(row.locator(".badge-expiry time")).to_have_text(shown)
     expect(row.locator("input[name=expires_at]")).to_have_value(local)  # the field in local time too
     context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_settings_memory_summary_follows_pin_and_composition_enter_adds_nothing(
+    browser: Any, live_server_url: str, lang: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"pinner-{lang}")
+    row = add_memory(page, live_server_url, "Has a cat called Miso")
+    every_chat = page.locator("#memory-summary .budget-text strong").first
+    expect(every_chat).to_have_text("0")
+    row.locator("form[action$='/pin/'] button").click()
+    expect(every_chat).to_have_text("1")  # the summary follows the pin without a reload
+    page.locator("#memory-list > .memory-row", has_text="Miso").locator("form[action$='/pin/'] button").click()
+    expect(every_chat).to_have_text("0")
+
+    # Ctrl+Enter that confirms an input method's characters is not "add".
+    page.fill("#memory-add-input", "喜欢猫")
+    page.locator("#memory-add-input").evaluate(
+        "el => el.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', ctrlKey: true, isComposing: true,"
+        " keyCode: 229, bubbles: true, cancelable: true}))"
+    )
+    page.wait_for_timeout(500)
+    expect(page.locator("#memory-list > .memory-row", has_text="喜欢猫")).to_have_count(0)
+    expect(page.locator("#memory-add-input")).to_have_value("喜欢猫")
+    context.close()
