@@ -165,3 +165,24 @@ def test_settings_memory_summary_follows_pin_and_composition_enter_adds_nothing(
     expect(page.locator("#memory-list > .memory-row", has_text="喜欢猫")).to_have_count(0)
     expect(page.locator("#memory-add-input")).to_have_value("喜欢猫")
     context.close()
+
+
+def test_a_provider_error_in_chinese_keeps_the_providers_words_behind_details(
+    browser: Any, live_server_url: str
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, extra_http_headers=ZH)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, "provider-trouble-zh")
+    page.fill("#start-input", "Provider trouble, please")
+    page.keyboard.press("Enter")
+    error = page.locator(".message-error")
+    expect(error.locator("p").first).to_have_text("模型服务自身出了问题。请稍后再试。")
+    words = error.locator(".error-details > p")
+    expect(words).to_be_hidden()
+    error.get_by_text("详情").click()
+    expect(words).to_have_text("HTTP 503: upstream overloaded: shard 7 queue depth 981")
+    page.reload()  # saved in Chinese, read again
+    expect(page.locator(".message-error p").first).to_have_text("模型服务自身出了问题。请稍后再试。")
+    audit(page, "a failed reply in Chinese")
+    context.close()
