@@ -164,6 +164,8 @@ def account_page(request: HttpRequest) -> HttpResponse:
                 return redirect("account_deleted")
         status = 403 if form.has_error("password") and form.data.get("password") else 422
         status = 429 if retry_after is not None else status
+        # Focus lands on the field that says what went wrong (its error is its description).
+        form.fields["password"].widget.attrs["autofocus"] = True
     context = {
         "layout": "accounts/_layout_plain.html",
         **data.page_context(request),

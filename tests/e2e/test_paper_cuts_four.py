@@ -186,3 +186,22 @@ def test_a_provider_error_in_chinese_keeps_the_providers_words_behind_details(
     expect(page.locator(".message-error p").first).to_have_text("模型服务自身出了问题。请稍后再试。")
     audit(page, "a failed reply in Chinese")
     context.close()
+
+
+@pytest.mark.parametrize(("lang", "wrong"), [("en", "The password is not correct"), ("zh", "密码不正确")])
+def test_a_failed_account_deletion_puts_focus_on_the_field_with_its_message(
+    browser: Any, live_server_url: str, lang: str, wrong: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"keeper-{lang}")
+    page.goto(f"{live_server_url}/settings/account/")
+    page.fill("#id_password", "not-my-password")
+    page.locator(".account-delete-form button[type=submit]").click()
+    expect(page.locator(".account-delete-form .field-errors")).to_contain_text(wrong)
+    expect(page.locator("#id_password")).to_be_focused()
+    audit(page, f"a refused account deletion ({lang})")
+    context.close()
