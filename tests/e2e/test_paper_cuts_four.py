@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import sign_up
+from tests.e2e.browser import manage, sign_up
 
 pytestmark = pytest.mark.browser
 
@@ -204,4 +204,35 @@ def test_a_failed_account_deletion_puts_focus_on_the_field_with_its_message(
     expect(page.locator(".account-delete-form .field-errors")).to_contain_text(wrong)
     expect(page.locator("#id_password")).to_be_focused()
     audit(page, f"a refused account deletion ({lang})")
+    context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "when"), [("en", re.compile(r"\d+ \w{3} 20\d\d, \d\d:\d\d")), ("zh", re.compile(r"20\d\d年\d+月\d+日"))]
+)
+def test_a_suggestion_shows_the_message_it_came_from_and_when_before_keep_or_discard(
+    browser: Any, live_server_url: str, live_server_env: dict[str, str], lang: str, when: Any
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    username = f"suggested-{lang}"
+    sign_up(page, live_server_url, username)
+    page.fill("#start-input", "I have a cat called Miso")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant").last).to_have_attribute("data-status", "complete")
+    manage(live_server_env, "shell", "-c", (
+        "from accounts.models import User; from chat.models import Message; from memory.models import Memory; "
+        f"user = User.objects.get(username={username!r}); "
+        "said = Message.objects.get(conversation__owner=user, role='user'); "
+        "m = Memory.objects.create(owner=user, content='Has a cat called Miso', suggested=True, origin='extracted'); "
+        "m.sources.add(said)"
+    ))  # fmt: skip
+    page.goto(f"{live_server_url}/settings/memory/")
+    row = page.locator(".suggestion-row", has_text="Has a cat called Miso")
+    expect(row.locator(".source-link")).to_have_text("“I have a cat called Miso”")
+    expect(row.locator(".source-when time")).to_have_text(when)
+    audit(page, f"a suggestion with its source ({lang})")
     context.close()
