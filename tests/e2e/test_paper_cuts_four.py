@@ -1,9 +1,13 @@
 """The fourth walkthrough's paper cuts, each in Chromium, in English and Chinese: htmx form errors in
-place beside their field."""
+place beside their field, search results and opening one, dates in the browser's time zone, the memory
+summary after Pin, input-method Enter, a provider's words behind 详情, focus after a refused deletion,
+suggestions with their source, the README's Chinese walkthrough. (The start page's temporary-chat line:
+test_paper_cuts.py; the admin's extraction runs: test_admin_browser.py.)"""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -235,4 +239,21 @@ def test_a_suggestion_shows_the_message_it_came_from_and_when_before_keep_or_dis
     expect(row.locator(".source-link")).to_have_text("“I have a cat called Miso”")
     expect(row.locator(".source-when time")).to_have_text(when)
     audit(page, f"a suggestion with its source ({lang})")
+    context.close()
+
+
+def test_the_readme_chinese_walkthrough_names_the_page_with_the_interface_language(
+    browser: Any, live_server_url: str
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    walkthrough = readme.split("### 中文演示", 1)[1].split("\n## ", 1)[0]
+    menu_entry = re.search(r"\*\*(设置 → [^*]+)\*\* 页的“界面语言”", walkthrough)
+    assert menu_entry, "the walkthrough says where the interface language is chosen"
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, extra_http_headers=ZH)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, "readme-zh")
+    page.click(".user-menu summary")
+    page.get_by_role("link", name=menu_entry[1]).click()
+    expect(page.get_by_label("界面语言")).to_be_visible()
     context.close()
