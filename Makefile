@@ -56,6 +56,8 @@ lint: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(PY) bench/turn_latency.py
 	$(PY) bench/extraction.py
+	$(PY) bench/turn_writes.py
+	$(PY) bench/recall.py
 	$(PY) bench/long_conversation.py
 	$(PY) bench/search.py
 

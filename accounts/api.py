@@ -13,6 +13,7 @@ from pydantic import AwareDatetime, ConfigDict, StrictBool
 from accounts import export, selectors
 from accounts.auth import is_token_request
 from accounts.models import User
+from accounts.scopes import annotate_tokens
 from accounts.services import (
     TOKEN_NAME_MAX,
     AccountDeleteRefused,
@@ -105,9 +106,15 @@ class ExportOut(Schema):
     exported_at: datetime
     account: dict[str, Any] = Field(description="id, username, email, date_joined, last_login")
     settings: dict[str, Any] = Field(description="memory_enabled, memory_review, language")
+    projects: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every project: id, name, instructions, memory_mode, created_at, updated_at "
+        "(conversations and memories name theirs by project_id)",
+    )
     conversations: list[dict[str, Any]] = Field(
         description="Every conversation (temporary ones that still exist included): id, title, temporary, "
-        "created_at, updated_at, messages [{id, role, content, status, error, memory_status, created_at}]"
+        "project_id, created_at, updated_at, messages [{id, role, content, status, error, memory_status, "
+        "created_at}]"
     )
     memories: list[dict[str, Any]] = Field(
         default_factory=list,
@@ -128,6 +135,18 @@ def me_export(request: HttpRequest) -> Any:
 # --- API tokens (the same as Settings → API tokens) ---
 
 
+ScopeName = Literal["memory:read", "memory:propose", "memory:write", "chat"]
+
+
+class TokenReadOut(Schema):
+    """One access by the token's program that read memories (the MCP server or /v1)."""
+
+    client: str = Field(description="The program: its MCP clientInfo name, or its User-Agent")
+    kind: Literal["mcp", "v1"]
+    memories: int = Field(description="How many memories it read")
+    at: datetime
+
+
 class TokenOut(Schema):
     id: int
     name: str
@@ -135,6 +154,15 @@ class TokenOut(Schema):
     created_at: datetime
     last_used_at: datetime | None
     expires_at: datetime | None
+    scopes: list[ScopeName] = Field(description="What the token may do; a token made without scopes has them all")
+    last_client: str = Field(description="The program that used it last on /mcp or /v1, or empty")
+    reads: list[TokenReadOut] = Field(
+        default_factory=list, description="Its latest reads of memories (at most 10, newest first)"
+    )
+
+    @staticmethod
+    def resolve_reads(token: Any) -> list[Any]:
+        return list(getattr(token, "reads", []))
 
 
 class TokenCreatedOut(TokenOut):
@@ -146,6 +174,14 @@ class TokenIn(Schema):
 
     name: str = Field(
         "", max_length=TOKEN_NAME_MAX, pattern=NO_NUL, description="A label for you; spaces are collapsed."
+    )
+    scopes: list[ScopeName] | None = Field(
+        None,
+        min_length=1,
+        max_length=4,
+        description="What it may do: `memory:read` (search and list memories), `memory:propose` (propose "
+        "memories, saved as suggestions), `memory:write` (save and forget memories), `chat` (the "
+        "OpenAI-compatible endpoint and conversations). Omit for all of them.",
     )
     expires_at: AwareDatetime | None = Field(
         None, description="When it stops working, with its time zone: must be in the future (else 400). Omit for never."
@@ -165,7 +201,7 @@ class TokenIn(Schema):
     summary="Your API tokens, with their last use",
 )
 def token_list(request: HttpRequest) -> Any:
-    return selectors.api_token_list(user=request.user)  # type: ignore[arg-type]
+    return annotate_tokens(list(selectors.api_token_list(user=request.user)))  # type: ignore[arg-type]
 
 
 def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
@@ -194,7 +230,12 @@ def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
 )
 def token_create(request: HttpRequest, payload: TokenIn) -> Any:
     _signed_in_or_password(request, payload.password)
-    token, plain = api_token_create(user=request.user, name=payload.name, expires_at=payload.expires_at)  # type: ignore[arg-type]
+    token, plain = api_token_create(
+        user=request.user,  # type: ignore[arg-type]
+        name=payload.name,
+        expires_at=payload.expires_at,
+        scopes=list(payload.scopes) if payload.scopes is not None else None,
+    )
     return Status(201, {**TokenOut.model_validate(token).model_dump(), "token": plain})
 
 

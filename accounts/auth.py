@@ -8,7 +8,8 @@ address with a guesser, and a valid token never waits for the counters' store). 
 session there is nothing for CSRF to protect, so an anonymous request answers 401 as well.
 
 `is_token_request` tells a route whether the token authenticated it: what only the signed-in person
-may do (create or revoke tokens) answers 403 to a token.
+may do (create or revoke tokens) answers 403 to a token. A token is also held to its scopes
+(accounts/scopes.py): a request outside them answers 403; `request_token` is the token's row.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 
 from accounts.middleware import user_language_activate
-from accounts.services import api_token_authenticate
+from accounts.models import ApiToken
+from accounts.scopes import token_allows
+from accounts.services import api_token_check
 from accounts.throttle import bearer_failure_record, bearer_retry_after
 
 
@@ -44,10 +47,17 @@ def is_token_request(request: HttpRequest) -> bool:
     return bool(getattr(request, TOKEN_AUTHENTICATED, False))
 
 
+def request_token(request: HttpRequest) -> ApiToken | None:
+    """The token that authenticated `request`, or None for the signed-in session."""
+    token = getattr(request, TOKEN_AUTHENTICATED, None)
+    return token if isinstance(token, ApiToken) else None
+
+
 class BearerTokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        user = api_token_authenticate(token=token)
-        if user is None:
+        row = api_token_check(token=token)
+        user = row.user if row is not None else None
+        if row is None or user is None:
             retry_after = bearer_retry_after(request)
             if retry_after is not None:
                 raise TooManyAuthFailures(retry_after)
@@ -55,7 +65,9 @@ class BearerTokenAuth(HttpBearer):
             raise AuthenticationError(401, _("Invalid, revoked or expired API token."))
         request.user = user
         user_language_activate(request, user)  # a token client gets its user's language too
-        setattr(request, TOKEN_AUTHENTICATED, True)
+        setattr(request, TOKEN_AUTHENTICATED, row)
+        if not token_allows(row, request.path, request.method or "GET"):
+            raise HttpError(403, _("This token's scopes do not allow this request."))
         return user
 
 

@@ -9,7 +9,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import User
+from accounts.models import ALL_SCOPES, Scope, User
 from accounts.throttle import PasswordChecksThrottled, password_check
 
 
@@ -26,6 +26,14 @@ class ApiTokenForm(forms.Form):
         max_length=100, required=False, label=_("Name"), help_text=_("To tell your tokens apart, e.g. “laptop script”.")
     )
     expires_in = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90", label=_("Expires"))
+    scopes = forms.MultipleChoiceField(
+        choices=Scope.choices,
+        initial=ALL_SCOPES,
+        widget=forms.CheckboxSelectMultiple,
+        label=_("It may"),
+        help_text=_("A tool connected over MCP or the OpenAI-compatible endpoint can do only what you tick."),
+        error_messages={"required": _("Tick at least one thing the token may do.")},
+    )
 
     def expires_at(self) -> datetime | None:
         days = self.cleaned_data.get("expires_in")

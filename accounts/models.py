@@ -33,6 +33,22 @@ class User(AbstractUser):
             signal.send(sender=User, user=self)
 
 
+class Scope(models.TextChoices):
+    """What a personal token may do (SPEC §9). A token made without naming any has them all."""
+
+    MEMORY_READ = "memory:read", _("Read memories")
+    MEMORY_PROPOSE = "memory:propose", _("Propose memories (as suggestions)")
+    MEMORY_WRITE = "memory:write", _("Save and forget memories")
+    CHAT = "chat", _("Chat (the OpenAI-compatible endpoint and conversations)")
+
+
+ALL_SCOPES = [scope.value for scope in Scope]
+
+
+def all_scopes() -> list[str]:
+    return list(ALL_SCOPES)
+
+
 class ApiToken(models.Model):
     """A personal API token. Only a SHA-256 digest is stored; the token itself is shown once."""
 
@@ -44,9 +60,20 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     # Null: never expires. An expired token authenticates nothing; it stays listed until revoked.
     expires_at = models.DateTimeField(null=True, blank=True)
+    # A subset of Scope's values; tokens made before scopes existed have them all.
+    scopes = models.JSONField(default=all_scopes)
+    # The name of the program that used it last (MCP clientInfo or User-Agent), for the tokens list.
+    last_client = models.CharField(max_length=100, blank=True, default="")
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+    @property
+    def has_full_access(self) -> bool:
+        return set(ALL_SCOPES) <= set(self.scopes)
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes
 
     @property
     def is_expired(self) -> bool:

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 
-from accounts.models import ApiToken, User
+from accounts.models import ALL_SCOPES, ApiToken, User
 
 TOKEN_PREFIX = "mem_"
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -29,9 +29,17 @@ def _digest(token: str) -> str:
 
 
 @transaction.atomic
-def api_token_create(*, user: User, name: str = "", expires_at: datetime | None = None) -> tuple[ApiToken, str]:
-    """Create a token for `user`; returns the row and the plain token (never stored)."""
+def api_token_create(
+    *, user: User, name: str = "", expires_at: datetime | None = None, scopes: list[str] | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token for `user`; returns the row and the plain token (never stored). Without `scopes`
+    (None) the token may do everything, as every token could before scopes existed."""
     name = " ".join(name.split())
+    if scopes is not None:
+        unknown = sorted(set(scopes) - set(ALL_SCOPES))
+        if unknown or not scopes:
+            raise TokenRejected(_("Choose at least one scope among %(scopes)s.") % {"scopes": ", ".join(ALL_SCOPES)})
+        scopes = [scope for scope in ALL_SCOPES if scope in scopes]
     if len(name) > TOKEN_NAME_MAX or "\x00" in name:
         raise TokenRejected(
             _("The name must be at most %(limit)d characters of plain text.") % {"limit": TOKEN_NAME_MAX}
@@ -42,13 +50,25 @@ def api_token_create(*, user: User, name: str = "", expires_at: datetime | None 
         raise TokenRejected(_("The expiry must be in the future."))
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        user=user, name=name, prefix=plain[:10], digest=_digest(plain), expires_at=expires_at
+        user=user,
+        name=name,
+        prefix=plain[:10],
+        digest=_digest(plain),
+        expires_at=expires_at,
+        scopes=scopes if scopes is not None else list(ALL_SCOPES),
     )
     return token, plain
 
 
 def api_token_authenticate(*, token: str) -> User | None:
     """The active user owning `token` (not expired), or None. Records when the token was last used."""
+    row = api_token_check(token=token)
+    return row.user if row is not None else None
+
+
+def api_token_check(*, token: str, client: str = "") -> ApiToken | None:
+    """The live token row (its user active, `user` loaded), or None; looked up again on every request, so
+    a revoked token stops at once. Records when it was last used and, when named, by which program."""
     if not token or len(token) > 200:
         return None
     now = timezone.now()
@@ -56,10 +76,16 @@ def api_token_authenticate(*, token: str) -> User | None:
     row = ApiToken.objects.select_related("user").filter(live, digest=_digest(token)).first()
     if row is None or not row.user.is_active:
         return None
+    client = " ".join(client.split())[:100]
     # Recorded at most once a minute: a busy client must not turn every read into a write.
+    changes: dict[str, object] = {}
     if row.last_used_at is None or now - row.last_used_at > LAST_USED_PRECISION:
-        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-    return row.user
+        changes["last_used_at"] = row.last_used_at = now
+    if client and client != row.last_client:
+        changes["last_client"] = row.last_client = client
+    if changes:
+        ApiToken.objects.filter(pk=row.pk).update(**changes)
+    return row
 
 
 @transaction.atomic

@@ -20,6 +20,7 @@ from accounts import data, export, selectors, throttle
 from accounts.forms import AccountDeleteForm, ApiTokenForm, PasswordChangeForm, SignupForm
 from accounts.layout import layout_context
 from accounts.models import User
+from accounts.scopes import annotate_tokens
 from accounts.services import (
     AccountDeleteRefused,
     LanguageRejected,
@@ -78,7 +79,10 @@ def token_page(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 _token, created = api_token_create(
-                    user=user, name=form.cleaned_data["name"], expires_at=form.expires_at()
+                    user=user,
+                    name=form.cleaned_data["name"],
+                    expires_at=form.expires_at(),
+                    scopes=form.cleaned_data["scopes"],
                 )
             except TokenRejected as exc:
                 form.add_error(None, str(exc))
@@ -93,7 +97,7 @@ def _tokens(request: HttpRequest, user: User, *, status: int = 200, **extra: Any
     context = {
         **layout_context(user),
         "form": ApiTokenForm(),
-        "tokens": selectors.api_token_list(user=user),
+        "tokens": annotate_tokens(list(selectors.api_token_list(user=user))),
         "created": None,
         **extra,
     }

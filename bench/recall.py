@@ -10,9 +10,9 @@ In-process, bounded (well under a minute), no server:
    each turn: a process's first turn of the user). Target: p95 ≤ 5 ms.
 2. The whole block as a turn builds it (memory.context.block_for_turn: the memory and last-exchange
    queries, ranking, fitting) against a scratch SQLite database.
-3. Embeddings storage: brute-force cosine over 500 stored vectors (packed float32, as MemoryVector holds
-   them) of 384, 768 and 1536 dimensions: unpacking plus the dot products, per turn. This is what an
-   index (pgvector, sqlite-vec) would replace.
+3. Embeddings storage: brute-force similarity over 500 stored vectors (packed float32, as MemoryVector holds
+   them) of 384, 768 and 1536 dimensions: unpacking plus the calibrated similarities (memory.recall.Meaning),
+   per turn. This is what an index (pgvector, sqlite-vec) would replace.
 
 The added first-token time of a turn through `make run` with 300 memories, beside the provider alone and
 a user with none, is measured by `bench/turn_latency.py --memories 300` (one run, side by side).
@@ -110,9 +110,12 @@ def main() -> int:
     cold: list[float] = []
     for message in messages[:8]:
         cold += timed(lambda m=message: choose(m), 3, before=recall.kept_indexes.clear)  # type: ignore[misc]
+    cold_cpu = sorted(CPU[mark:])
     print(f"  cold term index   wall {percentiles(cold)}   {cpu_since(mark)}   (a process's first turn)")
     p95_cpu = warm_cpu[int(0.95 * (len(warm_cpu) - 1))]
     checks.append(("ranking p95 ≤ 5 ms (warm, CPU time)", p95_cpu <= 0.005))
+    # After a restart or an edit: the user's index is built again (an edit reuses the terms it knew).
+    checks.append(("ranking p95 ≤ 5 ms (cold, CPU time)", cold_cpu[int(0.95 * (len(cold_cpu) - 1))] <= 0.005))
 
     print(f"\n2. The block as a turn builds it (two queries on SQLite, ranking, fitting), {SIZE} memories")
     call_command("migrate", verbosity=0)
@@ -134,9 +137,11 @@ def main() -> int:
         samples += timed(lambda c=ctx: block_for_turn(c), max(5, args.rounds // 4))  # type: ignore[misc]
     print(f"  block_for_turn    wall {percentiles(samples)}   {cpu_since(mark)}")
 
-    print(f"\n3. Embeddings: brute-force cosine over {SIZE} stored vectors per turn (unpack + dot products)")
+    print(
+        f"\n3. Embeddings: calibrated similarity over {SIZE} stored vectors per turn (unpack + memory.recall.Meaning)"
+    )
     from memory.embeddings import pack, unpack
-    from memory.recall import cosine
+    from memory.recall import Meaning
 
     rng = random.Random(1)
     for dims in (384, 768, 1536):
@@ -144,8 +149,7 @@ def main() -> int:
         query = list(unpack(pack([rng.gauss(0, 1) for _ in range(dims)])))
 
         def similarities(stored: list[bytes] = stored, query: list[float] = query) -> None:
-            for data in stored:
-                cosine(query, unpack(data))
+            Meaning(query, {i: unpack(data) for i, data in enumerate(stored)})
 
         mark = len(CPU)
         wall = percentiles(timed(similarities, 10))

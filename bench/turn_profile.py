@@ -66,7 +66,7 @@ def install() -> None:
     from chat import api, selectors
     from chat.turn import agent, transactions
 
-    auth.api_token_authenticate = traced("authenticate", auth.api_token_authenticate)  # type: ignore[assignment]
+    auth.api_token_check = traced("authenticate", auth.api_token_check)  # type: ignore[assignment]
     selectors.conversation_get_for_user = traced("conversation lookup", selectors.conversation_get_for_user)
     transactions.turn_start = traced("turn_start", transactions.turn_start)  # looked up by agent._begin at each call
     agent.build_model_input = traced("build_model_input", agent.build_model_input)

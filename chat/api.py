@@ -7,18 +7,21 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
 from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
-from chat import extensions, selectors, services
-from chat.models import Message
+from chat import extensions, selectors, services, versions
+from chat.models import Message, Project
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
     TURN_EVENT_STREAM,
+    ChatModelList,
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
@@ -28,12 +31,14 @@ from chat.schemas import (
     MessageOut,
     TurnErrorOut,
     TurnOut,
+    VersionIn,
 )
 from chat.turn import runner
 from chat.turn.model_input import TurnEvent
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 
 router = Router(tags=["conversations"])
+models_router = Router(tags=["conversations"])
 
 
 def _user(request: HttpRequest) -> User:
@@ -43,9 +48,10 @@ def _user(request: HttpRequest) -> User:
 
 @router.get(
     "",
-    response={200: list[ConversationOut], **AUTH_ERRORS, **PARAM_ERRORS},
+    response={200: list[ConversationOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="List conversations, newest first (all of them, or a page with limit and offset)",
-    description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total.",
+    description="With `limit` (1–100) and `offset` one page is returned; `X-Total-Count` gives the total. "
+    "`project` keeps one project's conversations (another user's project answers 404), `none` those in none.",
     openapi_extra={
         "responses": {
             200: {
@@ -61,6 +67,11 @@ def _user(request: HttpRequest) -> User:
 )
 def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[ConversationPage]) -> Any:
     conversations = selectors.conversation_list(user=_user(request)).order_by("-updated_at", "-id")
+    if page.project == "none":
+        conversations = conversations.filter(project__isnull=True)
+    elif page.project is not None:
+        project = selectors.project_get_for_user(user=_user(request), project_id=int(page.project))
+        conversations = conversations.filter(project=project)
     if page.limit is None and page.offset == 0:
         return conversations  # the original, unpaginated answer
     response["X-Total-Count"] = str(conversations.count())
@@ -68,9 +79,26 @@ def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[
     return conversations[page.offset : end]
 
 
-@router.post("", response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS})
+def _project(request: HttpRequest, project_id: int | None) -> Project | None:
+    if project_id is None:
+        return None
+    return selectors.project_get_for_user(user=_user(request), project_id=project_id)
+
+
+@router.post(
+    "",
+    response={201: ConversationOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND},
+    description="`model` must be one of `GET /api/models` (422 otherwise, listing them); without it, the default. "
+    "`project_id`: a project of yours it belongs to (another user's answers 404).",
+)
 def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
-    conversation = services.conversation_create(user=_user(request), title=payload.title, temporary=payload.temporary)
+    conversation = services.conversation_create(
+        user=_user(request),
+        title=payload.title,
+        temporary=payload.temporary,
+        model=payload.model,
+        project=_project(request, payload.project_id),
+    )
     return Status(201, conversation)
 
 
@@ -82,10 +110,22 @@ def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     return conversation
 
 
-@router.patch("/{conversation_id}", response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS})
+@router.patch(
+    "/{conversation_id}",
+    response={200: ConversationOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS},
+    description="Any of `title`, `model` (one of `GET /api/models`, else 422 listing them; used from the next "
+    "turn on, a running reply keeps its model), `pinned`, and `project_id` (a project of yours, another user's "
+    "answers 404; null: out of any).",
+)
 def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    return services.conversation_rename(conversation=conversation, title=payload.title)
+    with transaction.atomic():  # all of it or nothing
+        if "project_id" in payload.model_fields_set:
+            project = _project(request, payload.project_id)
+            conversation = services.conversation_move(conversation=conversation, project=project)
+        return services.conversation_update(
+            conversation=conversation, title=payload.title, model=payload.model, pinned=payload.pinned
+        )
 
 
 @router.delete(
@@ -99,6 +139,16 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)
     return Status(204, None)
+
+
+@models_router.get(
+    "",
+    response={200: ChatModelList, **AUTH_ERRORS},
+    summary="The chat models a conversation may use, the default first",
+    description="CHAT_MODELS, or the provider's own list (its chat models, looked at every ten minutes at most).",
+)
+def chat_model_list(request: HttpRequest) -> Any:
+    return {"models": selectors.chat_model_choices()}
 
 
 @router.get(
@@ -206,12 +256,53 @@ async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
     return await _run_turn(request, conversation_id, retry=True)
 
 
-async def _run_turn(request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False) -> Any:
+@router.post(
+    "/{conversation_id}/regenerate",
+    response=_TURN_STATUSES,
+    auth=streaming_auth,
+    summary="Write the latest reply again, whatever its status, keeping the version it showed",
+    openapi_extra=_TURN_RESPONSES,
+    description=(
+        "Like `POST /api/conversations/{id}/retry`, for the conversation's latest reply whatever its status "
+        "(409 when the latest message is not a reply, or one is being written). The version it showed is kept "
+        "in the message's `alternatives`; `POST /api/conversations/{id}/messages/{message_id}/version` shows "
+        "another. The agent state holds only the shown version: the next turn continues from it."
+    ),
+)
+async def reply_regenerate(request: HttpRequest, conversation_id: UUID) -> Any:
+    return await _run_turn(request, conversation_id, retry=True, regenerate=True)
+
+
+@router.post(
+    "/{conversation_id}/messages/{message_id}/version",
+    response={200: MessageOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS, 409: ErrorOut},
+    summary="Show another version of the latest reply",
+    description=(
+        "The chosen version (one of its `alternatives`) becomes the reply's content and its part of the agent "
+        "state, so the next turn continues from it. 409 when the message is not the conversation's latest "
+        "reply, has no such version, or a reply is being written."
+    ),
+)
+def reply_version(request: HttpRequest, conversation_id: UUID, message_id: int, payload: VersionIn) -> Any:
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    message = get_object_or_404(selectors.message_list(conversation=conversation), pk=message_id)
+    reply = versions.reply_version_show(reply=message, version=payload.version)
+    return extensions.annotate_messages([reply])[0]
+
+
+async def _run_turn(
+    request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False, regenerate: bool = False
+) -> Any:
     # The conversation is looked up (404 unless it is the user's) with the turn's start, in its one trip to
     # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
     origin = services.TurnOrigin(address=client_address(request))
     running = await runner.start_turn(
-        user=_user(request), conversation=conversation_id, content=content, retry=retry, origin=origin
+        user=_user(request),
+        conversation=conversation_id,
+        content=content,
+        retry=retry,
+        origin=origin,
+        regenerate=regenerate,
     )
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")

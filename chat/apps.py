@@ -11,6 +11,7 @@ class ChatConfig(AppConfig):
 
         from accounts import data
         from accounts.layout import register_layout_context
+        from accounts.scopes import register_route_scope
         from accounts.signals import password_changed
         from chat import data as chat_data
         from chat import extensions
@@ -23,9 +24,13 @@ class ChatConfig(AppConfig):
         user_logged_out.connect(on_logged_out, dispatch_uid="chat.close_sockets_on_logout")
         password_changed.connect(on_password_changed, dispatch_uid="chat.close_sockets_on_password_change")
         # An account's conversations, for its export and deletion (accounts.data, SPEC §8).
+        data.register_exporter("projects", chat_data.projects_export)
         data.register_exporter("conversations", chat_data.conversations_export)
         data.register_eraser("chat", chat_data.account_erase)
         data.register_page_context("chat", chat_data.account_page_context)
         extensions.register_conversation_eraser("tool-results", chat_data.tool_results_erase)
         # Settings pages of accounts (API tokens) are drawn in the chat's layout, with its sidebar.
         register_layout_context(layout_sidebar)
+        # A token needs the `chat` scope for conversations and search (SPEC §9).
+        register_route_scope("/api/conversations", read="chat", write="chat")
+        register_route_scope("/api/search", read="chat", write="chat")

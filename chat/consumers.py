@@ -4,6 +4,7 @@ The browser (htmx's ws extension) sends JSON form values:
     {"action": "send", "content": "..."}   start a turn
     {"action": "stop"}                      stop the reply being written (saved as "interrupted")
     {"action": "retry", "message_id": "12"} write the failed (or stopped) latest reply again, in place
+    {"action": "regenerate", "message_id": "12"} write the latest reply again, its version kept (chat.versions)
 and receives HTML fragments that htmx swaps in by id: the same partials the page renders
 (chat/_message.html and friends, see chat/fragments.py), so the live page always equals a reload.
 
@@ -252,18 +253,20 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         action = content.get("action") if isinstance(content, dict) else None
         if action == "send":
             await self._start(content=content.get("content"))
-        elif action == "retry":
+        elif action in ("retry", "regenerate"):
             message_id = content.get("message_id")
             if not (isinstance(message_id, int | str) and str(message_id).isdigit()):
                 await self.push(notice_html(_("Retry needs the id of the reply to write again."), level="error"))
                 return
-            await self._start(retry=True, message_id=int(message_id))
+            await self._start(retry=True, message_id=int(message_id), regenerate=action == "regenerate")
         elif action == "stop":
             await database_sync_to_async(runner.stop)(conversation=self.conversation)
         else:
             await self.push(notice_html(_("Unknown request."), level="error"))
 
-    async def _start(self, *, content: object = None, retry: bool = False, message_id: int | None = None) -> None:
+    async def _start(
+        self, *, content: object = None, retry: bool = False, message_id: int | None = None, regenerate: bool = False
+    ) -> None:
         try:
             await runner.start_turn(
                 user=self.user,
@@ -272,6 +275,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 retry=retry,
                 message_id=message_id,
                 origin=self.origin,
+                regenerate=regenerate,
             )
         except services.AccessEnded:
             await self.close(code=CLOSE_UNAUTHENTICATED)  # deactivated, deleted, signed out elsewhere

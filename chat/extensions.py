@@ -24,12 +24,15 @@ Chat works, and its pages render, with nothing registered here.
 - conversation erasers: called in the transaction that deletes conversations, before the rows go,
   for every copy of their messages kept outside them (run records, other conversations' tool results,
   a search index).
+- project enders: called in the transaction that ends (deletes) a project, before its row goes, for what
+  other apps keep in it (memory moves the project's memories to the user or deletes them permanently).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -157,6 +160,43 @@ def register_conversation_eraser(name: str, eraser: ConversationEraser) -> None:
 
 def conversation_erasers() -> list[ConversationEraser]:
     return list(_conversation_erasers.values())
+
+
+@dataclass(frozen=True)
+class ProjectEnding:
+    """A project about to be deleted: its owner and id, and what becomes of what it holds ("delete": its
+    conversations are deleted and its memories deleted permanently; "move": both become the user's)."""
+
+    user_id: int
+    project_id: int
+    memories: str
+
+
+ProjectEnder = Callable[[ProjectEnding], None]
+_project_enders: dict[str, ProjectEnder] = {}
+
+
+def register_project_ender(name: str, ender: ProjectEnder) -> None:
+    """Register what another app does with its rows of a project that ends (before the project row goes)."""
+    _project_enders[name] = ender
+
+
+def project_enders() -> list[ProjectEnder]:
+    return list(_project_enders.values())
+
+
+@contextmanager
+def project_enders_registered(name: str, ender: ProjectEnder) -> Iterator[None]:
+    """A test seam: `ender` registered under `name` for the block's duration, then the registry as it was."""
+    before = _project_enders.get(name)
+    _project_enders[name] = ender
+    try:
+        yield
+    finally:
+        if before is None:
+            _project_enders.pop(name, None)
+        else:
+            _project_enders[name] = before
 
 
 # --- page blocks ---------------------------------------------------------------------------------

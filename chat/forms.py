@@ -11,6 +11,7 @@ class ConversationCreateForm(forms.Form):
 
     message = forms.CharField(required=False, strip=False)
     temporary = forms.BooleanField(required=False, label=_("Temporary chat"))
+    model = forms.CharField(required=False, max_length=200)  # checked by the service (chat.llm.catalogue)
 
     def clean_message(self) -> str:
         message: str = self.cleaned_data["message"]

@@ -33,6 +33,8 @@ def message_html(message: Message, *, retryable: bool = False, live: bool = Fals
     `retryable`: the message is the conversation's latest, so a failed or stopped reply offers Retry."""
     if retryable and message.role == Message.Role.ASSISTANT and message.status in RETRYABLE:
         message.retryable = True  # type: ignore[attr-defined]
+    if retryable and message.role == Message.Role.ASSISTANT and message.status == Message.Status.COMPLETE:
+        message.regeneratable = True  # type: ignore[attr-defined]
     return render_to_string("chat/_message.html", {"message": message, "live": live, "oob": oob})
 
 

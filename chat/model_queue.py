@@ -9,6 +9,10 @@ summaries (BACKGROUND). The wait is the request's own: a turn shows "Waiting for
 Stop cancels it, and its first-token deadline starts only once the request is sent. A judge request
 waits before every call, the pieces of a split batch included.
 
+A slot is free only when the server is: a request given up at its deadline keeps its ticket until the
+server is seen idle or must have finished it (chat.llm.server_load), so with LLM_MAX_CONCURRENCY=1 no
+two requests are ever at the server at once, abandoned ones included.
+
 Tickets are leases a dead process cannot hold: a waiting ticket is renewed at each look
 (WAIT_LEASE_SECONDS), a sending one for as long as its call may take, and whoever looks next deletes a
 ticket whose lease ran out or whose process is gone from this host (chat.turn.process).
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -35,9 +40,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from chat.llm import ChatModel, LLMError, StreamChunk
+from chat.llm import ChatModel, LLMError, StreamChunk, TextDelta, server_load
 from chat.models import ProviderTicket
 from chat.turn.process import owner, owner_is_dead
+
+logger = logging.getLogger(__name__)
 
 Priority = ProviderTicket.Priority
 POLL_SECONDS = 0.2
@@ -177,10 +184,37 @@ def position(ticket_id: int, lease: float) -> int | None:
         return None
 
 
+def hold_after_abandon(
+    model: ChatModel, *, ticket_id: int | None, lease: float, seconds: float, model_name: str = ""
+) -> None:
+    """Keep `ticket_id`'s place (renewed) while the server may still be working on a request given up
+    on: until it is seen idle, or for `seconds` (see chat.llm.server_load)."""
+    base_url = settings.OPENAI_BASE_URL
+    if model.is_demo or not base_url or seconds <= 0:
+        return  # the demo has no server; OpenAI's own service is not a single slot
+
+    def renew() -> None:
+        if ticket_id is not None:
+            _renew(ticket_id, lease)
+
+    why = server_load.wait_until_idle(base_url=base_url, seconds=seconds, renew=renew)
+    logger.info("held the provider queue after an abandoned %s request until %s", model_name or "model", why)
+
+
 @contextmanager
-def slot(model: ChatModel, *, lease: float, wait: float, priority: int | None = None) -> Iterator[None]:
+def slot(
+    model: ChatModel,
+    *,
+    lease: float,
+    wait: float,
+    priority: int | None = None,
+    max_tokens: int | None = None,
+    model_name: str = "",
+) -> Iterator[None]:
     """Hold a place to send one blocking request for the block. Raises LLMError(kind="busy") when none
-    came within `wait` seconds. `priority` defaults to the context's (see `background`)."""
+    came within `wait` seconds. `priority` defaults to the context's (see `background`). A request the
+    block gives up on (LLMError kind "timeout") keeps the place until the server is done with it, its
+    `max_tokens` of `model_name` at the speed the server has shown."""
     priority = _priority.get() if priority is None else priority
     if not queues(model, priority):
         yield
@@ -198,7 +232,18 @@ def slot(model: ChatModel, *, lease: float, wait: float, priority: int | None = 
             if time.monotonic() >= end:
                 raise LLMError(BUSY, kind="busy")
             time.sleep(POLL_SECONDS)
-        yield
+        sent = time.monotonic()
+        try:
+            yield
+        except LLMError as exc:
+            if exc.kind == "timeout":
+                elapsed = time.monotonic() - sent
+                limit = max(0.0, lease - LEASE_MARGIN_SECONDS)
+                seconds = server_load.hold_seconds(
+                    model=model_name, max_tokens=max_tokens, elapsed=elapsed, time_limit=limit
+                )
+                hold_after_abandon(model, ticket_id=ticket, lease=lease, seconds=seconds, model_name=model_name)
+            raise
     finally:
         _leave(ticket)
 
@@ -207,6 +252,7 @@ _enter_async = database_sync_to_async(_enter, thread_sensitive=False)
 _try_grant_async = database_sync_to_async(_try_grant, thread_sensitive=False)
 _renew_async = database_sync_to_async(_renew, thread_sensitive=False)
 _leave_async = database_sync_to_async(_leave, thread_sensitive=False)
+_hold_async = database_sync_to_async(hold_after_abandon, thread_sensitive=False)
 
 
 def stream_lease() -> float:
@@ -214,7 +260,7 @@ def stream_lease() -> float:
     return max(float(settings.LLM_FIRST_TOKEN_TIMEOUT), float(settings.LLM_STALL_TIMEOUT)) + LEASE_MARGIN_SECONDS
 
 
-async def stream(model: ChatModel, **request: Any) -> AsyncIterator[StreamChunk | Waiting]:
+async def stream(model: ChatModel, /, **request: Any) -> AsyncIterator[StreamChunk | Waiting]:
     """`model.stream(**request)` once the chat request's turn has come; `Waiting` chunks before that,
     one each time the number ahead changes. Cancelling (Stop) while waiting leaves the queue at once."""
     if not queues(model, Priority.CHAT):
@@ -239,11 +285,26 @@ async def stream(model: ChatModel, **request: Any) -> AsyncIterator[StreamChunk 
                 shown = ahead
                 yield Waiting(ahead)
             await asyncio.sleep(POLL_SECONDS)
-        renewed = time.monotonic()
-        async for chunk in model.stream(**request):
-            if time.monotonic() - renewed > lease / 3:
-                renewed = time.monotonic()
-                await _renew_async(ticket, lease)
-            yield chunk
+        renewed = sent = time.monotonic()
+        writing = False  # text arrived: closing the stream stops the server at its next token
+        try:
+            async for chunk in model.stream(**request):
+                if time.monotonic() - renewed > lease / 3:
+                    renewed = time.monotonic()
+                    await _renew_async(ticket, lease)
+                writing = writing or isinstance(chunk, TextDelta)
+                yield chunk
+        except LLMError as exc:
+            if exc.kind == "timeout":
+                seconds = server_load.STREAM_CLOSED_HOLD_SECONDS
+                if not writing:
+                    seconds = server_load.hold_seconds(
+                        model=settings.CHAT_MODEL,
+                        max_tokens=request.get("max_tokens"),
+                        elapsed=time.monotonic() - sent,
+                        time_limit=float(settings.LLM_FIRST_TOKEN_TIMEOUT),
+                    )
+                await _hold_async(model, ticket_id=ticket, lease=lease, seconds=seconds, model_name=settings.CHAT_MODEL)
+            raise
     finally:
         await asyncio.shield(_leave_async(ticket))

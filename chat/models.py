@@ -15,12 +15,53 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 
+class Project(models.Model):
+    """One piece of work of a user's (a thesis, a trip, a client): its conversations, its own memories and
+    instructions sent with each of its turns. How its chats use memory is its `memory_mode` (SPEC §9)."""
+
+    class MemoryMode(models.TextChoices):
+        # The user's general memories and the project's own; learns into either.
+        SHARED = "shared", _("Shared: uses your memories and the project's")
+        # Only the project's memories, used and learned: nothing general goes in, nothing learned leaves.
+        ISOLATED = "isolated", _("Isolated: uses and learns only the project's memories")
+        # No memory used or learned, like a temporary chat.
+        OFF = "off", _("Off: no memory used or learned")
+
+    NAME_MAX = 100
+    INSTRUCTIONS_MAX = 2000
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="projects")
+    name = models.CharField(max_length=NAME_MAX)
+    instructions = models.TextField(max_length=INSTRUCTIONS_MAX, blank=True)
+    memory_mode = models.CharField(max_length=16, choices=MemoryMode.choices, default=MemoryMode.SHARED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["owner", "name"], name="project_owner_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def uses_memory(self) -> bool:
+        return self.memory_mode != self.MemoryMode.OFF
+
+
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
     title = models.CharField(max_length=200, blank=True)
     # Temporary: nothing is learned from it and no memory is used in it.
     temporary = models.BooleanField(default=False)
+    # The piece of work it belongs to (null: none). Ending a project moves or deletes its conversations
+    # first (chat.projects), so the database's SET_NULL only guards a forgotten path.
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations")
+    # The chat model its turns use (chat.llm.catalogue); "": the default model of the moment.
+    model = models.CharField(max_length=200, blank=True)
+    # Kept at the top of the conversation list.
+    pinned = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The per-conversation turn lock, held as a lease: the process running the turn renews it every
@@ -31,10 +72,21 @@ class Conversation(models.Model):
     lock_owner = models.CharField(max_length=200, blank=True, editable=False)
     # Stop asked for the running turn (from any tab, any process, or the API); cleared by the next turn.
     stop_requested = models.BooleanField(default=False, editable=False)
+    # Brought in from another product's export (the imports app): which product, and its own id for the
+    # conversation, so importing the same export again adds nothing it already has.
+    imported_from = models.CharField(max_length=16, blank=True, default="", editable=False)
+    imported_id = models.CharField(max_length=200, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="conv_owner_updated")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "imported_from", "imported_id"],
+                condition=~Q(imported_id=""),
+                name="conv_imported_once",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title or "New conversation"
@@ -98,6 +150,10 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
     error = models.CharField(max_length=500, blank=True)
+    # A regenerated reply's other versions (chat.versions), oldest first: {"version", "content", "status",
+    # "error", "created_at"}; the shown one is `content`, numbered `version` among them all.
+    alternatives = models.JSONField(default=list, blank=True)
+    version = models.PositiveSmallIntegerField(default=1)
     # Only user messages take part in memory extraction; assistant messages stay "".
     memory_status = models.CharField(max_length=16, choices=MemoryStatus.choices, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -21,6 +21,18 @@ class InvalidMessage(TurnRejected):
     """The message is not a string, empty or too long (the text says which)."""
 
 
+class UnknownModel(TurnRejected):
+    """A chat model that is not offered (chat.llm.catalogue): the sentence lists the ones that are."""
+
+    status = 422
+
+    def __init__(self, model: str, offered: list[str]) -> None:
+        super().__init__(
+            _("Unknown model “%(model)s”. Choose one of: %(models)s.") % {"model": model, "models": ", ".join(offered)}
+        )
+        self.offered = offered
+
+
 class ConversationBusy(TurnRejected):
     status = 409
 
@@ -52,8 +64,8 @@ class RunSlotsFull(TurnRejected):
 class NothingToRetry(TurnRejected):
     status = 409
 
-    def __init__(self) -> None:
-        super().__init__(_("Only the latest reply can be retried, and only when it failed or was stopped."))
+    def __init__(self, text: str = "") -> None:
+        super().__init__(text or _("Only the latest reply can be retried, and only when it failed or was stopped."))
 
 
 class TooManyTurns(TurnRejected):

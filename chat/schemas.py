@@ -1,23 +1,45 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, Literal
 from uuid import UUID
 
 from django.conf import settings
 from ninja import Field, Schema
-from pydantic import ConfigDict, StrictBool, field_validator
+from pydantic import ConfigDict, StrictBool, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from config.api_errors import NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
+from chat.llm import catalogue
+from chat.models import Conversation, Project
+from config.api_errors import ID_MAX, NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
 
 TITLE_MAX = 200
+MODEL_MAX = 200
+# A project filter in a query: a project's id, or a word for "no project" ("none" for conversations, "user"
+# for memories).
+PROJECT_FILTER = r"^(none|[1-9][0-9]{0,17})$"
+PROJECT_ID = Field(None, ge=1, le=ID_MAX, description="A project of yours (null: none); another's answers 404.")
 
 
 class ConversationOut(Schema):
     id: UUID
     title: str
     temporary: bool
+    model: str = Field(description="The chat model its turns use (one of `GET /api/models`).")
+    pinned: bool = Field(description="Kept at the top of the conversation list.")
     created_at: datetime
+
+    @staticmethod
+    def resolve_model(obj: Conversation) -> str:
+        return catalogue.conversation_model(obj.model)
+
     updated_at: datetime
+    imported_from: str = Field(
+        description='"chatgpt" or "claude" for a conversation imported from an export; "" otherwise.'
+    )
+    imported_id: str = Field(description='The conversation\'s id in the export it was imported from; "" otherwise.')
+    # SPEC §9: the project it belongs to, or null.
+    project_id: int | None = Field(None, description="The project it belongs to (null: none).")
 
 
 class ConversationDetailOut(ConversationOut):
@@ -29,6 +51,11 @@ class ConversationDetailOut(ConversationOut):
 class ConversationPage(Schema):
     limit: int | None = Field(None, ge=1, le=100, description="Page size; without it and offset, the whole list.")
     offset: int = Field(0, ge=0, le=OFFSET_MAX, description="How many conversations to skip.")
+    project: str | None = Field(
+        None,
+        pattern=PROJECT_FILTER,
+        description='Only the conversations of this project (its id), or "none" for those in no project.',
+    )
 
 
 class ConversationIn(Schema):
@@ -37,19 +64,107 @@ class ConversationIn(Schema):
     title: str = Field("", max_length=TITLE_MAX, pattern=NO_NUL, description="Leading and trailing spaces are removed.")
     # Strict: JSON true or false, not 0 or "yes", as the document says.
     temporary: StrictBool = Field(False, description="Nothing is learned from a temporary conversation.")
+    model: str = Field(
+        "", max_length=MODEL_MAX, description="A chat model of `GET /api/models` (else the default); 422 otherwise."
+    )
+    project_id: int | None = PROJECT_ID
 
 
 class ConversationPatch(Schema):
-    model_config = ConfigDict(extra="forbid")
+    """Any of: a new title, another model (used from the next turn on), pinned or not, and the project it is
+    in (`project_id`; null: out of any). A field left out is left as it is (as is a field other than
+    `project_id` sent as null)."""
 
-    title: str = Field(..., min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    # Constraints on the string itself: with None beside it, a bare Field's would also apply to None.
+    title: Annotated[str, Field(min_length=1, max_length=TITLE_MAX, pattern=NOT_BLANK)] | SkipJsonSchema[None] = None
+    model: Annotated[str, Field(min_length=1, max_length=MODEL_MAX)] | SkipJsonSchema[None] = Field(
+        None, description="A chat model of `GET /api/models`; 422 otherwise."
+    )
+    pinned: StrictBool | SkipJsonSchema[None] = Field(None, description="Kept at the top of the conversation list.")
+    project_id: int | None = PROJECT_ID
 
     @field_validator("title")
     @classmethod
-    def title_not_blank(cls, value: str) -> str:
+    def title_not_blank(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if not value.strip():
             raise ValueError("Title is empty.")
         return value.strip()
+
+    @model_validator(mode="after")
+    def something_to_change(self) -> ConversationPatch:
+        moved = "project_id" in self.model_fields_set
+        if self.title is None and self.model is None and self.pinned is None and not moved:
+            raise ValueError("Give at least one of title, model, pinned and project_id.")
+        return self
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    instructions: str
+    memory_mode: str = Field(description="shared | isolated | off")
+    created_at: datetime
+
+
+class ProjectIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, max_length=Project.NAME_MAX, pattern=NOT_BLANK)
+    instructions: str = Field(
+        "",
+        max_length=Project.INSTRUCTIONS_MAX,
+        pattern=NO_NUL,
+        description="Sent with every turn of its conversations, like a note beside the system prompt.",
+    )
+    memory_mode: Literal["shared", "isolated", "off"] = Field(
+        "shared",
+        description="shared: its chats use and learn your memories and its own; isolated: only its own; off: none.",
+    )
+
+
+class ProjectPatch(Schema):
+    """Any subset of name, instructions and memory mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Optional but never null (a project always has a name and a mode): the defaults mean "no change".
+    name: str = Field(None, min_length=1, max_length=Project.NAME_MAX, pattern=NOT_BLANK)  # type: ignore[assignment]
+    instructions: str | None = Field(
+        None, max_length=Project.INSTRUCTIONS_MAX, pattern=NO_NUL, description="null or empty: none"
+    )
+    memory_mode: Literal["shared", "isolated", "off"] = None  # type: ignore[assignment]
+
+
+class ProjectDeleteQuery(Schema):
+    memories: Literal["delete", "move"] = Field(
+        "move",
+        description="move (default): its conversations stay, out of any project, and its memories become yours, "
+        "with their history; delete: its conversations and memories are deleted permanently, with every copy.",
+    )
+
+
+class ChatModelOut(Schema):
+    id: str = Field(description="What `model` on a conversation takes.")
+    label: str = Field(description="How the page names it.")
+    default: bool = Field(description="The model of a conversation that names none.")
+
+
+class ChatModelList(Schema):
+    models: list[ChatModelOut]
+
+
+class AlternativeOut(Schema):
+    """Another version of a regenerated reply (chat.versions)."""
+
+    version: int
+    content: str
+    status: str
+    error: str = ""
+    created_at: datetime | None = None
 
 
 class MessageOut(Schema):
@@ -59,6 +174,10 @@ class MessageOut(Schema):
     content: str
     status: str
     error: str
+    version: int = Field(1, description="The shown version's number, among it and its `alternatives`.")
+    alternatives: list[AlternativeOut] = Field(
+        default_factory=list, description="A regenerated reply's other versions, oldest first; [] otherwise."
+    )
     memory_status: str
     created_at: datetime
     updated_at: datetime
@@ -82,6 +201,12 @@ class MessageIn(Schema):
         pattern=NOT_BLANK,
         description="The user's message: not blank, no NUL character.",
     )
+
+
+class VersionIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(..., ge=1, le=32767, description="The number of the version to show.")
 
 
 class TurnOut(Schema):

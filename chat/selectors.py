@@ -6,16 +6,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
-from chat.models import AgentState, Conversation, ConversationMarker, Message
+from chat.llm import catalogue, get_chat_model
+from chat.models import AgentState, Conversation, ConversationMarker, Message, Project
 from chat.turn import context_budget, cut
 
 
 def conversation_list(*, user: User) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=user).order_by("-updated_at")
+
+
+def project_list(*, user: User) -> QuerySet[Project]:
+    """The user's projects, by name."""
+    return Project.objects.filter(owner=user).order_by("name", "id")
+
+
+def project_get_for_user(*, user: User, project_id: int) -> Project:
+    return get_object_or_404(project_list(user=user), pk=project_id)
 
 
 def conversation_sidebar(*, user: User, current: Conversation | None = None) -> QuerySet[Conversation]:
@@ -25,7 +36,26 @@ def conversation_sidebar(*, user: User, current: Conversation | None = None) -> 
 
 
 def conversation_get_for_user(*, user: User, conversation_id: UUID | str) -> Conversation:
-    return get_object_or_404(conversation_list(user=user), pk=conversation_id)
+    """The user's conversation, with its project (one join)."""
+    return get_object_or_404(conversation_list(user=user).select_related("project"), pk=conversation_id)
+
+
+@dataclass(frozen=True)
+class ChatModelOption:
+    """One model of the picker: what is sent, how the page names it, whether it is the default."""
+
+    id: str
+    label: str
+    default: bool
+
+
+def chat_model_choices() -> list[ChatModelOption]:
+    """The chat models a conversation may use, the default first. A provider's models are named by their
+    ids; the one model of another backend (the offline demo) by its own label."""
+    model = get_chat_model()
+    default = catalogue.default_chat_model()
+    own_label = settings.LLM_BACKEND != "openai" and not settings.CHAT_MODELS and model.label
+    return [ChatModelOption(id=c.id, label=own_label or c.id, default=c.id == default) for c in catalogue.chat_models()]
 
 
 def turns_running(*, now: datetime) -> bool:

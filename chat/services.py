@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
+from django.http import Http404
 from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
@@ -17,8 +18,9 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat import extensions
 from chat.limits import TurnOrigin, turn_rate_check, turn_starts_prune, user_row
+from chat.llm import catalogue
 from chat.markdown import plain_text
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Message, Project
 from chat.rejections import (
     AccessEnded,
     ConversationBusy,
@@ -28,12 +30,13 @@ from chat.rejections import (
     RunSlotsFull,
     TooManyTurns,
     TurnRejected,
+    UnknownModel,
 )
 
 # Kept importable from here: the turn's callers name them as services.<name>.
 __all__ = [
     "AccessEnded", "ConversationBusy", "ConversationGone", "InvalidMessage", "NothingToRetry", "RunSlotsFull",
-    "TooManyTurns", "TurnOrigin", "TurnRejected", "turn_rate_check", "turn_starts_prune", "user_row",
+    "TooManyTurns", "TurnOrigin", "TurnRejected", "UnknownModel", "turn_rate_check", "turn_starts_prune", "user_row",
 ]  # fmt: skip
 from chat.search.index import search_index_title
 
@@ -92,12 +95,44 @@ def title_from(content: str) -> str:
     return cut + "…"
 
 
+def model_clean(model: str) -> str:
+    """A chat model a conversation may choose (chat.llm.catalogue); raises UnknownModel listing them."""
+    offered = catalogue.chat_model_ids()
+    if model not in offered:
+        raise UnknownModel(model, offered)
+    return model
+
+
 @transaction.atomic
-def conversation_create(*, user: User, title: str = "", temporary: bool = False) -> Conversation:
-    conversation = Conversation.objects.create(owner=user, title=title.strip()[:200], temporary=temporary)
+def conversation_create(
+    *, user: User, title: str = "", temporary: bool = False, model: str = "", project: Project | None = None
+) -> Conversation:
+    """A new conversation on `model` (checked), or on the default model of the moment; in `project` when
+    given (the caller fetched it for this user)."""
+    _check_project_owner(user.pk, project)
+    model = model_clean(model) if model else catalogue.default_chat_model()
+    conversation = Conversation.objects.create(
+        owner=user, title=title.strip()[:200], temporary=temporary, model=model, project=project
+    )
     AgentState.objects.create(conversation=conversation)
     if conversation.title:
         search_index_title(conversation=conversation)
+    return conversation
+
+
+def _check_project_owner(user_id: int, project: Project | None) -> None:
+    # Callers fetch through project_get_for_user; this guards against a future caller that does not.
+    if project is not None and project.owner_id != user_id:
+        raise Http404("No Project matches the given query.")
+
+
+@transaction.atomic
+def conversation_move(*, conversation: Conversation, project: Project | None) -> Conversation:
+    """Put the conversation in `project` (None: in none). Its memory block and what is learned from its
+    pending messages follow the project it is in at the time."""
+    _check_project_owner(conversation.owner_id, project)
+    conversation.project = project
+    Conversation.objects.filter(pk=conversation.pk).update(project=project)  # its place in the list stays
     return conversation
 
 
@@ -106,6 +141,24 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
     conversation.title = title.strip()[:200]
     conversation.save(update_fields=["title", "updated_at"])
     search_index_title(conversation=conversation)
+    return conversation
+
+
+@transaction.atomic
+def conversation_update(
+    *, conversation: Conversation, title: str | None = None, model: str | None = None, pinned: bool | None = None
+) -> Conversation:
+    """Rename, switch the model (from the next turn on) or pin: whichever is given. A new model starts
+    from its own context window and token calibration, so what the state learned of the old one goes."""
+    if model is not None and model != conversation.model:
+        conversation.model = model_clean(model)
+        AgentState.objects.filter(conversation=conversation).update(context_window=None, token_ratio=None)
+        Conversation.objects.filter(pk=conversation.pk).update(model=conversation.model)
+    if pinned is not None and pinned != conversation.pinned:
+        conversation.pinned = pinned
+        Conversation.objects.filter(pk=conversation.pk).update(pinned=pinned)
+    if title is not None:
+        conversation_rename(conversation=conversation, title=title)
     return conversation
 
 

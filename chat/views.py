@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import extensions, markers, selectors, services
+from chat import extensions, markers, selectors, services, versions
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
@@ -49,6 +49,8 @@ def with_retry(messages: Iterable[Message]) -> list[Message]:
     items = list(messages)
     if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status in RETRYABLE:
         items[-1].retryable = True  # type: ignore[attr-defined]
+    if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status == Message.Status.COMPLETE:
+        items[-1].regeneratable = True  # type: ignore[attr-defined]
     return items
 
 
@@ -104,7 +106,13 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
     if not form.cleaned_data["message"].strip():
         # A conversation starts with its first message: no empty conversations pile up.
         return redirect(reverse("chat:index") + ("?temporary=1" if form.cleaned_data["temporary"] else ""))
-    conversation = services.conversation_create(user=_user(request), temporary=form.cleaned_data["temporary"])
+    try:
+        conversation = services.conversation_create(
+            user=_user(request), temporary=form.cleaned_data["temporary"], model=form.cleaned_data["model"]
+        )
+    except services.UnknownModel as exc:
+        form.add_error(None, str(exc))
+        return render(request, "chat/index.html", {**_chat_context(request, None), "form": form}, status=400)
     # The page sends it over the WebSocket as soon as it connects, so it streams like any other.
     request.session[DRAFT_SESSION_KEY.format(conversation.pk)] = form.cleaned_data["message"]
     return redirect("chat:conversation", conversation_id=conversation.pk)
@@ -154,6 +162,22 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
 
 
 @login_required
+@require_POST
+def conversation_model(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+    """Switch the conversation's model, from its next reply on (the header's picker)."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    error = ""
+    try:
+        conversation = services.conversation_update(conversation=conversation, model=request.POST.get("model", ""))
+    except services.UnknownModel as exc:
+        error = str(exc)
+    if not request.htmx:
+        return redirect("chat:conversation", conversation_id=conversation.pk)
+    context = {"conversation": conversation, "model_error": error, "model_changed": not error}
+    return render(request, "chat/_model_status.html", context, status=422 if error else 200)
+
+
+@login_required
 @require_http_methods(["GET", "POST"])
 def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
@@ -164,6 +188,24 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResp
     if request.htmx:
         return HttpResponseClientRedirect("/")
     return redirect("chat:index")
+
+
+@login_required
+@require_POST
+def message_version(request: HttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
+    """Show another version of the latest reply (‹ › under it): the message, as it now reads."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    message = get_object_or_404(selectors.message_list(conversation=conversation), pk=message_id)
+    try:
+        version = int(request.POST.get("version", ""))
+        message = versions.reply_version_show(reply=message, version=version)
+    except (ValueError, services.TurnRejected) as exc:
+        text = str(exc) if isinstance(exc, services.TurnRejected) else _("Which version?")
+        return HttpResponse(text, status=409, content_type="text/plain; charset=utf-8")
+    if not request.htmx:
+        return redirect(reverse("chat:conversation", args=[conversation.pk]) + f"#message-{message.pk}")
+    extensions.annotate_messages([message])
+    return HttpResponse(message_html(message, retryable=True))
 
 
 @login_required

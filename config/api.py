@@ -34,7 +34,10 @@ from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import LanguageRejected, TokenRejected
 from accounts.throttle import PasswordChecksThrottled
+from chat.api import models_router as chat_models_router
 from chat.api import router as chat_router
+from chat.project_api import router as project_router
+from chat.projects import ProjectRejected
 from chat.search.api import router as search_router
 from chat.services import TurnRejected
 from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER, error_response
@@ -94,6 +97,10 @@ class MemoraAPI(NinjaAPI):
         """The document ninja builds from the routes, with what every error response shares: what each status
         means (unless the route says it itself) and the Retry-After header of a 429."""
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        if apps.is_installed("connect"):  # /v1 and /mcp, which answer OpenAI's and MCP's own shapes
+            from connect.openapi import paths
+
+            schema["paths"].update(paths())
         for operations in schema["paths"].values():
             for operation in operations.values():
                 for status, response in operation["responses"].items():
@@ -120,6 +127,8 @@ api = MemoraAPI(
 )
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
+api.add_router("/models", chat_models_router)
+api.add_router("/projects", project_router)
 api.add_router("/search", search_router)
 
 
@@ -155,12 +164,13 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 @api.exception_handler(TurnRejected)
+@api.exception_handler(ProjectRejected)
 @api.exception_handler(PasswordChecksThrottled)
 @api.exception_handler(TokenRejected)
 @api.exception_handler(LanguageRejected)
 def domain_error(
     request: HttpRequest,
-    exc: TurnRejected | MemoryRejected | TokenRejected | LanguageRejected | PasswordChecksThrottled,
+    exc: TurnRejected | ProjectRejected | MemoryRejected | TokenRejected | LanguageRejected | PasswordChecksThrottled,
 ) -> HttpResponse:
     """A service refused the request and wrote nothing: its status, its message, and Retry-After when it has one."""
     response = api.create_response(request, {"detail": str(exc)}, status=exc.status)
@@ -176,6 +186,13 @@ if apps.is_installed("memory"):  # chat works without it (config/settings/test_w
 
     api.add_router("/memories", memory_router)
     api.exception_handler(MemoryRejected)(domain_error)
+
+if apps.is_installed("imports"):
+    from imports.api import router as imports_router
+    from imports.services import ImportRejected
+
+    api.add_router("/imports", imports_router)
+    api.exception_handler(ImportRejected)(domain_error)
 
 
 @api.exception_handler(RequestDataTooBig)

@@ -57,10 +57,11 @@ def _errors(*statuses: int) -> dict[int, type[ErrorOut]]:
 
 
 # Every route behind the API's authentication: a missing, wrong, revoked or expired token or session
-# (401), and an address throttled after too many failed tokens (429, with Retry-After).
-AUTH_ERRORS = _errors(401, 429)
-# Every POST, PATCH and DELETE on top of that: a session request without its CSRF token (403).
-WRITE_ERRORS = AUTH_ERRORS | _errors(403)
+# (401), a token whose scopes do not allow the request (403), and an address throttled after too many
+# failed tokens (429, with Retry-After).
+AUTH_ERRORS = _errors(401, 403, 429)
+# Every POST, PATCH and DELETE: the same (a session request without its CSRF token is a 403 too).
+WRITE_ERRORS = AUTH_ERRORS
 # A route that reaches something by id: a missing id and another user's answer the same 404.
 NOT_FOUND = _errors(404)
 # A route with a path or query parameter: a value outside its documented limits (422).
@@ -73,7 +74,7 @@ BODY_ERRORS = _errors(400, 413, 422)
 DESCRIPTIONS = {
     400: "The request was refused: the body is not JSON or not storable text, or a rule of the route says no.",
     401: "Missing, invalid, revoked or expired token, or no signed-in session.",
-    403: "A request by session without its CSRF token (X-CSRFToken).",
+    403: "A token whose scopes do not allow the request, or a request by session without its CSRF token (X-CSRFToken).",
     404: "No such object for this user (another user's id answers the same).",
     409: "The request conflicts with the current state (the detail says which).",
     413: "The request body is too large.",

@@ -8,15 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest
 from ninja import Path, Query, Router
 from ninja.responses import Status
 
 from accounts.models import User
+from chat.models import Project
+from chat.selectors import project_get_for_user
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
-from memory import selectors, services
+from memory import connected, moves, selectors, services
 from memory.models import Memory
-from memory.schemas import ForgetAllOut, MemoryExportOut, MemoryIn, MemoryListQuery, MemoryOut, MemoryPatch
+from memory.schemas import (
+    ForgetAllOut,
+    MemoryDetailOut,
+    MemoryExportOut,
+    MemoryIn,
+    MemoryListQuery,
+    MemoryOut,
+    MemoryPatch,
+)
 
 router = Router(tags=["memories"])
 
@@ -34,16 +45,28 @@ def _fresh(request: HttpRequest, memory_id: int) -> Memory:
 
 @router.get(
     "",
-    response={200: list[MemoryOut], **AUTH_ERRORS, **PARAM_ERRORS},
-    summary="List memories: active (default), invalid (history) or all",
+    summary="List memories: active (default), invalid (history) or all; of every scope, or one",
+    response={200: list[MemoryOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
 )
 def memory_list(request: HttpRequest, filters: Query[MemoryListQuery]) -> Any:
-    return selectors.memory_list(user=_user(request), status=filters.status)
+    rows = selectors.memory_list(user=_user(request), status=filters.status)
+    if filters.project == "user":
+        return rows.filter(project__isnull=True)
+    if filters.project is not None:
+        return rows.filter(project=_project(request, int(filters.project)))
+    return rows
 
 
-@router.post("", response={201: MemoryOut, **WRITE_ERRORS, **BODY_ERRORS, 409: ErrorOut})
+def _project(request: HttpRequest, project_id: int | None) -> Project | None:
+    if project_id is None:
+        return None
+    return project_get_for_user(user=_user(request), project_id=project_id)
+
+
+@router.post("", response={201: MemoryOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND, 409: ErrorOut})
 def memory_add(request: HttpRequest, payload: MemoryIn) -> Any:
-    memory = services.memory_add(user=_user(request), content=payload.content)
+    project = _project(request, payload.project_id)
+    memory = services.memory_add(user=_user(request), content=payload.content, project=project)
     return Status(201, _fresh(request, memory.pk))
 
 
@@ -76,27 +99,38 @@ def memory_export(request: HttpRequest) -> Any:
     return selectors.memory_export(user=_user(request))
 
 
-@router.get("/{memory_id}", response={200: MemoryOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
+@router.get(
+    "/{memory_id}",
+    response={200: MemoryDetailOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    summary="One memory, with its latest reads by connected tools",
+)
 def memory_get(request: HttpRequest, memory_id: int = MemoryId) -> Any:
-    return _fresh(request, memory_id)
+    memory = _fresh(request, memory_id)
+    memory.reads_shown = connected.reads_of_memory(memory=memory)  # type: ignore[attr-defined]
+    return memory
 
 
 @router.patch(
     "/{memory_id}",
     response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **BODY_ERRORS, 409: ErrorOut},
-    summary="Edit any subset of content, pinned, expires_at; a new content returns the new version",
+    summary="Edit any subset of content, pinned, expires_at, project_id; a new content or scope returns the new "
+    "version",
 )
 def memory_edit(request: HttpRequest, payload: MemoryPatch, memory_id: int = MemoryId) -> Any:
-    user = _user(request)
-    memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
-    given = payload.model_fields_set
-    if "content" in given:
-        memory = services.memory_edit(user=user, memory=memory, content=payload.content)
-    changes = {name: getattr(payload, name) for name in ("pinned", "expires_at") if name in given}
-    if changes.get("pinned", False) is None:
-        changes.pop("pinned")
-    if changes:
-        memory = services.memory_settings(user=user, memory=memory, **changes)
+    with transaction.atomic():  # all of it or nothing
+        user = _user(request)
+        memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
+        given = payload.model_fields_set
+        project = _project(request, payload.project_id) if "project_id" in given else None
+        if "content" in given:
+            memory = services.memory_edit(user=user, memory=memory, content=payload.content)
+        if "project_id" in given:
+            memory = moves.memory_move(user=user, memory=memory, project=project)
+        changes = {name: getattr(payload, name) for name in ("pinned", "expires_at") if name in given}
+        if changes.get("pinned", False) is None:
+            changes.pop("pinned")
+        if changes:
+            memory = services.memory_settings(user=user, memory=memory, **changes)
     return Status(200, _fresh(request, memory.pk))
 
 

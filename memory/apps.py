@@ -8,10 +8,10 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         """Plug memory into chat's extension points (chat works on its own without them)."""
-        from accounts import data
+        from accounts import data, scopes
         from chat import extensions
+        from memory import connected, demo, demo_wording, forgetting, moves, replay
         from memory import data as memory_data
-        from memory import demo, demo_wording, forgetting
         from memory.chat_fragments import conversation_page_block
         from memory.context import memory_block, record_uses_on_save
         from memory.history import demo_tool_trigger as demo_search_trigger
@@ -48,8 +48,15 @@ class MemoryConfig(AppConfig):
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
         forgetting.register_defaults()
+        forgetting.register_redactor("replay", replay.replay_redact)  # by id: the teaching turn, search results
         extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
         extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
+        # Ending a project moves its memories to the user or deletes them permanently (memory.moves).
+        extensions.register_project_ender("memory", moves.project_memories_end)
         data.register_exporter("memories", memory_data.memories_export)
         data.register_eraser("memory", memory_data.account_erase)
         data.register_page_context("memory", memory_data.account_page_context)
+        # Connected tools (SPEC §9): a token needs memory:read / memory:write for the memories' routes,
+        # and the tokens list shows what each token's program read.
+        scopes.register_route_scope("/api/memories", read="memory:read", write="memory:write")
+        scopes.register_token_annotator("memory-reads", connected.tokens_annotate)

@@ -10,10 +10,11 @@ compact). Sizes are `chat.turn.tokens` estimates, which err on the large side, c
 own counts where the server reported them (chat.llm.server_facts). The window is the one the server
 states when CHAT_CONTEXT_TOKENS is not set.
 
-`fit` takes the oldest pending messages that fit, at least one. When even one does not fit beside all
-the active memories, the oldest memories are left out of the judge's view (validation still refuses a
-duplicate of any active memory), and a single message longer than the whole window is shown cut short,
-with a note. What is left over simply waits for the next batch: nothing is skipped for being too large.
+`fit` takes the oldest pending messages that fit, at least one, beside the memories chosen for the judge
+(memory.pipeline.shown: at most 40 % of the window). When even one does not fit beside them, the oldest
+of them are left out of the judge's view too (validation still refuses a duplicate of any active memory),
+and a single message longer than the whole window is shown cut short, with a note.
+What is left over simply waits for the next batch: nothing is skipped for being too large.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def budget_problem(tokens: int, messages: int) -> str:
 @dataclass(frozen=True)
 class Fitted:
     pending: list[judge.PendingMessage]  # the batch: the oldest messages that fit
-    memories: list[judge.ActiveMemory]  # the memories shown (all, unless they alone overflow)
+    memories: list[judge.ActiveMemory]  # the memories shown (those chosen, unless they alone overflow)
     judge_input: judge.JudgeInput
     tokens: int  # the request's estimated size
     note: str = ""  # what was left out of the judge's view, for the run record

@@ -16,7 +16,7 @@ from django.template.loader import render_to_string
 from django.utils.translation import ngettext
 
 from accounts.models import User
-from memory import selectors
+from memory import connected, selectors
 from memory.context import memory_recall_summary
 from memory.models import CONTENT_MAX, Memory
 
@@ -25,7 +25,7 @@ from memory.models import CONTENT_MAX, Memory
 
 def list_context(user: User, query: str) -> dict[str, Any]:
     return {
-        "memories": list(selectors.memory_page_active(user=user, query=query)),
+        "memories": list(connected.with_last_read(selectors.memory_page_active(user=user, query=query))),
         "query": query,
         "has_history": selectors.memory_has_history(user=user),
         "limit": CONTENT_MAX,

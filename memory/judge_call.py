@@ -1,18 +1,33 @@
 """The judge call: how the pipeline asks the model for its answer, and how an evaluation must ask too.
 
 One function, so that `manage.py eval_judge` measures exactly what extraction does: the judge model
-(MEMORY_MODEL), JSON mode, the temperature, `max_tokens` (what the judge's window leaves after the
-prompt, at most MEMORY_JUDGE_MAX_TOKENS; a longer answer raises LLMError(kind="length")) and a total
-deadline (MEMORY_JUDGE_TIMEOUT) that retries and keep-alive bytes cannot extend.
+(MEMORY_MODEL), the answer's JSON schema (memory/prompts/judge_answer.schema.json, sent where the server
+takes one, JSON mode elsewhere: chat.llm.json_formats), the temperature, `max_tokens` (what the
+judge's window leaves after the prompt, at most MEMORY_JUDGE_MAX_TOKENS; a longer answer raises
+LLMError(kind="length")) and a total deadline (MEMORY_JUDGE_TIMEOUT) that retries and keep-alive bytes
+cannot extend.
 """
 
 from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from chat.llm import ChatModel, Messages, get_chat_model
 
 JUDGE_TEMPERATURE = 0.3
+SCHEMA_PATH = Path(__file__).resolve().parent / "prompts" / "judge_answer.schema.json"
+
+
+@cache
+def answer_schema() -> dict[str, Any]:
+    """The shape of the judge's answer (memory.judge.parse_output checks it again, strictly)."""
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
 
 
 def call_judge(
@@ -28,4 +43,5 @@ def call_judge(
         temperature=JUDGE_TEMPERATURE,
         timeout=float(settings.MEMORY_JUDGE_TIMEOUT),
         max_tokens=int(settings.MEMORY_JUDGE_MAX_TOKENS) if max_tokens is None else max_tokens,
+        schema=answer_schema(),
     )

@@ -2,7 +2,8 @@
 
 A memory row's content never changes. An update invalidates the old row (`invalid_at`, a reason,
 `superseded_by`) and inserts a new one, so the history of what was believed, and why it changed, is
-kept. Every conversation of the user sees the same active memories; there is no conversation field.
+kept. There is no conversation field: every conversation of the same scope sees the same active
+memories (the user's own, and a project's in that project's conversations; memory.scopes).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class Memory(models.Model):
         EXTRACTED = "extracted", _("Extracted from messages")
         USER = "user", _("Added by the user")
         RESTORED = "restored", _("Restored by the user")
+        CLIENT = "client", _("Proposed by a connected tool")
+        IMPORTED = "imported", _("Learned from imported chats")
 
     class InvalidReason(models.TextChoices):
         UPDATED = "updated", _("Updated from a later message")
@@ -43,6 +46,7 @@ class Memory(models.Model):
         EDITED = "edited", _("Edited by the user")
         REPLACED = "replaced", _("Replaced by a restored version")
         EXPIRED = "expired", _("Expired (its end date passed)")
+        MOVED = "moved", _("Moved to another scope")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     content = models.CharField(max_length=CONTENT_MAX)
@@ -68,8 +72,16 @@ class Memory(models.Model):
     key = models.CharField(max_length=32, choices=MemoryKey.choices, blank=True, default="")
     # End of a time-bound fact: out of the block from then on, moved to history by the sweep.
     expires_at = models.DateTimeField(null=True, blank=True)
-    # The last turn whose memory block held it.
+    # The last turn whose memory block held it, or the last read by a connected tool (MemoryRead).
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Its scope (SPEC §9): null = about the user, in every conversation outside an isolated project; else
+    # one piece of work's, only in that project's conversations. RESTRICT: a project ends through
+    # chat.projects, whose memory handler moves or permanently deletes these first (never a silent cascade).
+    project = models.ForeignKey(
+        "chat.Project", null=True, blank=True, on_delete=models.RESTRICT, related_name="memories"
+    )
+    # The connected tool that proposed it (origin "client"): its MCP clientInfo name or User-Agent.
+    client = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         verbose_name_plural = _("memories")
@@ -81,16 +93,29 @@ class Memory(models.Model):
             ),
             models.Index(fields=["owner", "-invalid_at"], name="memory_owner_history"),
         ]
+        # Two constraints each, per scope: a null project never equals another in a unique index.
         constraints = [
-            # One active memory per content and user: concurrent identical adds cannot both land.
+            # One active memory per content and scope: concurrent identical adds cannot both land.
             models.UniqueConstraint(
-                fields=["owner", "content"], condition=Q(invalid_at=None), name="memory_active_content_unique"
+                fields=["owner", "content"],
+                condition=Q(invalid_at=None, project=None),
+                name="memory_active_content_unique",
             ),
-            # One active value per single-valued preference; suggestions wait beside it.
+            models.UniqueConstraint(
+                fields=["project", "content"],
+                condition=Q(invalid_at=None, project__isnull=False),
+                name="memory_project_content_unique",
+            ),
+            # One active value per single-valued preference and scope; suggestions wait beside it.
             models.UniqueConstraint(
                 fields=["owner", "key"],
-                condition=Q(invalid_at=None, suggested=False) & ~Q(key=""),
+                condition=Q(invalid_at=None, suggested=False, project=None) & ~Q(key=""),
                 name="memory_active_key_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "key"],
+                condition=Q(invalid_at=None, suggested=False, project__isnull=False) & ~Q(key=""),
+                name="memory_project_key_unique",
             ),
         ]
 
@@ -129,6 +154,63 @@ class MemoryUse(models.Model):
         return f"message {self.message_id} used memory {self.memory_id}"
 
 
+class ReplayWithheld(models.Model):
+    """A message of the user's that quoted or taught a memory deleted since (memory/replay.py): it stays on
+    the page, but `search_history` no longer hands it to the model. It holds no text, only which message."""
+
+    message = models.OneToOneField("chat.Message", on_delete=models.CASCADE, related_name="replay_withheld")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"message {self.message_id} withheld from the model"
+
+
+class MemoryAccess(models.Model):
+    """One request of a connected tool that read memories through a personal token (SPEC §9): an MCP
+    tool call or a `/v1` chat completion. Settings → Memory and the tokens list show them ("Cursor read
+    3 memories at 14:02"); no text is kept here, only which memories were read."""
+
+    class Kind(models.TextChoices):
+        MCP = "mcp", _("MCP")
+        V1 = "v1", _("OpenAI-compatible endpoint")
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # Null once the token is revoked; its label stays so the log still says which one it was.
+    token = models.ForeignKey("accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    token_label = models.CharField(max_length=100, blank=True)
+    client = models.CharField(max_length=100, blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    at = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user", "-at"], name="memory_access_user_at"),
+            models.Index(fields=["token", "-at"], name="memory_access_token_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.client or '?'} read {self.count} at {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def memories(self) -> int:
+        """How many memories it read (as the tokens list names it, accounts/_token_read.html)."""
+        return self.count
+
+
+class MemoryRead(models.Model):
+    """A memory one access read; gone with the memory or the access."""
+
+    access = models.ForeignKey(MemoryAccess, on_delete=models.CASCADE, related_name="reads")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="reads")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["access", "memory"], name="memory_read_unique")]
+
+    def __str__(self) -> str:
+        return f"access {self.access_id} read memory {self.memory_id}"
+
+
 class MemoryVector(models.Model):
     """A memory's embedding (EMBEDDING_MODEL), made when the memory is written: normalised float32 values,
     packed. A row's content never changes, so neither does its vector (but for another model's)."""
@@ -149,6 +231,7 @@ class ExtractionRun(models.Model):
         BACKGROUND = "background", _("Background (after a turn)")
         FLUSH = "flush", _("flush_memory tool")
         MANUAL = "manual", _("Admin or command line")
+        IMPORT = "import", _("Learning from imported chats")
 
     class Status(models.TextChoices):
         RUNNING = "running", _("Running")
@@ -158,6 +241,7 @@ class ExtractionRun(models.Model):
         ABANDONED = "abandoned", _("Abandoned (claim lost or the user changed memories meanwhile)")
         SPLIT = "split", _("Split (too large for the model; retried as smaller batches)")
         TOO_LARGE = "too_large", _("Too large for the model (messages stay pending)")
+        UNAVAILABLE = "unavailable", _("Model server unavailable (messages stay pending; retried later)")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="extraction_runs")
     trigger = models.CharField(max_length=16, choices=Trigger.choices)

@@ -214,6 +214,15 @@ def outcome_text(result: Result) -> str:
         return gettext("Your memories changed meanwhile, so nothing from this message was remembered.")
     if result.status in (Outcome.BUSY, Outcome.BACKING_OFF):
         return gettext("Not remembered yet: memory is busy and will review this message shortly.")
+    if result.status == Outcome.FAILED:
+        return gettext("Not remembered: the memory model's answer could not be used. It will try again shortly.")
+    if result.status == Outcome.DROPPED:
+        return gettext("Not remembered: the memory model's answers could not be used, three times in a row.")
+    if result.status == Outcome.UNAVAILABLE:
+        return gettext(
+            "Not remembered yet: the model server did not answer in time. This message waits and will be "
+            "reviewed once it does."
+        )
     return gettext("Memory could not be updated this time: nothing from this message was remembered.")
 
 

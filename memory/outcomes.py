@@ -21,6 +21,10 @@ class Outcome:
     MEMORY_OFF = "memory_off"
     BACKING_OFF = "backing_off"  # the batch failed recently; no run was started (see `retry_in`)
     SPLIT = "split"  # too large for the model: retried at once as a smaller batch (internal to a run)
+    WAITING = "waiting"  # a background run found the user still writing; a later task or the sweep runs it
+    # The server timed out, refused the connection or answered 5xx: not the batch's fault, no attempt
+    # counted; retried after `retry_in` (0: MEMORY_RETRY_HOURS have passed, left to the next trigger).
+    UNAVAILABLE = "unavailable"
 
 
 @dataclass
@@ -34,7 +38,7 @@ class Result:
     error: str = ""
     # More pending messages up to the trigger than one batch holds.
     more: bool = False
-    # BACKING_OFF, and FAILED: seconds until the batch may be tried again.
+    # BACKING_OFF, FAILED and UNAVAILABLE: seconds until the batch may be tried again.
     retry_in: float = 0.0
 
     def _count(self, kind: str) -> int:

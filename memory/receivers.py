@@ -1,10 +1,11 @@
 """The post-turn hook: after a turn commits, schedule background extraction when enough is pending.
 
-When the chat model has no tools (CHAT_TOOLS=off, or a provider that does not handle them), it cannot
-call `flush_memory`: an explicit request to remember, correct or forget (memory.lexicon's vocabulary,
-English and Chinese) then runs the flush pipeline after the turn instead, and its outcome is shown in
-the conversation (memory.notices.announce_outcome), so the user always learns whether something was
-stored."""
+An explicit request to remember, correct or forget (memory.lexicon's vocabulary, English and Chinese)
+always ends with a marker in the conversation: remembered, waiting (and why) or not remembered (and
+why). The flush tool leaves one when the chat model called it (memory.tools); when it did not (no
+tools: CHAT_TOOLS=off or a provider that does not handle them; a model that did not call it; a turn
+that failed before any reply), the request runs the flush pipeline after the turn instead and its
+outcome is shown the same way (memory.notices.announce_outcome)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.llm import tools_usable
 from memory import lexicon
 from memory.models import ExtractionRun
-from memory.selectors import messages_pending
+from memory.selectors import memory_outcome_marked, messages_pending, pending_count_up_to
 from memory.tasks import embed_memories_later, enqueue_extraction
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 def pending_up_to(*, user_id: int, message_id: int) -> int:
     """Pending user messages up to `message_id` across all conversations (0 when memory is off)."""
-    return messages_pending(user_id=user_id, up_to_message_id=message_id).filter(user__memory_enabled=True).count()
+    return pending_count_up_to(user_id=user_id, message_id=message_id)
 
 
 def explicit_request_pending(*, user_id: int, message_id: int) -> bool:
@@ -37,14 +37,18 @@ def explicit_request_pending(*, user_id: int, message_id: int) -> bool:
 
 def on_turn_finished(sender: object, *, user_id: int, user_message_id: int, **kwargs: Any) -> None:
     """chat.extensions.turn_finished receiver: one count query, and a task only at the threshold; an
-    explicit request without tools is flushed at once."""
+    explicit request the flush tool did not answer is flushed at once."""
     try:
-        if not tools_usable() and explicit_request_pending(user_id=user_id, message_id=user_message_id):
+        if explicit_request_pending(user_id=user_id, message_id=user_message_id) and not memory_outcome_marked(
+            user_id=user_id, message_id=user_message_id
+        ):
             flush = ExtractionRun.Trigger.FLUSH
             enqueue_extraction(user_id=user_id, message_id=user_message_id, min_pending=1, trigger=flush, announce=True)
             return
         if pending_up_to(user_id=user_id, message_id=user_message_id) >= settings.MEMORY_EXTRACT_MIN_TURNS:
-            enqueue_extraction(user_id=user_id, message_id=user_message_id)
+            # Once the user has been quiet for a while: the task of a burst's last turn covers it in one call.
+            idle = float(settings.MEMORY_EXTRACT_IDLE_SECONDS)
+            enqueue_extraction(user_id=user_id, message_id=user_message_id, countdown=idle if idle > 0 else None)
     except Exception:  # the reply has been delivered; a hook failure must not surface in chat
         logger.exception("post-turn memory hook failed for user %s", user_id)
 

@@ -23,7 +23,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Min, Q
 
 from chat.turn.process import owner_is_dead
 from memory.models import ExtractionRun, MemoryClaim
@@ -53,12 +53,15 @@ def claims_recover() -> int:
 def pending_work() -> list[tuple[int, int]]:
     """(user id, newest pending message id) of each user whose background extraction is overdue."""
     now = clock.now()
-    grace = timedelta(seconds=settings.MEMORY_SWEEP_GRACE_SECONDS)
+    # Overdue: quiet for the grace and the idle wait (memory.pipeline.reads.quiet), or waiting for too long.
+    grace = timedelta(seconds=max(settings.MEMORY_SWEEP_GRACE_SECONDS, settings.MEMORY_EXTRACT_IDLE_SECONDS))
+    longest = timedelta(seconds=settings.MEMORY_EXTRACT_MAX_WAIT_SECONDS)
     pending = messages_pending_all_users().filter(user__memory_enabled=True)
     rows = (
         pending.values("user_id")
-        .annotate(count=Count("id"), newest=Max("id"), newest_at=Max("created_at"))
-        .filter(count__gte=settings.MEMORY_EXTRACT_MIN_TURNS, newest_at__lte=now - grace)
+        .annotate(count=Count("id"), newest=Max("id"), newest_at=Max("created_at"), oldest_at=Min("created_at"))
+        .filter(Q(newest_at__lte=now - grace) | Q(oldest_at__lte=now - longest))
+        .filter(count__gte=settings.MEMORY_EXTRACT_MIN_TURNS)
     )
     held = set(MemoryClaim.objects.filter(token__isnull=False, expires_at__gt=now).values_list("user_id", flat=True))
     return [(row["user_id"], row["newest"]) for row in rows if row["user_id"] not in held]

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
 from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from chat.models import Message
-from config.api_errors import NOT_BLANK
+from config.api_errors import ID_MAX, NOT_BLANK
 from memory.models import CONTENT_MAX, Memory
 from memory.selectors import memory_status, source_excerpt
 
@@ -50,8 +50,11 @@ class MemoryOut(Schema):
     key: str = Field(description="The single-valued preference it holds (reply_language, units, …), or empty")
     sensitive: bool
     expires_at: datetime | None = Field(description="End of a time-bound fact; out of the block from then on")
-    # When a reply's memory block last held it (SPEC §8 "Recall"); null until then.
+    # When a reply's memory block last held it (SPEC §8 "Recall"), or a connected tool read it; null until then.
     last_used_at: datetime | None
+    # SPEC §9: its scope.
+    project_id: int | None = Field(description="The project it is about, or null: about you, everywhere")
+    client: str = Field(description='The connected tool that proposed it (origin "client"), or empty')
 
     @staticmethod
     def resolve_status(memory: Memory) -> str:
@@ -66,6 +69,28 @@ class MemoryOut(Schema):
         return memory.superseded_by_id
 
 
+class MemoryReadOut(Schema):
+    """A connected tool's read of the memory (the MCP server or /v1), through one of the user's tokens."""
+
+    client: str = Field(description="The program: its MCP clientInfo name, or its User-Agent")
+    kind: Literal["mcp", "v1"]
+    token_id: int | None = Field(description="The token it used; null once the token is revoked")
+    token_name: str = Field(description="The token's name (or prefix) when it read")
+    at: datetime
+
+    @staticmethod
+    def resolve_token_name(access: Any) -> str:
+        return str(access.token_label)
+
+
+class MemoryDetailOut(MemoryOut):
+    reads: list[MemoryReadOut] = Field(description="Its latest reads by connected tools (at most 10, newest first)")
+
+    @staticmethod
+    def resolve_reads(memory: Memory) -> list[Any]:
+        return list(getattr(memory, "reads_shown", []))
+
+
 class MemoryIn(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 
@@ -77,6 +102,9 @@ class MemoryIn(Schema):
         max_length=CONTENT_MAX,
         pattern=NOT_BLANK,
         description="One sentence about you: not blank, no NUL character; runs of white space become one space.",
+    )
+    project_id: int | None = Field(
+        None, ge=1, le=ID_MAX, description="A project of yours it is about (null: about you, everywhere)"
     )
 
 
@@ -96,11 +124,23 @@ class MemoryPatch(Schema):
     expires_at: AwareDatetime | None = Field(
         None, description="Any future moment with its time zone, or null for no end date"
     )
+    project_id: int | None = Field(
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="Move it to a project of yours (null: about you, everywhere); the move makes a new version, "
+        "the old one kept in history (restorable)",
+    )
 
 
 class MemoryListQuery(Schema):
     status: Literal["active", "invalid", "suggested", "all"] = Field(
         "active", description="all = active + invalid + suggested"
+    )
+    project: str | None = Field(
+        None,
+        pattern=r"^(user|[1-9][0-9]{0,17})$",
+        description="Only one scope: a project's id (another user's answers 404), or user for those about you",
     )
 
 

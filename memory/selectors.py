@@ -36,6 +36,36 @@ def messages_pending(*, user_id: int, up_to_message_id: int | None = None) -> Qu
     return query.order_by("id")
 
 
+# The partial index of pending user messages (chat.models.Message), named to SQLite's planner.
+PENDING_INDEX = "msg_user_pending"
+
+
+def pending_count_up_to(*, user_id: int, message_id: int) -> int:
+    """How many of the user's messages up to `message_id` wait for extraction, 0 while their memory is off:
+    the post-turn hook's count, on every turn's path. Written in SQL so the role and status are literals
+    that match the partial index `msg_user_pending`, named on SQLite: there the ORM's count (the values as
+    parameters) took the user's foreign-key index and read every message they ever sent."""
+    with connection.cursor() as cursor:
+        cursor.execute(pending_count_sql(), [user_id, message_id])
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def pending_count_sql() -> str:
+    """`pending_count_up_to`'s statement (parameters: user id, message id)."""
+    m, u = Message, User
+    role, status = Message.Role.USER.value, Message.MemoryStatus.PENDING.value
+    assert role.isalpha() and status.isalpha()  # literals in the statement, never input
+    index = f" INDEXED BY {connection.ops.quote_name(PENDING_INDEX)}" if connection.vendor == "sqlite" else ""
+    return (
+        f"SELECT COUNT(*) FROM {table(m)} m{index}"
+        f" INNER JOIN {table(u)} u ON u.{column(u, 'id')} = m.{column(m, 'user')}"
+        f" WHERE m.{column(m, 'user')} = %s AND m.{column(m, 'id')} <= %s"
+        f" AND m.{column(m, 'role')} = '{role}' AND m.{column(m, 'memory_status')} = '{status}'"
+        f" AND u.{column(u, 'memory_enabled')}"
+    )
+
+
 def memories_active(*, user_id: int) -> QuerySet[Memory]:
     """The user's active memories, oldest first: not invalidated, not a suggestion waiting for the user,
     not past its end date (an expired memory leaves the block at once; the sweep moves it to history)."""
@@ -44,6 +74,11 @@ def memories_active(*, user_id: int) -> QuerySet[Memory]:
         .exclude(expires_at__lte=timezone.now())
         .order_by("created_at", "id")
     )
+
+
+def in_scope(project_id: int | None) -> Q:
+    """Rows of exactly one scope: a project's, or (None) the user's own (memory.scopes says which a chat uses)."""
+    return Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
 
 
 def memories_suggested(*, user_id: int) -> QuerySet[Memory]:
@@ -256,6 +291,17 @@ def memory_markers_after(*, user: User, conversation_id: str, after_marker_id: i
     )
 
 
+def memory_outcome_marked(*, user_id: int, message_id: int) -> bool:
+    """Whether the conversation of the user's message has a memory marker since the message was sent
+    (the flush tool's outcome, or a change it made)."""
+    message = Message.objects.filter(pk=message_id, user_id=user_id).values("conversation_id", "created_at").first()
+    if message is None:
+        return False
+    return ConversationMarker.objects.filter(
+        conversation_id=message["conversation_id"], kind=MARKER_KIND, created_at__gte=message["created_at"]
+    ).exists()
+
+
 def memory_marker_last_id(*, conversation_id: str) -> int:
     """The id of the conversation's latest memory marker (0 when there is none)."""
     query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)
@@ -287,28 +333,45 @@ def _aware(value: datetime | None) -> datetime | None:
     return timezone.make_aware(value, UTC) if value is not None and timezone.is_naive(value) else value
 
 
-MemoryRow = tuple[int, str, bool, str, "datetime | None"]
+MemoryRow = tuple[int, str, bool, str, "datetime | None", "int | None", "datetime | None"]
 
 
-def memory_rows_for_turn(*, user_id: int) -> list[MemoryRow]:
-    """(id, content, pinned, key, expires_at) of the memories `memories_active` gives, oldest first, while the
-    user's memory is on (read here, not from a possibly stale user object)."""
+def memory_rows_for_turn(*, user_id: int, project_id: int | None = None, with_user: bool = True) -> list[MemoryRow]:
+    """(id, content, pinned, key, expires_at, project_id, created_at) of the memories `memories_active` gives,
+    oldest first, while the user's memory is on (read here, not from a possibly stale user object), of one scope
+    (memory.scopes.memories_for_scope, which tests hold this to): outside projects the user's; in a project its
+    own, and with `with_user` (shared) the user's too but for the keys the project holds (its value wins)."""
     m, u = Memory, User
-    expires = f"m.{column(m, 'expires_at')}"
+    expires, project, key = f"m.{column(m, 'expires_at')}", f"m.{column(m, 'project')}", f"m.{column(m, 'key')}"
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    params: list[Any] = [user_id, now]
+    if project_id is None:
+        scope = f"{project} IS NULL"
+    elif not with_user:
+        scope, params = f"{project} = %s", [*params, project_id]
+    else:
+        p = "p"
+        held = (
+            f"SELECT 1 FROM {table(m)} {p} WHERE {p}.{column(m, 'project')} = %s AND {p}.{column(m, 'key')} = {key}"
+            f" AND {p}.{column(m, 'invalid_at')} IS NULL AND NOT {p}.{column(m, 'suggested')}"
+            f" AND ({p}.{column(m, 'expires_at')} IS NULL OR {p}.{column(m, 'expires_at')} > %s)"
+        )
+        scope = f"({project} = %s OR ({project} IS NULL AND ({key} = '' OR NOT EXISTS ({held}))))"
+        params = [*params, project_id, project_id, now]
     sql = (
-        f"SELECT m.{column(m, 'id')}, m.{column(m, 'content')}, m.{column(m, 'pinned')}, m.{column(m, 'key')},"
-        f" {expires} FROM {table(m)} m"
+        f"SELECT m.{column(m, 'id')}, m.{column(m, 'content')}, m.{column(m, 'pinned')}, {key},"
+        f" {expires}, {project}, m.{column(m, 'created_at')} FROM {table(m)} m"
         f" INNER JOIN {table(u)} u ON u.{column(u, 'id')} = m.{column(m, 'owner')}"
         f" WHERE m.{column(m, 'owner')} = %s AND m.{column(m, 'invalid_at')} IS NULL"
         f" AND NOT m.{column(m, 'suggested')} AND ({expires} IS NULL OR {expires} > %s)"
-        f" AND u.{column(u, 'memory_enabled')}"
+        f" AND u.{column(u, 'memory_enabled')} AND {scope}"
         f" ORDER BY m.{column(m, 'created_at')}, m.{column(m, 'id')}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user_id, connection.ops.adapt_datetimefield_value(timezone.now())])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
-    # Both drivers give booleans; only an end date may need its time zone.
-    return [row if row[4] is None else (*row[:4], _aware(row[4])) for row in rows]
+    # Both drivers give booleans; only the dates may need their time zone.
+    return [(*row[:4], _aware(row[4]), row[5], _aware(row[6])) for row in rows]
 
 
 def messages_last_two_before(*, conversation_id: Any, message_id: int) -> list[tuple[str, str]]:
@@ -362,7 +425,7 @@ def memory_uses_annotate(messages: list[Message]) -> None:
         return
     uses = (
         MemoryUse.objects.filter(message_id__in=list(replies), memory__owner_id=F("message__user_id"))
-        .select_related("memory")
+        .select_related("memory", "memory__project")
         .order_by("message_id", "-memory__pinned", "id")
     )
     for use in uses:

@@ -24,7 +24,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
 from django.utils.formats import number_format
@@ -32,11 +31,11 @@ from django.utils.translation import gettext, gettext_lazy
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat.models import Message
+from chat.models import Message, Project
 from memory import forgetting, lifecycle
 from memory.judge_content import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource, MemoryUse
-from memory.selectors import memories_active, messages_pending
+from memory.selectors import in_scope, memories_active, messages_pending
 from memory.tasks import embed_memories_later
 
 
@@ -92,8 +91,9 @@ def pending_messages_skip(*, user: User, before: datetime) -> int:
 DUPLICATE = gettext_lazy("An active memory already says exactly this.")
 
 
-def _ensure_not_duplicate(*, user: User, content: str) -> None:
-    if memories_active(user_id=user.pk).filter(content=content).exists():
+def _ensure_not_duplicate(*, user: User, content: str, project_id: int | None = None) -> None:
+    """An active memory of the same scope says exactly this (a project may hold a sentence the user does)."""
+    if memories_active(user_id=user.pk).filter(in_scope(project_id), content=content).exists():
         raise MemoryConflict(DUPLICATE)
 
 
@@ -125,9 +125,10 @@ def _copy_sources(*, source: Memory, target: Memory) -> None:
     MemorySource.objects.bulk_create([MemorySource(memory=target, message_id=mid) for mid in ids])
 
 
-def _drop_suggestion_of(*, user: User, content: str) -> None:
-    """A memory the user writes takes the place of a suggestion of the same sentence."""
-    Memory.objects.filter(owner=user, suggested=True, invalid_at__isnull=True, content=content).delete()
+def _drop_suggestion_of(*, user: User, content: str, project_id: int | None = None) -> None:
+    """A memory the user writes takes the place of a suggestion of the same sentence in its scope."""
+    suggestions = Memory.objects.filter(in_scope(project_id), owner=user, suggested=True, invalid_at__isnull=True)
+    suggestions.filter(content=content).delete()
 
 
 def _check_owner(user: User, memory: Memory) -> None:
@@ -137,14 +138,18 @@ def _check_owner(user: User, memory: Memory) -> None:
 
 
 @transaction.atomic
-def memory_add(*, user: User, content: str) -> Memory:
+def memory_add(*, user: User, content: str, project: Project | None = None) -> Memory:
+    """A memory the user writes: about them (no project) or about one of their projects."""
     text = memory_content_clean(content)
+    project_id = project.pk if project is not None else None
+    if project is not None and project.owner_id != user.pk:
+        raise Http404("No Project matches the given query.")
     _lock_user(user)
-    _ensure_not_duplicate(user=user, content=text)
+    _ensure_not_duplicate(user=user, content=text, project_id=project_id)
     _ensure_room(user=user)
     embed_memories_later(user_id=user.pk)
-    _drop_suggestion_of(user=user, content=text)
-    return _create_active(owner=user, content=text, origin=Memory.Origin.USER)
+    _drop_suggestion_of(user=user, content=text, project_id=project_id)
+    return _create_active(owner=user, content=text, origin=Memory.Origin.USER, project_id=project_id)
 
 
 @transaction.atomic
@@ -164,8 +169,8 @@ def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
         raise MemoryConflict(gettext("This is a suggestion: keep it first, then edit it."))
     if text == current.content:
         return current
-    _ensure_not_duplicate(user=user, content=text)
-    _drop_suggestion_of(user=user, content=text)
+    _ensure_not_duplicate(user=user, content=text, project_id=current.project_id)
+    _drop_suggestion_of(user=user, content=text, project_id=current.project_id)
     # The user's own wording wins over a suggested change of this memory still waiting.
     Memory.objects.filter(owner=user, suggested=True, supersedes=current).delete()
     # The key leaves the old row first: one active row per key.
@@ -178,6 +183,7 @@ def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
         pinned=current.pinned,
         sensitive=current.sensitive,
         expires_at=current.expires_at,
+        project_id=current.project_id,
     )
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=current.pk).update(
@@ -277,7 +283,8 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     if current.invalid_at is None:
         raise MemoryConflict(_("This memory is already active."))
     head = _chain_head(user=user, memory=current)
-    same = memories_active(user_id=user.pk).filter(content=current.content).exclude(pk=head.pk)
+    scope = memories_active(user_id=user.pk).filter(in_scope(current.project_id))  # back in the scope it had
+    same = scope.filter(content=current.content).exclude(pk=head.pk)
     if same.exists():
         raise MemoryConflict(DUPLICATE)
     if head.invalid_at is None:
@@ -287,10 +294,8 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
         _ensure_room(user=user)
     if current.key:
         # A restored value of a single-valued preference replaces the one active now.
-        memories_active(user_id=user.pk).filter(key=current.key).update(
-            invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED
-        )
-    _drop_suggestion_of(user=user, content=current.content)
+        scope.filter(key=current.key).update(invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED)
+    _drop_suggestion_of(user=user, content=current.content, project_id=current.project_id)
     new = _create_active(
         owner=user,
         content=current.content,
@@ -298,6 +303,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
         key=current.key,
         pinned=current.pinned,
         sensitive=current.sensitive,
+        project_id=current.project_id,
     )
     _copy_sources(source=current, target=new)
     Memory.objects.filter(pk=head.pk).update(superseded_by=new)
@@ -344,11 +350,12 @@ def memory_confirm(*, user: User, memory: Memory) -> Memory:
     if not current.suggested or current.invalid_at is not None:
         raise MemoryConflict(gettext("This memory is not a suggestion waiting to be kept."))
     now = _now()
+    scope = memories_active(user_id=user.pk).filter(in_scope(current.project_id))
     previous = memories_active(user_id=user.pk).filter(superseded_by=current).first()
     replaced = memories_active(user_id=user.pk).filter(pk=previous.pk) if previous else Memory.objects.none()
     if current.key:
-        replaced = replaced | memories_active(user_id=user.pk).filter(key=current.key)
-    if _same_content_active(user=user, content=current.content, allowed=replaced):
+        replaced = replaced | scope.filter(key=current.key)
+    if scope.filter(content=current.content).exclude(pk__in=replaced.values("pk")).exists():
         raise MemoryConflict(DUPLICATE)
     if not replaced.exists():
         _ensure_room(user=user)
@@ -364,10 +371,6 @@ def memory_confirm(*, user: User, memory: Memory) -> Memory:
         raise MemoryConflict(gettext("Another value of this preference became active meanwhile; try again.")) from None
     current.refresh_from_db()
     return current
-
-
-def _same_content_active(*, user: User, content: str, allowed: QuerySet[Memory]) -> bool:
-    return memories_active(user_id=user.pk).filter(content=content).exclude(pk__in=allowed.values("pk")).exists()
 
 
 UNSET: Any = object()

@@ -35,14 +35,16 @@ def extract_memories_task(
     if trigger not in ExtractionRun.Trigger.values:
         trigger = ExtractionRun.Trigger.BACKGROUND
     params = pipeline.extraction_params(trigger=trigger)
-    if min_pending is not None:
+    if min_pending is not None:  # a run for this message (a flush's follow-up, an admin's retry): no waiting
         params["min_pending"] = min_pending
+        params["wait_quiet"] = False
     result = pipeline.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, **params)
     countdown = retries.task_countdown(result, retries=self.request.retries)
-    if countdown is not None:  # an announced flush is announced when its task tries no more
-        raise self.retry(countdown=countdown)
-    if announce:
+    # An announced flush says at once why it waits or failed, and again when its task tries no more.
+    if announce and (countdown is None or not self.request.retries):
         notices.announce_outcome(user_id=user_id, message_id=message_id, result=result)
+    if countdown is not None:
+        raise self.retry(countdown=countdown)
     return result.status
 
 

@@ -14,9 +14,10 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from chat.extensions import TurnContext
-from memory import forgetting, pipeline, retries
+from memory import forgetting, lexicon, notices, pipeline, retries
 from memory.models import ExtractionRun
 from memory.outcomes import Outcome, Result
+from memory.scopes import learns_here
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +51,18 @@ BACKING_OFF = (
     "Updating memory failed a moment ago and is waiting before it tries again, so this message has "
     "not been reviewed yet; it will be shortly. Nothing is saved yet: do not say that it was remembered."
 )
+UNAVAILABLE = (
+    "The memory model did not answer in time (the server is slow, busy or restarting), so this message has "
+    "not been reviewed yet; it stays waiting and will be reviewed once the server answers. Nothing is saved "
+    "yet: do not say that it was remembered."
+)
 ABANDONED = (
     "The user's memories changed while their messages were being reviewed, so nothing was saved from this review."
 )
+
+
+# Outcomes that need no marker: the message was covered already, or memory is off (no tool then).
+UNMARKED = (Outcome.NOTHING_PENDING, Outcome.BELOW_THRESHOLD, Outcome.MEMORY_OFF)
 
 
 def result_sentence(result: Result) -> str:
@@ -71,6 +81,7 @@ def result_sentence(result: Result) -> str:
         Outcome.DROPPED: FAILED,
         Outcome.ABANDONED: ABANDONED,
         Outcome.BACKING_OFF: BACKING_OFF,
+        Outcome.UNAVAILABLE: UNAVAILABLE,
         Outcome.MEMORY_OFF: MEMORY_OFF,
     }.get(result.status, FAILED)
 
@@ -93,12 +104,13 @@ class FlushMemoryTool:
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def available(self, ctx: TurnContext) -> bool:
-        """Offered only where it can act: not in a temporary conversation, not with memory off.
-        `ctx.user.memory_enabled` is fresh: the turn re-reads it when it starts (chat.services.turn_start)."""
-        return bool(ctx.user.memory_enabled) and not ctx.conversation.temporary
+        """Offered only where it can act: not in a temporary conversation (nor a project whose memory is off), not
+        with memory off. `ctx.user.memory_enabled` is fresh: the turn re-reads it when it starts, with the
+        conversation's project (chat.turn.transactions)."""
+        return bool(ctx.user.memory_enabled) and learns_here(ctx.conversation)
 
     def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
-        if ctx.conversation.temporary:
+        if not learns_here(ctx.conversation):
             return TEMPORARY
         deadline = time.monotonic() + retries.flush_wait()
         while True:
@@ -114,16 +126,27 @@ class FlushMemoryTool:
         forgetting.turn_memories_note(
             user_id=ctx.user.pk, user_message_id=ctx.user_message.pk, contents=_reported(result)
         )
+        # An explicit request always ends with a marker: a change marks itself; anything else says why.
+        explicit = lexicon.is_explicit_request(ctx.user_message.content or "")
+        if explicit and not result.changed and result.status not in UNMARKED:
+            notices.announce_outcome(user_id=ctx.user.pk, message_id=ctx.user_message.pk, result=result)
         later, countdown = retries.flush_follow_up(result)
         if later:
-            self._review_later(ctx, countdown=countdown)
+            self._review_later(ctx, countdown=countdown, announce=explicit)
         return result_sentence(result)
 
     @staticmethod
-    def _review_later(ctx: TurnContext, countdown: float | None = None) -> None:
+    def _review_later(ctx: TurnContext, countdown: float | None = None, announce: bool = False) -> None:
         from memory.tasks import enqueue_extraction
 
-        enqueue_extraction(user_id=ctx.user.pk, message_id=ctx.user_message.pk, min_pending=1, countdown=countdown)
+        enqueue_extraction(
+            user_id=ctx.user.pk,
+            message_id=ctx.user_message.pk,
+            min_pending=1,
+            countdown=countdown,
+            trigger=ExtractionRun.Trigger.FLUSH if announce else ExtractionRun.Trigger.BACKGROUND,
+            announce=announce,
+        )
 
 
 flush_memory = FlushMemoryTool()

@@ -137,6 +137,8 @@ def main() -> int:
                 continue
             # As `make run` does: a development run, debug on, on loopback (the demo account needs both).
             env = {**base, "MEMORA_VAR_DIR": str(Path(tmp) / label.split()[0].lower()), "DJANGO_DEBUG": "1"}
+            # A short quiet spell before the background run (the default waits a minute).
+            env["MEMORY_EXTRACT_IDLE_SECONDS"] = "3"
             env.pop("HOST", None)
             env.pop("DATABASE_URL", None)
             env.pop("REDIS_URL", None)

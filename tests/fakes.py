@@ -41,9 +41,19 @@ class ScriptedChatModel(ChatModel):
         cls.summary_answers, cls.summary_requests = [], []
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
-        request = {"messages": json.loads(json.dumps(messages)), "tools": tools, "max_tokens": max_tokens}
+        request = {
+            "messages": json.loads(json.dumps(messages)),
+            "tools": tools,
+            "max_tokens": max_tokens,
+            "model": model,
+        }
         type(self).requests.append(request)
         step = type(self).steps.pop(0) if type(self).steps else Step(chunks=["ok"])
         if step.gate is not None:
@@ -60,7 +70,14 @@ class ScriptedChatModel(ChatModel):
             yield ToolCalls(list(step.tool_calls))
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         type(self).judge_requests.append(
             {
@@ -69,6 +86,7 @@ class ScriptedChatModel(ChatModel):
                 "temperature": temperature,
                 "timeout": timeout,
                 "max_tokens": max_tokens,
+                "schema": schema,
             }
         )
         if not type(self).judge_answers:

@@ -108,10 +108,16 @@ class ChatModel(ABC):
 
     @abstractmethod
     def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
         """Stream one step of the chat model: text deltas, then at most one ToolCalls.
 
+        `model` names the provider's model (the conversation's choice, chat.llm.catalogue); None: CHAT_MODEL.
         Each call is bounded: `max_tokens` (by default the reply's room, CHAT_REPLY_TOKENS, at most half
         of CHAT_CONTEXT_TOKENS), the first token within LLM_FIRST_TOKEN_TIMEOUT and the whole step
         within CHAT_TURN_TIMEOUT.
@@ -119,9 +125,17 @@ class ChatModel(ABC):
 
     @abstractmethod
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
-        """One blocking, non-streaming call answering a JSON object (`response_format=json_object`).
+        """One blocking, non-streaming call answering a JSON object (`response_format=json_object`, or the
+        answer's JSON `schema` where the provider takes it).
 
         `timeout` bounds the whole call (retries included); `max_tokens` bounds the answer, and an
         answer cut off by it raises LLMError(kind="length").
@@ -138,9 +152,10 @@ class Embedder(ABC):
     model: str = ""
 
     @abstractmethod
-    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+    def embed(self, *, texts: list[str], timeout: float, query: bool = False) -> list[list[float]]:
         """One blocking call within `timeout` seconds, never retried: the vectors, in the order of `texts`.
-        Any failure raises LLMError."""
+        `query`: the texts are messages to find memories for (models trained with prefixes embed them
+        apart from the memories). Any failure raises LLMError."""
 
 
 def single_system_message(messages: Messages) -> Messages:

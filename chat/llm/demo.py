@@ -120,7 +120,12 @@ class DemoChatModel(ChatModel):
         return None
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
         tool = self._tool_to_call(messages, tools)
         if tool is not None:
@@ -139,7 +144,14 @@ class DemoChatModel(ChatModel):
         return summary[: max_tokens * 3]
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         for responder in extensions.demo_json_responders():
             answer = responder(messages)

@@ -36,7 +36,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import server_facts, written
+from chat.llm import json_formats, server_facts, server_load, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -174,10 +174,15 @@ class OpenAIChatModel(ChatModel):
         return self.tools.supported
 
     async def stream(
-        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
         request: dict[str, Any] = {
-            "model": self.model,
+            "model": model or self.model,  # the conversation's (chat.llm.catalogue), else CHAT_MODEL
             "messages": single_system_message(messages),
             "stream": True,
             # The reply's room in the context budget (chat.turn.context_budget): at most half the window.
@@ -268,18 +273,39 @@ class OpenAIChatModel(ChatModel):
             )
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         request: dict[str, Any] = {
             "model": model,
             "messages": single_system_message(messages),
-            "response_format": {"type": "json_object"},
             "temperature": temperature,
             "stream": False,
         }
         if max_tokens:
             request["max_tokens"] = max_tokens
-        return self._complete(request, timeout=timeout)
+        # The schema where the server takes it, JSON mode otherwise (chat.llm.json_formats).
+        end = time.monotonic() + timeout
+        key = f"{self._options['base_url']}|{model}"
+        tried = json_formats.formats(schema)
+        index = min(json_formats.first_choice(key), len(tried) - 1) if schema else 0
+        while True:
+            try:
+                answer = self._complete({**request, "response_format": tried[index]}, timeout=timeout, end=end)
+            except LLMError as exc:
+                if index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end:
+                    index += 1
+                    continue
+                raise
+            if schema:
+                json_formats.remember(key, index)
+            return answer
 
     def complete_text(self, *, messages: Messages, model: str, max_tokens: int, timeout: float) -> str:
         request: dict[str, Any] = {
@@ -290,9 +316,10 @@ class OpenAIChatModel(ChatModel):
         }
         return self._complete(request, timeout=timeout)
 
-    def _complete(self, request: dict[str, Any], *, timeout: float) -> str:
-        """One non-streaming call within `timeout` seconds in all, retried only when that is safe."""
-        end = time.monotonic() + timeout
+    def _complete(self, request: dict[str, Any], *, timeout: float, end: float | None = None) -> str:
+        """One non-streaming call within `timeout` seconds in all (until `end`, a time.monotonic(), when
+        given), retried only when that is safe."""
+        end = time.monotonic() + timeout if end is None else end
         attempt = 0
         while True:
             try:
@@ -305,6 +332,7 @@ class OpenAIChatModel(ChatModel):
                 time.sleep(wait)
 
     def _complete_once(self, request: dict[str, Any], *, end: float, timeout: float) -> str:
+        started = time.monotonic()
         try:
             # Read as a stream of bytes, so that the deadline holds even for a server that trickles
             # whitespace or keep-alive bytes: each read waits at most for the time that is left.
@@ -323,6 +351,12 @@ class OpenAIChatModel(ChatModel):
             reported = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
             if isinstance(reported, int):  # the server's own count calibrates this model's estimates
                 server_facts.observe(model=str(request.get("model")), reported=reported, messages=request["messages"])
+            written_tokens = (data.get("usage") or {}).get("completion_tokens") if isinstance(data, dict) else None
+            if isinstance(written_tokens, int):  # how long an abandoned request may run (chat.llm.server_load)
+                seconds = time.monotonic() - started
+                server_load.observe_speed(
+                    model=str(request.get("model")), completion_tokens=written_tokens, seconds=seconds
+                )
             choice = data["choices"][0] if data.get("choices") else {}
             content = (choice.get("message") or {}).get("content")
             finish = choice.get("finish_reason")
@@ -356,7 +390,7 @@ class OpenAIEmbedder(Embedder):
             max_retries=0,  # a turn waits for at most one short attempt, then ranks without it
         )
 
-    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+    def embed(self, *, texts: list[str], timeout: float, query: bool = False) -> list[list[float]]:
         try:
             answer = self._client.embeddings.create(
                 model=self.model, input=texts, encoding_format="float", timeout=timeout

@@ -31,7 +31,7 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat import extensions, model_queue, selectors, services
 from chat.extensions import TurnContext
-from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage, get_chat_model
+from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage, catalogue, get_chat_model
 from chat.models import Conversation, Message
 from chat.turn import compaction, context_budget, tokens, transactions
 from chat.turn.deadlines import Deadline
@@ -85,6 +85,7 @@ def _begin(
     retry: bool = False,
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
+    regenerate: bool = False,
 ) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
@@ -94,7 +95,7 @@ def _begin(
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
         started = transactions.turn_retry_start(
-            user=user, conversation=conversation, message_id=message_id, origin=origin
+            user=user, conversation=conversation, message_id=message_id, origin=origin, regenerate=regenerate
         )
     else:
         started = transactions.turn_start(user=user, conversation=conversation, content=content, origin=origin)
@@ -189,12 +190,20 @@ class Turn:
         conversation: Conversation | UUID,
         message_id: int | None = None,
         origin: services.TurnOrigin | None = None,
+        regenerate: bool = False,
     ) -> Turn:
-        """Lock and reopen the failed latest reply, to write it again for the same user message.
+        """Lock and reopen the failed latest reply (with `regenerate`, the latest reply whatever its status,
+        its version kept: chat.versions), to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()
         started, messages = await _begin_async(
-            user=user, conversation=conversation, content="", retry=True, message_id=message_id, origin=origin
+            user=user,
+            conversation=conversation,
+            content="",
+            retry=True,
+            message_id=message_id,
+            origin=origin,
+            regenerate=regenerate,
         )
         return cls._started(started, model, messages)
 
@@ -202,7 +211,9 @@ class Turn:
     def _started(
         cls, started: transactions.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None
     ) -> Turn:
-        budget = context_budget.budget_of(context_window=started.context_window, token_ratio=started.token_ratio)
+        budget = context_budget.budget_of(
+            context_window=started.context_window, token_ratio=started.token_ratio, model=started.conversation.model
+        )
         return cls(started=started, model=model, _budget=budget, _first_input=messages)
 
     @property
@@ -258,7 +269,9 @@ class Turn:
         try:
             for step in range(max_steps + 1):
                 # The last step offers no tools, so the loop always ends with an answer.
-                tools = extensions.tool_schemas(self.ctx) if step < max_steps and settings.CHAT_TOOLS != "off" else []
+                # Sized as sent: no schemas when the adapter would leave them out (chat.llm.tools_usable).
+                offered = step < max_steps and settings.CHAT_TOOLS != "off" and self.model.tools_supported
+                tools = extensions.tool_schemas(self.ctx) if offered else []
                 calls: list[ToolCall] = []
                 self._step_text = []
                 stream = self._fitted_stream(messages, tools or None)
@@ -304,7 +317,9 @@ class Turn:
         compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
         s = self.started
         if self._budget is None:
-            self._budget = context_budget.budget_of(context_window=s.context_window, token_ratio=s.token_ratio)
+            self._budget = context_budget.budget_of(
+                context_window=s.context_window, token_ratio=s.token_ratio, model=s.conversation.model
+            )
         request = [*messages, *self._items]
         size = self._budget.measure(request, tools)
         if size > self._budget.input:
@@ -315,7 +330,14 @@ class Turn:
             try:
                 # max_tokens: the reply's room in this conversation's budget (a learned window may be smaller).
                 # In the provider's queue first (LLM_MAX_CONCURRENCY): the page says how many are ahead.
-                stream = model_queue.stream(self.model, messages=request, tools=tools, max_tokens=self._budget.reply)
+                # The conversation's model, as read with the turn's start: a switch takes effect next turn.
+                stream = model_queue.stream(
+                    self.model,
+                    messages=request,
+                    tools=tools,
+                    max_tokens=self._budget.reply,
+                    model=catalogue.conversation_model(s.conversation.model),
+                )
                 async with aclosing(stream):  # type: ignore[type-var]
                     async for chunk in stream:
                         if isinstance(chunk, model_queue.Waiting):

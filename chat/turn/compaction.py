@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat import extensions, model_queue
-from chat.llm import LLMError
+from chat.llm import LLMError, tools_usable
 from chat.models import AgentState, Conversation, Message
 from chat.turn import tokens
 from chat.turn.context_budget import Budget, budget_for
@@ -166,8 +166,10 @@ def failed_turn_discard(*, conversation_id: Any, version: int, context: list[dic
 
 
 def fixed_tokens() -> int:
-    """What every request sends besides the state: the system prompt and the tool schemas."""
-    return tokens.estimate_request([{"role": "system", "content": system_prompt()}], extensions.tool_schemas())
+    """What every request sends besides the state: the system prompt, and the tool schemas when requests
+    carry them (not with CHAT_TOOLS=off, nor while the provider is not offered tools)."""
+    schemas = extensions.tool_schemas() if tools_usable() else None
+    return tokens.estimate_request([{"role": "system", "content": system_prompt()}], schemas)
 
 
 def needs_compaction(state: AgentState, budget: Budget | None = None) -> bool:

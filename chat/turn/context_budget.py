@@ -1,7 +1,8 @@
 """The context budget of a conversation (chat.turn.compaction): how much of the model's window a request may
 take, and what the provider's counts and refusals teach about it.
 
-The window is `CHAT_CONTEXT_TOKENS` (or a smaller one a provider stated when refusing), of which
+The window is the conversation's model's (chat.llm.catalogue: `CHAT_CONTEXT_TOKENS`, or what the provider
+states for it), or a smaller one a provider stated when refusing), of which
 `CHAT_REPLY_TOKENS` (at most half) is kept for the reply; every request must fit in the rest.
 """
 
@@ -12,8 +13,8 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.llm import LLMError, server_facts
-from chat.models import AgentState
+from chat.llm import LLMError, catalogue, server_facts
+from chat.models import AgentState, Conversation
 from chat.turn import tokens
 
 
@@ -41,17 +42,20 @@ class Budget:
 def budget_for(state: AgentState | None = None) -> Budget:
     if state is None:
         return budget_of(context_window=None, token_ratio=None)
-    return budget_of(context_window=state.context_window, token_ratio=state.token_ratio)
+    model = Conversation.objects.filter(pk=state.conversation_id).values_list("model", flat=True).first() or ""
+    return budget_of(context_window=state.context_window, token_ratio=state.token_ratio, model=model)
 
 
-def budget_of(*, context_window: int | None, token_ratio: float | None) -> Budget:
-    """The budget for a state's learned window (None: CHAT_CONTEXT_TOKENS, or what the server states) and
-    calibration (None: the chat model's, from the server's counts of non-streamed calls, if any)."""
-    window = server_facts.context_tokens()
+def budget_of(*, context_window: int | None, token_ratio: float | None, model: str = "") -> Budget:
+    """The budget of a conversation on `model` ("": the default chat model), for its state's learned window
+    (None: CHAT_CONTEXT_TOKENS, or what the provider states for the model) and calibration (None: the
+    model's, from the server's counts of non-streamed calls, if any)."""
+    model = catalogue.conversation_model(model)
+    window = server_facts.context_tokens(model)
     if context_window:
         window = min(window, context_window)
     window = max(window, 256)
-    ratio = token_ratio or server_facts.model_ratio(settings.CHAT_MODEL)
+    ratio = token_ratio or server_facts.model_ratio(model)
     return Budget(window=window, reply=min(settings.CHAT_REPLY_TOKENS, window // 2), ratio=ratio)
 
 
@@ -65,7 +69,7 @@ def state_calibrate(*, conversation_id: Any, reported: int, estimated: int, prev
 
 def state_window_learn(*, conversation_id: Any, window: int) -> None:
     """Remember a smaller context window the provider stated when refusing a request."""
-    if 0 < window < server_facts.context_tokens():
+    if window > 0:  # only ever smaller: budget_of takes the least of this and the model's
         AgentState.objects.filter(conversation_id=conversation_id).update(context_window=window)
 
 

@@ -37,15 +37,33 @@ class TurnEvent:
     kind: str = ""  # on "error": the LLMError's kind ("too_long": the message alone does not fit the window)
 
 
+# A project's instructions (SPEC §9): the user's own words for one piece of work, sent with each of its turns.
+PROJECT_HEADER = (
+    'This conversation belongs to the user\'s project "{name}". The user gave these instructions for the '
+    "project's conversations; follow them unless the current message asks otherwise:"
+)
+
+
+def project_instructions(ctx: TurnContext) -> str | None:
+    """The note with the conversation's project instructions, or None (no project, or no instructions)."""
+    project = ctx.conversation.project if ctx.conversation.project_id is not None else None
+    if project is None or not project.instructions.strip():
+        return None
+    return f"{PROJECT_HEADER.format(name=project.name)}\n{project.instructions.strip()}"
+
+
 def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One system message (the system prompt, then one block per context provider), the stored
-    context, the new message.
+    """One system message (the system prompt, the project's instructions, then one block per context
+    provider), the stored context, the new message.
 
     Provider blocks are rebuilt every turn and never stored, so an edit takes effect next turn. They
     are part of the one system message, as is any system item in the stored context (a summary):
     many chat templates keep a single system message and silently drop the others.
     """
     parts = [system_prompt()]
+    instructions = project_instructions(ctx)
+    if instructions:
+        parts.append(instructions)
     for provider in extensions.context_providers():
         try:
             block = provider(ctx)

@@ -87,10 +87,12 @@ async def start_turn(
     retry: bool = False,
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
+    regenerate: bool = False,
 ) -> RunningTurn:
     """Begin a turn (raises services.TurnRejected, writing nothing) and run it in the background.
     With `retry`, the turn writes the conversation's failed latest reply again (`message_id`, when
-    given, must be that reply) instead of answering a new message. `origin` is where the turn comes from
+    given, must be that reply) instead of answering a new message; with `regenerate` too, the latest reply
+    whatever its status, its shown version kept (chat.versions). `origin` is where the turn comes from
     (its address counts towards the per-address limit; a socket's session is re-checked).
 
     `conversation` may be its id: then it is looked up with the turn's start (Http404 unless it is the
@@ -100,7 +102,13 @@ async def start_turn(
     """
     try:
         turn = await _begin(
-            user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
+            user=user,
+            conversation=conversation,
+            content=content,
+            retry=retry or regenerate,
+            message_id=message_id,
+            origin=origin,
+            regenerate=regenerate,
         )
     except services.ConversationBusy:
         # The lock may be held by a turn whose process died (chat/turn/leases.py): close that turn, then try
@@ -110,7 +118,13 @@ async def start_turn(
         if not await recover(conversation_id=conversation_id):
             raise
         turn = await _begin(
-            user=user, conversation=conversation, content=content, retry=retry, message_id=message_id, origin=origin
+            user=user,
+            conversation=conversation,
+            content=content,
+            retry=retry or regenerate,
+            message_id=message_id,
+            origin=origin,
+            regenerate=regenerate,
         )
     running = RunningTurn(turn, language=translation.get_language())
     pages.turn_started_here(running.message_id)
@@ -129,9 +143,12 @@ async def _begin(
     retry: bool,
     message_id: int | None,
     origin: services.TurnOrigin | None,
+    regenerate: bool = False,
 ) -> Turn:
     if retry:
-        return await Turn.begin_retry(user=user, conversation=conversation, message_id=message_id, origin=origin)
+        return await Turn.begin_retry(
+            user=user, conversation=conversation, message_id=message_id, origin=origin, regenerate=regenerate
+        )
     return await Turn.begin(user=user, conversation=conversation, content=content, origin=origin)  # type: ignore[arg-type]
 
 

@@ -86,7 +86,10 @@ def summarize(*, previous: str | None, items: list[dict[str, Any]], budget: Budg
         ]
         # Each piece waits its turn in the provider's queue (chat.model_queue): behind chat when in the background.
         lease = float(settings.LLM_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
-        with model_queue.slot(model, lease=lease, wait=float(settings.CHAT_TURN_TIMEOUT)):
+        waited = float(settings.CHAT_TURN_TIMEOUT)
+        with model_queue.slot(
+            model, lease=lease, wait=waited, max_tokens=max_tokens, model_name=settings.SUMMARY_MODEL
+        ):
             summary = model.complete_text(
                 messages=request, model=settings.SUMMARY_MODEL, max_tokens=max_tokens, timeout=settings.LLM_TIMEOUT
             ).strip()

@@ -16,9 +16,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat import extensions
+from chat import extensions, versions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
-from chat.models import AgentState, Conversation, Message, TurnStart
+from chat.models import AgentState, Conversation, Message, Project, TurnStart
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
 from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
@@ -83,6 +83,37 @@ def _turn_claim(
     return token
 
 
+@transaction.atomic
+def turn_count_only(*, user: User, origin: TurnOrigin | None = None) -> None:
+    """A model request that saves nothing (a temporary request to the OpenAI-compatible endpoint): checked
+    and counted against the turn rates like any turn. Raises TurnRejected."""
+    origin = origin or TurnOrigin()
+    now = _now()
+    row = user_row(user_id=user.pk, now=now, lock=True, origin=origin)
+    if row is None or not row.has_access(origin):
+        raise AccessEnded()
+    turn_rate_check(user=user, now=now, recent=row.user_turns)
+    address_rate_check(address=origin.address, now=now, recent=row.address_turns)
+    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
+
+
+@transaction.atomic
+def user_messages_add(*, user: User, conversation: Conversation, contents: list[str]) -> list[Message]:
+    """Save user messages that no turn answers (the earlier of several new messages a client of the
+    OpenAI-compatible endpoint sent at once), to be learned from like any other, and index them."""
+    learns = user.memory_enabled and not conversation.temporary
+    status = Message.MemoryStatus.PENDING if learns else Message.MemoryStatus.SKIPPED
+    messages = Message.objects.bulk_create(
+        [
+            Message(conversation=conversation, user=user, role=Message.Role.USER, content=message_content_clean(text),
+                    memory_status=status)
+            for text in contents
+        ]
+    )  # fmt: skip
+    search_index_messages(messages=messages)
+    return messages
+
+
 @dataclass
 class _State:
     context: list[dict[str, Any]]
@@ -98,18 +129,29 @@ def _touch(*, title: str, now: Any) -> dict[str, Any]:
 
 
 def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _State:
-    """The conversation's agent state (and title); with `title`, first move it to the top (`_touch`)."""
+    """The conversation's agent state (and title, and its project as it is now: a project's mode and
+    instructions apply from its next turn); with `title`, first move it to the top (`_touch`)."""
     if title is not None:
         Conversation.objects.filter(pk=conversation.pk).update(**_touch(title=title, now=now))
     conversation.updated_at = now
     row = Conversation.objects.filter(pk=conversation.pk).values_list(
         "title",
+        "model",  # read again: the object may be stale, and a model chosen since applies to this turn
         "agent_state__context",
         "agent_state__version",
         "agent_state__context_window",
         "agent_state__token_ratio",
+        "project_id",
+        "project__name",
+        "project__instructions",
+        "project__memory_mode",
     )[0]
-    conversation.title, context, version, window, ratio = row
+    conversation.title, conversation.model, context, version, window, ratio = row[:6]
+    project_id, name, instructions, mode = row[6:]
+    conversation.project = None
+    if project_id is not None:
+        fields = {"name": name, "instructions": instructions, "memory_mode": mode}
+        conversation.project = Project(pk=project_id, owner_id=conversation.owner_id, **fields)
     if version is None:  # every conversation is created with its state; this only repairs a missing one
         state = AgentState.objects.create(conversation=conversation)
         context, version = state.context, state.version
@@ -129,8 +171,10 @@ def turn_start(
     now = _now()
     title_before = conversation.title
     token = _turn_claim(user=user, conversation=conversation, now=now, title=content, origin=origin)
-    learns = user.memory_enabled and not conversation.temporary
-    # One INSERT for both messages (ids in this order); then one SELECT, whatever happened.
+    state = _turn_state(conversation, title=None, now=now)  # touched with the lock; reads its project too
+    project = conversation.project
+    learns = user.memory_enabled and not conversation.temporary and (project is None or project.uses_memory)
+    # One INSERT for both messages (ids in this order).
     user_message, assistant_message = Message.objects.bulk_create(
         [
             Message(
@@ -143,7 +187,6 @@ def turn_start(
             Message(conversation=conversation, user=user, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING),
         ]
     )
-    state = _turn_state(conversation, title=None, now=now)  # touched with the lock
     # Not indexed for search here: that write (and on SQLite its full-text trigger) would be on the way to
     # the first token. The message, and the title it gave the conversation, are indexed with the reply.
     return StartedTurn(
@@ -188,16 +231,26 @@ def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str
 
 @transaction.atomic
 def turn_retry_start(
-    *, user: User, conversation: Conversation, message_id: int | None = None, origin: TurnOrigin | None = None
+    *,
+    user: User,
+    conversation: Conversation,
+    message_id: int | None = None,
+    origin: TurnOrigin | None = None,
+    regenerate: bool = False,
 ) -> StartedTurn:
     """Regenerate the conversation's failed (or stopped) latest reply in place: the same user message,
     the same reply row, emptied and streaming again. Refused like turn_start, writing nothing; also
-    with NothingToRetry when the latest message is not such a reply (or is not `message_id`)."""
+    with NothingToRetry when the latest message is not such a reply (or is not `message_id`).
+
+    With `regenerate`, the latest reply may have any status, and the version it shows is kept among its
+    `alternatives` (chat.versions) before it is written again."""
     now = _now()
     token = _turn_claim(user=user, conversation=conversation, now=now, origin=origin)
-    reply = retryable_reply(conversation)
+    reply = versions.latest_reply(conversation) if regenerate else retryable_reply(conversation)
     if reply is None or (message_id is not None and reply.pk != message_id):
-        raise NothingToRetry()
+        raise NothingToRetry(_("Only the latest reply can be regenerated.") if regenerate else "")
+    if regenerate:
+        versions.keep_shown(reply, now=now)
     user_message = (
         Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=reply.pk)
         .order_by("-created_at", "-id")
@@ -206,7 +259,7 @@ def turn_retry_start(
     if user_message is None:
         raise NothingToRetry()
     reply.content, reply.error, reply.status, reply.updated_at = "", "", Message.Status.STREAMING, now
-    reply.save(update_fields=["content", "error", "status", "updated_at"])
+    reply.save(update_fields=["content", "error", "status", "updated_at", "alternatives", "version"])
     search_index_messages(messages=[reply])  # emptied: out of the index until it is written again
     title_before = conversation.title
     state = _turn_state(conversation, title=user_message.content, now=now)

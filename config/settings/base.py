@@ -96,6 +96,8 @@ INSTALLED_APPS = [
     "accounts",
     "chat",
     "memory",
+    "imports",
+    "connect",
 ]
 
 # Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
@@ -304,6 +306,9 @@ OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip()
 CHAT_MODEL = os.environ.get("CHAT_MODEL", "").strip() or "gpt-4o-mini"
 MEMORY_MODEL = os.environ.get("MEMORY_MODEL", "").strip() or CHAT_MODEL
+# The models a conversation may choose (comma-separated, the first is the default); unset: the provider's
+# `GET /v1/models`, CHAT_MODEL first (chat.llm.catalogue).
+CHAT_MODELS = os.environ.get("CHAT_MODELS", "").strip()
 # "openai" when a key or base URL is configured, else the offline demo model. LLM_BACKEND overrides.
 LLM_BACKEND = os.environ.get("LLM_BACKEND", "").strip() or ("openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "demo")
 # The longest silence between two bytes from the provider (the HTTP read timeout).
@@ -355,6 +360,12 @@ SUMMARY_MODEL = os.environ.get("SUMMARY_MODEL", "").strip() or CHAT_MODEL
 
 # --- Memory (the memory app's settings, in a module of their own) ---
 from config.settings.memory import *  # noqa: E402, F403
+
+# --- Imports (the imports app: chats from ChatGPT and Claude exports) ---
+# The largest upload, and the most the conversations file inside a ZIP may expand to (bytes; 1 GiB).
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 1024 * 1024 * 1024)
+# Where an uploaded export waits for the worker (removed when its import is done or removed).
+IMPORT_DIR = Path(os.environ.get("IMPORT_DIR", VAR_DIR / "imports"))
 
 # Page size of the JSON API's paginated lists.
 NINJA_PAGINATION_PER_PAGE = 100

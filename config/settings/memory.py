@@ -11,15 +11,17 @@ from config.settings.env import env_bool, env_int
 # Pending user messages that start a background extraction (SPEC §4), and the memory block's size in the prompt.
 MEMORY_EXTRACT_MIN_TURNS = env_int("MEMORY_EXTRACT_MIN_TURNS", 3)
 MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
-# Embeddings for memory recall (optional): an OpenAI-compatible /v1/embeddings model. Its base URL and
-# key default to the chat provider's. A turn waits at most EMBEDDING_TIMEOUT seconds for its one request.
+# A background run at the threshold waits until the user's newest pending message is this many seconds old,
+# so one judge call covers a burst; never longer than MEMORY_EXTRACT_MAX_WAIT_SECONDS after the oldest.
+MEMORY_EXTRACT_IDLE_SECONDS = float(os.environ.get("MEMORY_EXTRACT_IDLE_SECONDS", "60"))
+MEMORY_EXTRACT_MAX_WAIT_SECONDS = float(os.environ.get("MEMORY_EXTRACT_MAX_WAIT_SECONDS", "600"))
+# Embeddings for memory recall: unset, the embedded multilingual model (chat/llm/local_embedder.py); "off",
+# none; any other name, that model at an OpenAI-compatible /v1/embeddings, whose base URL and key default to
+# the chat provider's. A turn waits at most EMBEDDING_TIMEOUT seconds for its text's vector.
 EMBEDDING_MODEL = os.environ.get("EMBEDDING_MODEL", "").strip()
 EMBEDDING_BASE_URL = os.environ.get("EMBEDDING_BASE_URL", "").strip()
 EMBEDDING_API_KEY = os.environ.get("EMBEDDING_API_KEY", "").strip()
 EMBEDDING_TIMEOUT = float(os.environ.get("EMBEDDING_TIMEOUT", "1.5"))
-# The cosine similarity from which a memory counts as related to the message (model-dependent: measure with
-# `manage.py eval_recall --embeddings`).
-EMBEDDING_MIN_SIMILARITY = float(os.environ.get("EMBEDDING_MIN_SIMILARITY", "0.5"))
 # The judge: the most `max_tokens` for its JSON answer (the room kept scales with the batch, up to this) and
 # its total time limit (seconds).
 MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)
@@ -49,7 +51,12 @@ MEMORY_RUN_RETENTION_DAYS = env_int("MEMORY_RUN_RETENTION_DAYS", 30)
 # A run's claim on a user expires after this many seconds, longer than a judge call (memory/pipeline.py).
 MEMORY_CLAIM_TTL_SECONDS = 300
 # After a failed judge call the batch rests this many seconds × 2^(attempt-1) before the next try.
-MEMORY_RETRY_BASE_SECONDS = 30.0
+MEMORY_RETRY_BASE_SECONDS = float(os.environ.get("MEMORY_RETRY_BASE_SECONDS", "30"))
+# A server that times out, refuses the connection or answers 5xx is waited for, never held against a batch:
+# retries back off from MEMORY_RETRY_BASE_SECONDS to at most MEMORY_RETRY_MAX_SECONDS apart, for this many
+# hours from the batch's first such failure; then the messages stay pending for the next trigger.
+MEMORY_RETRY_MAX_SECONDS = float(os.environ.get("MEMORY_RETRY_MAX_SECONDS", "600"))
+MEMORY_RETRY_HOURS = float(os.environ.get("MEMORY_RETRY_HOURS", "24"))
 # How long a flush waits for another run of the same user to finish before answering "busy" (seconds).
 MEMORY_FLUSH_WAIT_SECONDS = 10.0
 # A background task that found the user's claim taken tries again after this many seconds (memory/tasks.py).

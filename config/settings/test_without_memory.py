@@ -4,4 +4,5 @@ marked `needs_memory` are left out there."""
 
 from config.settings.test import *  # noqa: F403
 
-INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "memory"]  # noqa: F405
+# Imports learn through memory, and the connected tools' app (MCP, /v1) builds on it: they go with it.
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app not in ("memory", "imports", "connect")]  # noqa: F405

@@ -17,7 +17,12 @@ from memory import judge
 from memory.batching import compact_prompt
 from memory.judge_validation import Review
 from memory.models import MemoryKey
+from memory.pipeline.shown import budget as shown_budget
+from memory.pipeline.shown import choose
+from memory.recall import Candidate
 
+# Whose term index ranking keeps for the cases (memory.recall): no real user has id 0.
+EVAL_USER_ID = 0
 GOLDEN_PATH = Path(__file__).parent / "golden.yaml"
 CATEGORIES = (
     "stable_fact",
@@ -106,15 +111,14 @@ class Case:
     def judge_input(self) -> judge.JudgeInput:
         """Exactly what the pipeline would show the judge for this user and these messages."""
         held = {memory_id: key for key, memory_id in self.keys.items()}
-        memories = [
-            judge.ActiveMemory(memory_id, content, held.get(memory_id, ""))
-            for memory_id, content in self.memories.items()
-        ]
+        candidates = [Candidate(pk, content, key=held.get(pk, "")) for pk, content in self.memories.items()]
         sent = datetime.combine(self.today, datetime.min.time(), tzinfo=UTC).replace(hour=9) if self.today else None
         pending: list[judge.PendingMessage] = []
         for index, conversation in enumerate(self.conversations):
             for text in conversation:
                 pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text, sent))
+        # The memories extraction would show beside these messages (memory.pipeline.shown).
+        memories = choose(user_id=EVAL_USER_ID, memories=candidates, pending=pending, budget=shown_budget())
         return judge.render_input(memories=memories, pending=pending, today=self.today, compact=compact_prompt())
 
     def review(self) -> Review:

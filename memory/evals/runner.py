@@ -6,7 +6,9 @@ and validates the answer as extraction does). Nothing is written anywhere.
 
 Every call is bounded twice: the judge call's own `max_tokens` and wall-clock deadline (the adapter
 ends the request), and, as a backstop, a wait here that gives up a few seconds later whatever the
-client does. Either way a model that never stops fails its case and the next one starts.
+client does. Either way a model that never stops fails its case; the next one is sent only once the
+abandoned call has ended and the server is done with it (chat.model_queue.hold_after_abandon), so a
+single-slot server is never asked two things at once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from chat.llm import ChatModel, LLMError
+from chat.llm import ChatModel, LLMError, server_load
+from chat.model_queue import hold_after_abandon
 from chat.turn.tokens import estimate_request, estimate_text
 from memory.evals.cases import Case
 from memory.evals.scoring import CaseScore, score_answer
@@ -27,6 +30,8 @@ from memory.judge_call import call_judge
 DEFAULT_DEADLINE_SECONDS = 120.0
 # How much longer than the call's own deadline the backstop waits before giving up on it.
 GRACE_SECONDS = 5.0
+#: an abandoned call's thread is waited for at most this long before the next case
+ABANDONED_JOIN_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ def call_with_deadline(call: Callable[[], str], deadline: float) -> tuple[str | 
     thread.start()
     thread.join(deadline)
     if thread.is_alive():
+        thread.join(ABANDONED_JOIN_SECONDS)  # no new request while this one may still be on its way
         return None, f"no answer within the {deadline:g} s deadline"
     if "error" in outcome:
         return None, str(outcome["error"])
@@ -80,6 +86,14 @@ def run_case(case: Case, target: Target) -> CaseScore:
         target.deadline + GRACE_SECONDS,
     )
     ms = int((time.monotonic() - started) * 1000)
+    if raw is None and ("deadline" in error or error.startswith("timeout")):
+        seconds = server_load.hold_seconds(
+            model=target.model,
+            max_tokens=int(settings.MEMORY_JUDGE_MAX_TOKENS),
+            elapsed=ms / 1000,
+            time_limit=target.deadline,
+        )
+        hold_after_abandon(target.chat_model, ticket_id=None, lease=0, seconds=seconds, model_name=target.model)
     score = score_answer(case, raw, error=error, limits=validation_limits())
     score.ms = ms
     # Estimates (chat.turn.tokens, deliberately on the high side): the adapter does not report usage.

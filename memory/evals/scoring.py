@@ -165,7 +165,9 @@ def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mappin
         numbers=rendered.numbers,
         keys=case.keys,
         review=case.review(),
-        **(limits or {}),
+        shown=rendered.memory_ids,
+        max_operations=(limits or {}).get("max_operations"),
+        max_active=(limits or {}).get("max_active"),
     )
     score.applied, score.dropped = plan.applied, plan.dropped
     taken: dict[int, int] = {}

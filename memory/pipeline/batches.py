@@ -15,15 +15,16 @@ from django.conf import settings
 from accounts.models import User
 from chat import model_queue
 from chat.llm import LLMError, get_chat_model
+from chat.models import Message, Project
 from memory import batching, judge, judge_content
 from memory.judge_call import call_judge
 from memory.models import ExtractionRun
 from memory.outcomes import Outcome, Result
 from memory.pipeline.claim import claim_release, claim_take
 from memory.pipeline.commit import Abandon, commit
-from memory.pipeline.reads import backoff, pending_batch
-from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large
-from memory.retries import may_start, slot_wait
+from memory.pipeline.reads import backoff, pending_batch, quiet
+from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large, unavailable
+from memory.retries import may_start, server_unavailable, slot_wait
 
 logger = logging.getLogger(__name__)
 
@@ -38,13 +39,18 @@ def extract(
     up_to_message_id: int | None,
     min_pending: int = 1,
     max_batches: int = 3,
+    wait_quiet: bool = False,
 ) -> Result:
     """Run batches for one user until the messages up to `up_to_message_id` are covered.
 
-    `min_pending` is the background threshold, checked on the first batch only.
+    `min_pending` is the background threshold, checked on the first batch only. With `wait_quiet` (a
+    background run at the threshold) nothing is judged while the user is still writing (`reads.quiet`):
+    the task sent by their latest turn, or the sweep, covers the burst in one call.
     """
     if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
         return Result(Outcome.MEMORY_OFF)
+    if wait_quiet and not quiet(user_id=user_id):
+        return Result(Outcome.WAITING)
     total = Result(Outcome.NOTHING_PENDING)
     for _ in range(max_batches):
         result = _run_batch(user_id=user_id, trigger=trigger, up_to=up_to_message_id, min_pending=min_pending)
@@ -58,7 +64,7 @@ def extract(
 def extraction_params(*, trigger: str) -> dict[str, Any]:
     """Threshold and batch limit for each trigger."""
     if trigger == Trigger.BACKGROUND:
-        return {"min_pending": settings.MEMORY_EXTRACT_MIN_TURNS, "max_batches": 3}
+        return {"min_pending": settings.MEMORY_EXTRACT_MIN_TURNS, "max_batches": 3, "wait_quiet": True}
     if trigger == Trigger.FLUSH:
         return {"min_pending": 1, "max_batches": 3}
     return {"min_pending": 1, "max_batches": 25}
@@ -70,15 +76,15 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         return Result(Outcome.BUSY)
     released = False
     try:
-        pending, more = pending_batch(user_id=user_id, up_to_message_id=up_to)
+        pending, more, total = _pending_learnable(user_id=user_id, up_to=up_to)
         if not pending:
             return Result(Outcome.NOTHING_PENDING)
-        if len(pending) < min_pending:
+        if total < min_pending:
             return Result(Outcome.BELOW_THRESHOLD)
         failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
         if not may_start(trigger=trigger, failures=failures, wait=wait):
             return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
-        result, batch = _judge_in_pieces(
+        result, batch = judge_in_pieces(
             user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
         )
         released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
@@ -89,7 +95,18 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
             claim_release(user_id=user_id, token=token)
 
 
-def _judge_in_pieces(
+def _pending_learnable(*, user_id: int, up_to: int | None) -> tuple[list[judge.PendingMessage], bool, int]:
+    """The next batch (memory.pipeline.reads.pending_batch), after skipping the messages of projects whose
+    memory was switched off since they were sent: such a project learns nothing."""
+    while True:
+        pending, more, total = pending_batch(user_id=user_id, up_to_message_id=up_to)
+        if not pending or pending[0].project_mode != Project.MemoryMode.OFF:
+            return pending, more, total
+        skipped = Message.objects.filter(pk__in=[m.id for m in pending], memory_status=Message.MemoryStatus.PENDING)
+        skipped.update(memory_status=Message.MemoryStatus.SKIPPED)
+
+
+def judge_in_pieces(
     *,
     user_id: int,
     token: uuid.UUID,
@@ -119,12 +136,20 @@ def _judge_in_pieces(
 
 
 @contextmanager
-def _queued(trigger: str) -> Iterator[None]:
+def _queued(trigger: str, max_tokens: int) -> Iterator[None]:
     """The judge request's turn in the provider's queue (chat.model_queue), taken before every call: a
-    flush is a person waiting and goes with chat; other runs wait behind chat."""
+    flush is a person waiting and goes with chat; other runs wait behind chat. A call given up at its
+    deadline keeps the turn until the server is done with it."""
     priority = model_queue.Priority.CHAT if trigger == Trigger.FLUSH else model_queue.Priority.BACKGROUND
     lease = float(settings.MEMORY_JUDGE_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
-    with model_queue.slot(get_chat_model(), lease=lease, wait=slot_wait(trigger), priority=priority):
+    with model_queue.slot(
+        get_chat_model(),
+        lease=lease,
+        wait=slot_wait(trigger),
+        priority=priority,
+        max_tokens=max_tokens,
+        model_name=settings.MEMORY_MODEL,
+    ):
         yield
 
 
@@ -135,7 +160,7 @@ def _judge_and_commit(batch: Batch) -> Result:
         return too_large(batch, LLMError(batching.budget_problem(batch.tokens, count), kind="context_length"))
     max_tokens = batching.max_tokens_for(batch.tokens)
     try:
-        with _queued(run.trigger):
+        with _queued(run.trigger, max_tokens):
             started = time.monotonic()  # the judge's time, not the queue's
             raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
     except LLMError as exc:
@@ -147,6 +172,8 @@ def _judge_and_commit(batch: Batch) -> Result:
             return answer_cut(batch, max_tokens)
         if exc.too_long:
             return too_large(batch, exc)
+        if server_unavailable(exc):  # slow is not poison: waited for, never counted toward skipping
+            return unavailable(batch, f"Judge call failed ({exc.kind}): {exc}")
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
     # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).

@@ -17,8 +17,9 @@ from memory.models import ExtractionRun, MemoryClaim
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
 from memory.pipeline.claim import claim_release
-from memory.pipeline.reads import active_memories
-from memory.retries import MAX_ATTEMPTS, is_last_attempt, retry_delay
+from memory.pipeline.reads import unavailable_runs
+from memory.pipeline.shown import memories_for_batch
+from memory.retries import MAX_ATTEMPTS, is_last_attempt, retry_delay, unavailable_retry_in
 from memory.selectors import messages_pending
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ class Batch:
     tokens: int = 0  # the judge request's estimated size
     # What the judge is sent; the run records it with secrets masked (judge_input_masked).
     judge_messages: list[dict[str, str]] = field(default_factory=list)
+    # The memories the judge was shown (memory.pipeline.shown): an update or retract may name only these.
+    shown: frozenset[int] = frozenset()
 
     @property
     def ids(self) -> list[int]:
@@ -59,7 +62,13 @@ def start_run(
     pending: list[judge.PendingMessage],
     attempt: int,
 ) -> Batch:
-    fitted = batching.fit(memories=active_memories(user_id=user_id), pending=pending, today=clock.now().date())
+    today = clock.now().date()
+    # The batch first, as if there were no memories; then the memories in the room it leaves (at least
+    # a share of the window: memory.pipeline.shown), and the batch again, shorter if they need it.
+    alone = batching.fit(memories=[], pending=pending, today=today)
+    room = batching.request_budget(len(alone.pending)) - alone.tokens
+    memories = memories_for_batch(user_id=user_id, pending=alone.pending, room=room)
+    fitted = batching.fit(memories=memories, pending=alone.pending, today=today)
     pending, judge_input = fitted.pending, fitted.judge_input
     run = ExtractionRun.objects.create(
         owner_id=user_id,
@@ -81,6 +90,7 @@ def start_run(
         numbers=judge_input.numbers,
         tokens=fitted.tokens,
         judge_messages=judge_input.messages,
+        shown=judge_input.memory_ids,
     )
 
 
@@ -138,6 +148,17 @@ def answer_cut(batch: Batch, max_tokens: int) -> Result:
     )
     cut = f"The judge's answer was cut off at its limit of {max_tokens} tokens before it was complete."
     return fail(batch, f"{cut} {reason}")
+
+
+def unavailable(batch: Batch, error: str) -> Result:
+    """The server did not answer usably in time (timeout, connection, 5xx): the messages stay pending and
+    the batch is tried again later, for MEMORY_RETRY_HOURS, without counting an attempt (memory.retries)."""
+    run = batch.run
+    logger.warning("memory extraction run %s: the model server is unavailable: %s", run.pk, error)
+    finish_run(run, Status.UNAVAILABLE, error=f"{error} The messages stay pending; tried again later.")
+    runs, since = unavailable_runs(user_id=batch.user_id, first_message_id=batch.pending[0].id)
+    wait = unavailable_retry_in(runs=runs, since=since, now=clock.now())
+    return Result(Outcome.UNAVAILABLE, run_ids=[run.pk], attempt=run.attempt, error=error, retry_in=wait)
 
 
 def fail(batch: Batch, error: str) -> Result:

@@ -30,6 +30,8 @@ def origin_label(memory: Memory) -> str:
     # An edit is stored as a new row added by the user that supersedes the old one.
     if memory.origin == Memory.Origin.USER and getattr(memory, "supersedes_id", None):
         return str(_("Edited by you"))
+    if memory.origin == Memory.Origin.CLIENT and memory.client:
+        return str(_("Proposed by %(client)s") % {"client": memory.client})
     return str(ORIGINS.get(memory.origin, memory.get_origin_display()))  # type: ignore[call-overload]
 
 

@@ -20,7 +20,7 @@ from django_htmx.http import reswap, retarget
 from accounts.layout import layout_context
 from accounts.models import User
 from config.http import HttpRequest
-from memory import fragments, selectors, services
+from memory import connected, fragments, selectors, services
 from memory.forms import MemoryForm
 from memory.models import Memory
 
@@ -72,6 +72,7 @@ def full_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpR
         **fragments.summary_context(user),
         **fragments.history_context(user, search_query(request)),
         **fragments.suggested_context(user),
+        "accesses": connected.accesses(user=user),
         "review_ids": review_ids(request),
         **extra,
     }

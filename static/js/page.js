@@ -96,9 +96,10 @@
       if (input) input.focus();
     }
   });
-  // A blank title comes back as the form with its error (422), shown in place.
+  // A blank title (or a model no longer offered) comes back as the form with its error (422), shown in place.
   document.addEventListener("htmx:beforeSwap", function (e) {
-    if (e.detail.xhr.status === 422 && e.detail.elt.closest && e.detail.elt.closest("#conversation-title")) {
+    var inPlace = e.detail.elt.closest && (e.detail.elt.closest("#conversation-title") || e.detail.elt.closest(".model-picker"));
+    if (e.detail.xhr.status === 422 && inPlace) {
       e.detail.shouldSwap = true;
       e.detail.isError = false;
     }

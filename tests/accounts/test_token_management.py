@@ -103,7 +103,8 @@ def test_an_expired_token_authenticates_nothing(user: User) -> None:
 
 def test_the_page_creates_a_token_shown_once_and_lists_it(client: Client, user: User) -> None:
     client.force_login(user)
-    response = client.post("/settings/tokens/", {"name": "backup script", "expires_in": "30"})
+    scopes = ["memory:read", "memory:propose", "memory:write", "chat"]  # every box ticked, as the form starts
+    response = client.post("/settings/tokens/", {"name": "backup script", "expires_in": "30", "scopes": scopes})
     assert response.status_code == 200
     token = ApiToken.objects.get(user=user)
     page = response.content.decode()

@@ -157,12 +157,12 @@ def _routes(patterns: list[Any], prefix: str = "") -> Iterator[str]:
 
 
 def _page_paths() -> list[str]:
-    """Every page route outside the auth pages, admin, API and the JavaScript catalogue, with sample values
-    for its parameters."""
+    """Every page route outside the auth pages, admin, the APIs (the JSON API and the OpenAI-compatible
+    /v1, which answer a bearer token) and the JavaScript catalogue, with sample values for its parameters."""
     paths = []
     for route in _routes(get_resolver().url_patterns):
         # jsi18n/: the JavaScript catalogue, which the signed-out pages load too.
-        if route.startswith(("admin/", "api/", "accounts/", "static/", "jsi18n/", "^")):
+        if route.startswith(("admin/", "api/", "v1/", "accounts/", "static/", "jsi18n/", "^")):
             continue
         route = re.sub(r"<uuid:\w+>", str(uuid.uuid4()), route)
         route = re.sub(r"<int:\w+>", "1", route)

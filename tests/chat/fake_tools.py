@@ -39,7 +39,14 @@ class StreamOnlyModel(ChatModel):
     """A test model that only streams: its JSON completions (the memory judge's) are empty."""
 
     def complete_json(
-        self, *, messages: Messages, model: str, temperature: float, timeout: float, max_tokens: int | None = None
+        self,
+        *,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        timeout: float,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         return "{}"
 
@@ -48,7 +55,7 @@ class ExplodingModel(StreamOnlyModel):
     label = "exploding"
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Start ")
         raise ValueError("secret detail")
@@ -60,7 +67,7 @@ class StallingModel(StreamOnlyModel):
     label = "stalling"
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Partial ")
         await asyncio.sleep(60)
@@ -75,7 +82,7 @@ class ClockedModel(StreamOnlyModel):
     waits: list[int] = []
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         loop = asyncio.get_running_loop()
         start, waits = loop.time(), 0
@@ -95,7 +102,7 @@ class ClosableModel(StreamOnlyModel):
     closed: list[bool] = []
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         try:
             for word in ("One ", "two ", "three"):
@@ -116,7 +123,7 @@ class WrittenModel(StreamOnlyModel):
     log: list[str] = []
 
     async def stream(
-        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Messages, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         from chat.llm import written
 

@@ -53,7 +53,18 @@ def test_list_returns_only_my_conversations_newest_first(api_client: Client, use
     assert response.status_code == 200
     body = response.json()
     assert [c["id"] for c in body] == [str(newer.id), str(older.id)]
-    assert set(body[0]) == {"id", "title", "temporary", "created_at", "updated_at"}
+    assert set(body[0]) == {
+        "id",
+        "title",
+        "temporary",
+        "model",
+        "pinned",
+        "created_at",
+        "updated_at",
+        "project_id",
+        "imported_from",
+        "imported_id",
+    }
 
 
 def test_create_returns_201_with_the_new_conversation(api_client: Client, user: User) -> None:
@@ -144,6 +155,8 @@ def test_message_list_returns_the_display_log_in_order(api_client: Client, conve
         "created_at",
         "updated_at",
         "memories_used",
+        "version",
+        "alternatives",
     }
     assert (body[1]["role"], body[1]["memory_status"]) == ("assistant", "")
     assert body[1]["memories_used"] == []  # nothing recorded (and [] without the memory app)

@@ -33,7 +33,7 @@ class HoldingModel(ChatModel):
     label = "Holding test model"
 
     async def stream(
-        self, *, messages: Any, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Any, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Partial answer")
         await asyncio.sleep(3600)
@@ -49,7 +49,7 @@ class PausingModel(ChatModel):
     resume: asyncio.Event
 
     async def stream(
-        self, *, messages: Any, tools: Any = None, max_tokens: int | None = None
+        self, *, messages: Any, tools: Any = None, max_tokens: int | None = None, model: str | None = None
     ) -> AsyncIterator[StreamChunk]:
         yield TextDelta("Before you came. ")
         await type(self).resume.wait()

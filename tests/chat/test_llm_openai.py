@@ -360,3 +360,49 @@ async def test_the_turn_hears_when_its_request_is_written_before_any_reply_arriv
     fake_openai.queue(FakeResponse(chunks=["Hi"]))
     assert await _collect(get_chat_model(), messages=USER) == [TextDelta("Hi")]  # no callback set: nothing heard
     assert sum(e.startswith("written") for e in events) == 1
+
+
+SCHEMA = {"type": "object", "properties": {"operations": {"type": "array"}}, "required": ["operations"]}
+
+
+@pytest.mark.parametrize(
+    ("takes", "sent"),
+    [
+        (None, [{"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA, "strict": False}}]),
+        (("text", "json_object"), None),  # llama-cpp-python: refuses json_schema, takes a schema in JSON mode
+    ],
+)
+def test_complete_json_sends_the_schema_where_the_server_takes_it_else_json_mode_with_it(
+    fake_openai: FakeOpenAIServer, takes: tuple[str, ...] | None, sent: list[dict[str, Any]] | None
+) -> None:
+    fake_openai.response_formats = takes
+    fake_openai.queue(FakeResponse('{"operations": []}'), FakeResponse('{"operations": []}'))
+    model = get_chat_model()
+    for _ in range(2):
+        answer = model.complete_json(messages=USER, model=f"judge-{takes}", temperature=0.3, timeout=5, schema=SCHEMA)
+        assert answer == '{"operations": []}'
+
+    formats = [r["response_format"] for r in fake_openai.requests]
+    if sent is not None:
+        assert formats == sent * 2
+    else:  # refused once, then asked in the form it took, which is remembered
+        assert [f["type"] for f in formats] == ["json_schema", "json_object", "json_object"]
+        assert formats[1] == {"type": "json_object", "schema": SCHEMA}
+
+
+def test_a_server_that_takes_no_schema_at_all_gets_plain_json_mode(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.response_formats = ("json_object",)
+
+    def respond(body: dict[str, Any]) -> FakeResponse:
+        if "schema" in body["response_format"]:
+            return FakeResponse(status=400, error_body={"error": {"message": "'schema' is not supported here"}})
+        return FakeResponse('{"operations": []}')
+
+    fake_openai.responder = respond
+    answer = get_chat_model().complete_json(messages=USER, model="plain", temperature=0.3, timeout=5, schema=SCHEMA)
+
+    assert answer == '{"operations": []}'
+    assert [r["response_format"] for r in fake_openai.requests][1:] == [
+        {"type": "json_object", "schema": SCHEMA},
+        {"type": "json_object"},
+    ]

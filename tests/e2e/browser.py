@@ -32,6 +32,8 @@ def stack_env(var_dir: Path, settings: dict[str, str]) -> dict[str, str]:
     env.update(MEMORA_VAR_DIR=str(var_dir), DJANGO_DEBUG="1", LOG_LEVEL="WARNING")
     # Every browser test signs up from this one address; the sign-up throttle has tests of its own.
     env.update(ACCOUNTS_SIGNUPS_PER_HOUR="100000", CHAT_ADDRESS_TURNS_PER_MINUTE="0")
+    # Background extraction at once, not after a minute of quiet (a test may set its own wait).
+    env.update(MEMORY_EXTRACT_IDLE_SECONDS="0")
     env.update(settings)
     return env
 

@@ -22,7 +22,7 @@ from tests.e2e.browser import PASSWORD, running_stack
 pytestmark = pytest.mark.browser
 
 # Words that stay as they are in Chinese: the product's name, key names, and technical names.
-ALLOWED_WORDS = {"Memora", "AI", "API", "JSON", "Enter", "Shift", "Esc", "Python"}
+ALLOWED_WORDS = {"Memora", "AI", "API", "JSON", "Enter", "Shift", "Esc", "Python", "MCP", "OpenAI"}
 # What the user wrote, or data: never interface text.
 USER_CONTENT = ", ".join([
     "script", "style", "noscript", "code", "pre", "textarea", "option", "[lang]:not(html)", ".message-text",
@@ -30,6 +30,7 @@ USER_CONTENT = ", ".join([
     ".replaced-by a", ".replaces", ".model-badge:not(.is-demo)", "#new-token", ".token-list td:first-child",
     "#reply-announcer",  # the reply's own text, after a prefix checked on its own
     ".search-hit-title", ".search-excerpt-text",  # a search hit's conversation title and excerpt
+    ".client-name",  # a connected tool's name (its MCP clientInfo or User-Agent) or a token's name
 ])  # fmt: skip
 
 ENGLISH_LEFT = """

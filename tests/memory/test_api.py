@@ -48,6 +48,8 @@ def test_list_returns_the_public_shape_with_sources(api_client: Any, sourced: Me
         "sensitive": False,
         "expires_at": None,
         "last_used_at": None,
+        "project_id": None,
+        "client": "",
     }
 
 

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from chat.llm.demo import DemoChatModel
 from memory.evals.cases import load_cases
 from memory.evals.runner import Target, call_with_deadline, run_case
-from memory.judge_call import JUDGE_TEMPERATURE
+from memory.judge_call import JUDGE_TEMPERATURE, answer_schema
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +150,8 @@ def test_against_an_openai_compatible_server(fake_openai: FakeOpenAIServer, case
     requests = fake_openai.requests
     assert [r["messages"] for r in requests] == [c.judge_input().messages for c in cases]
     assert {r["model"] for r in requests} == {"tiny-judge"}
-    assert all(r["response_format"] == {"type": "json_object"} for r in requests)
+    assert all(r["response_format"]["type"] == "json_schema" for r in requests)  # the judge's answer schema
+    assert requests[0]["response_format"]["json_schema"]["schema"] == answer_schema()
     assert all(r["temperature"] == JUDGE_TEMPERATURE and r["stream"] is False for r in requests)
     assert {r["max_tokens"] for r in requests} == {settings.MEMORY_JUDGE_MAX_TOKENS}
     assert "--- another conversation ---" in requests[2]["messages"][1]["content"]
@@ -181,6 +182,19 @@ def test_a_model_that_never_answers_meets_the_deadline(
     first = report["results"][0]
     assert not first["passed"] and first["error"] == "timeout: The model provider did not answer within 0.5 s."
     assert report["overall"]["errors"] == 1 and report["deadline"] == 0.5
+
+
+def test_no_case_is_sent_while_the_server_still_works_on_one_given_up_at_its_deadline(
+    fake_openai: FakeOpenAIServer, case_file: Path
+) -> None:
+    fake_openai.slots = True  # llama.cpp says when it is idle
+    fake_openai.queue(FakeResponse('{"operations": []}', delay_before=2))  # works on after the 0.5 s deadline
+    report = json.loads(
+        eval_judge("--base-url", fake_openai.base_url, "--cases", str(case_file), "--deadline", "0.5", "--json")
+    )
+    assert report["results"][0]["error"].startswith("timeout")
+    assert len(fake_openai.requests) == 3
+    assert fake_openai.max_in_flight == 1
 
 
 def test_the_backstop_gives_up_on_a_call_that_ignores_its_deadline() -> None:

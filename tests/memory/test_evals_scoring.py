@@ -131,7 +131,7 @@ def test_answers_not_in_the_requested_shape_fail_with_the_raw_text(raw: str, pro
 
 def test_an_echo_of_the_prompts_example_is_reported_as_such() -> None:
     example = prompt_example()
-    assert [o["op"] for o in example["operations"]] == ["add", "add", "add", "update", "retract", "clear"]
+    assert [o["op"] for o in example["operations"]] == ["add", "add", "update", "retract", "clear"]
     score = score_answer(SCREEN, json.dumps(example))
     assert score.malformed and not score.passed
     assert score.problems == ["echoed the example answer from the prompt"]

@@ -104,7 +104,7 @@ def test_task_retries_a_failed_attempt_with_backoff(
     fake_model: Any, user: Any, conversation: Any, monkeypatch: Any
 ) -> None:
     messages = [say(conversation, f"message {i}") for i in range(3)]
-    fake_model.judge(LLMError("down", kind="connection"))
+    fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
     retries: list[float] = []
 
     def record_retry(*args: Any, countdown: float = 0, **kwargs: Any) -> Retry:
@@ -124,7 +124,7 @@ def test_a_new_trigger_during_the_backoff_window_neither_runs_nor_schedules_anot
     fake_model: Any, user: Any, conversation: Any, monkeypatch: Any
 ) -> None:
     messages = [say(conversation, f"message {i}") for i in range(3)]
-    fake_model.judge(LLMError("down", kind="connection"))
+    fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
     retries: list[float] = []
 
     def record_retry(*args: Any, countdown: float = 0, **kwargs: Any) -> Retry:
@@ -146,7 +146,7 @@ def test_a_retry_that_finds_a_newer_failure_waits_out_its_window(
     fake_model: Any, user: Any, conversation: Any, monkeypatch: Any
 ) -> None:
     messages = [say(conversation, f"message {i}") for i in range(3)]
-    fake_model.judge(LLMError("down", kind="connection"))
+    fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
     pipeline.extract(user_id=user.pk, trigger=ExtractionRun.Trigger.BACKGROUND, up_to_message_id=messages[-1].pk)
     retries: list[float] = []
 

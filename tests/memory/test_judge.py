@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, date, datetime
 
 import pytest
 
+from memory.demo import message_days
 from memory.judge import (
     CONVERSATION_BREAK,
     ActiveMemory,
@@ -44,6 +46,25 @@ def test_render_numbers_messages_and_marks_conversation_changes() -> None:
         "   2. fake",
     ]
     assert rendered.numbers == {1: 10, 2: 12, 3: 13}
+
+
+def test_render_dates_only_the_messages_sent_before_today() -> None:
+    today = date(2026, 3, 4)
+    yesterday = datetime(2026, 3, 3, 22, 0, tzinfo=UTC)
+    this_morning = datetime(2026, 3, 4, 8, 0, tzinfo=UTC)
+    rendered = render_input(
+        memories=[],
+        pending=[
+            PendingMessage(1, "a", "I'm in Tokyo until Friday", yesterday),
+            PendingMessage(2, "a", "hi", this_morning),
+        ],
+        today=today,
+    )
+
+    lines = rendered.messages[1]["content"].splitlines()
+    assert lines[0] == "Today (UTC): 2026-03-04"
+    assert lines[-2:] == ["1. [2026-03-03] I'm in Tokyo until Friday", "2. hi"]
+    assert message_days(rendered.messages[1]["content"]) == {1: date(2026, 3, 3), 2: today}
 
 
 def test_render_says_none_when_there_are_no_memories() -> None:

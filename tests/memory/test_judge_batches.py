@@ -103,7 +103,7 @@ def test_a_single_message_refused_for_length_stays_pending_however_often_it_is_t
     assert "MEMORY_CONTEXT_TOKENS" in runs[0].error
 
 
-def test_memories_too_many_to_show_beside_one_message_are_cut_oldest_first_with_a_note(
+def test_memories_too_many_to_show_beside_one_message_leave_out_the_oldest(
     fake_model: Any, user: Any, conversation: Any, settings: Any
 ) -> None:
     old = make_memory(owner=user, content="OLDEST " + "x" * 480)
@@ -119,7 +119,7 @@ def test_memories_too_many_to_show_beside_one_message_are_cut_oldest_first_with_
     assert estimate_request(fake_model.judge_requests[0]["messages"]) <= budget
     assert f"[{newest.pk}] NEWEST fact." in shown and f"[{old.pk}]" not in shown
     extraction = ExtractionRun.objects.get()
-    assert extraction.status == "applied" and "active memories were not shown" in extraction.error
+    assert extraction.status == "applied"
     assert statuses(message) == ["processed"]
 
 

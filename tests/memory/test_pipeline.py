@@ -64,9 +64,8 @@ def test_three_messages_across_two_conversations_make_one_judge_call_with_break_
     assert f"[{kept.pk}] Lives in Lyon." in shown
     day = f"[{first.created_at.astimezone(UTC).date().isoformat()}]"
     assert f"Today (UTC): {day[1:-1]}" in shown
-    assert (
-        f"1. {day} {first.content}\n2. {day} {second.content}\n{CONVERSATION_BREAK}\n3. {day} {third.content}" in shown
-    )
+    # Sent today, so shown without a day (an earlier day is shown: tests/memory/test_judge.py).
+    assert f"1. {first.content}\n2. {second.content}\n{CONVERSATION_BREAK}\n3. {third.content}" in shown
     assert "ASSISTANT-SAYS-BIG" not in str(request["messages"])
     assert statuses(first, second, third) == ["processed"] * 3
 
@@ -213,15 +212,15 @@ def test_malformed_output_fails_the_batch_and_leaves_messages_pending(
     assert not MemoryClaim.objects.filter(token__isnull=False).exists()
 
 
-def test_provider_error_fails_the_batch(fake_model: Any, user: Any, conversation: Any) -> None:
+def test_an_unreadable_answer_fails_the_batch(fake_model: Any, user: Any, conversation: Any) -> None:
     message = say(conversation, "I'm vegetarian")
-    fake_model.judge(LLMError("The model provider timed out.", kind="timeout"))
+    fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
 
     result = run(user, up_to=message)
 
     assert result.status == Outcome.FAILED
     assert statuses(message) == ["pending"]
-    assert "timeout" in ExtractionRun.objects.get().error
+    assert "bad_response" in ExtractionRun.objects.get().error
 
 
 class Clock:
@@ -268,7 +267,7 @@ def test_background_triggers_within_the_backoff_window_start_no_attempt(
     fake_model: Any, user: Any, conversation: Any, clock: Clock
 ) -> None:
     messages = [say(conversation, f"message {i}") for i in range(3)]
-    fake_model.judge(LLMError("The provider is down.", kind="connection"))
+    fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
     assert run(user, up_to=messages[-1], trigger=ExtractionRun.Trigger.BACKGROUND).status == Outcome.FAILED
 
     # New turns keep arriving during a short outage: each would have been an attempt.
@@ -298,7 +297,7 @@ def test_flush_may_retry_at_once_but_never_drops_a_batch_before_the_backoff(
 ) -> None:
     message = say(conversation, "Remember that I'm vegetarian")
     for _ in range(3):
-        fake_model.judge(LLMError("The provider is down.", kind="connection"))
+        fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
 
     first = run(user, up_to=message)
     clock.advance(1)

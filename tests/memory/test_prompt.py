@@ -7,6 +7,12 @@ import pytest
 from memory.judge import CONVERSATION_BREAK, judge_prompt
 
 PROMPT = judge_prompt()
+# The words the rules are pinned by, whatever the line breaks.
+WORDS = " ".join(PROMPT.split())
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
 
 
 @pytest.mark.parametrize(
@@ -44,7 +50,7 @@ PROMPT = judge_prompt()
         "Never invent an id",
         '{"operations": []}',
         # a memory's life (SPEC §8)
-        "each message starts with the date it was sent",
+        "each message sent before today starts with the date it was sent",
         '"expires": "YYYY-MM-DD"',
         "must be after the message's date and at most five years later",
         '"sensitive": true',
@@ -57,7 +63,7 @@ PROMPT = judge_prompt()
     ],
 )
 def test_judge_prompt_states_the_rule(rule: str) -> None:
-    assert rule in PROMPT
+    assert words(rule) in WORDS
 
 
 def test_judge_prompt_shows_every_operation_in_the_answer_format() -> None:
@@ -79,14 +85,18 @@ def test_judge_prompt_starts_with_the_marker_the_demo_judge_recognises() -> None
     ],
 )
 def test_judge_prompt_shows_a_language_preference_being_stored_in_both_languages(said: str, stored: str) -> None:
-    assert f"{said} gives {stored}" in PROMPT
+    assert words(f"{said} gives {stored}") in WORDS
 
 
 @pytest.mark.parametrize("instruction", ["submit\n  all my orders without asking", "以后所有订单都不用确认"])
 def test_judge_prompt_shows_permission_grants_refused_in_both_languages(instruction: str) -> None:
     never_store = PROMPT.split("## Never store", 1)[1].split("##", 1)[0]
-    assert instruction in never_store
+    assert words(instruction) in words(never_store)
 
 
 def test_judge_prompt_no_longer_refuses_format_preferences() -> None:
     assert "always answer in bullet points" not in PROMPT
+
+
+def test_judge_prompt_is_lean() -> None:
+    assert len(PROMPT) <= 4500

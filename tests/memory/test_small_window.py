@@ -45,9 +45,9 @@ def test_the_compact_prompt_is_chosen_below_8192_tokens_unless_a_prompt_is_named
     assert not batching.compact_prompt()
 
 
-def test_the_compact_prompt_takes_a_third_of_the_full_ones_tokens() -> None:
+def test_the_compact_prompt_is_smaller_than_the_full_one_and_under_900_tokens() -> None:
     full, compact = estimate_text(judge.judge_prompt()), estimate_text(judge.judge_prompt(compact=True))
-    assert compact * 3 <= full + 100 and compact < 900
+    assert compact * 3 <= full * 2 and compact < 900
 
 
 def test_the_answer_room_scales_with_the_batch_within_memory_judge_max_tokens(settings: Any) -> None:

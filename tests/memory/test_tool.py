@@ -113,10 +113,10 @@ def test_each_outcome_has_its_own_sentence(fake_model: Any, user: Any, settings:
     ctx = ctx_for(user)
     tools.flush_memory.run(ctx, {})
     sentences["covered"] = tools.flush_memory.run(ctx, {})
-    fake_model.judge(LLMError("timeout", kind="timeout"))
+    fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
     failed_ctx = ctx_for(user)
     sentences["failed"] = tools.flush_memory.run(failed_ctx, {})
-    fake_model.judge(LLMError("timeout", kind="timeout"))
+    fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
     tools.flush_memory.run(failed_ctx, {})  # the second attempt may run at once; the last one waits
     waiting_ctx = ctx_for(user)
     sentences["backing_off"] = tools.flush_memory.run(waiting_ctx, {})

@@ -64,7 +64,8 @@ class App:
         self.env.update(
             MEMORA_VAR_DIR=str(var_dir), LLM_BACKEND="openai", OPENAI_BASE_URL=provider.base_url,
             OPENAI_API_KEY="test-key", LLM_MAX_RETRIES="0", LOG_LEVEL="INFO", MEMORY_SWEEP_GRACE_SECONDS="0",
-            MEMORY_SWEEP_SECONDS="5", DJANGO_DEBUG="1",  # a development run: its own secret key under var/
+            MEMORY_SWEEP_SECONDS="5", MEMORY_EXTRACT_IDLE_SECONDS="0",
+            DJANGO_DEBUG="1",  # a development run: its own secret key under var/
         )  # fmt: skip
         if redis_url:
             self.env["REDIS_URL"] = redis_url

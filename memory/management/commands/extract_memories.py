@@ -33,5 +33,5 @@ class Command(BaseCommand):
             self.stdout.write(f"  {change.sentence().rstrip('.')}.")
         if result.run_ids:
             self.stdout.write(f"Extraction runs (see admin): {', '.join(map(str, result.run_ids))}")
-        if result.status in (pipeline.Outcome.FAILED, pipeline.Outcome.DROPPED):
+        if result.status in (pipeline.Outcome.FAILED, pipeline.Outcome.DROPPED, pipeline.Outcome.UNAVAILABLE):
             raise CommandError(result.error or "Extraction failed.")

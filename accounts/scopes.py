@@ -1,0 +1,72 @@
+"""Which scope a token needs for each part of the JSON API (SPEC §9), and what a token's program reads.
+
+Apps name the scope their routes need when they load (`register_route_scope`, in their AppConfig): a
+read (GET) needs `read`, any other method `write`. A token with every scope may do anything, as every
+token could before scopes existed; a narrower one may call only the routes registered for its scopes
+and read `/api/me` (who it acts for). Everything else (tokens, the account) answers 403 to it.
+
+Token activity: another app may set attributes on the tokens a list shows (`register_token_annotator`),
+with a constant number of queries for the whole list: the memory app adds what each token read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from accounts.models import ApiToken
+
+logger = logging.getLogger(__name__)
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True)
+class RouteScope:
+    prefix: str
+    read: str
+    write: str
+
+
+_route_scopes: dict[str, RouteScope] = {}
+
+
+def register_route_scope(prefix: str, *, read: str, write: str) -> None:
+    """Routes under `prefix` (e.g. "/api/memories") need `read` to read and `write` for anything else."""
+    _route_scopes[prefix] = RouteScope(prefix, read, write)
+
+
+def required_scope(path: str, method: str) -> str | None:
+    """The scope a request to `path` needs, or None when only a token with every scope may make it."""
+    for rule in _route_scopes.values():
+        if path == rule.prefix or path.startswith(rule.prefix.rstrip("/") + "/"):
+            return rule.read if method.upper() in READ_METHODS else rule.write
+    return None
+
+
+def token_allows(token: ApiToken, path: str, method: str) -> bool:
+    if token.has_full_access:
+        return True
+    if path.rstrip("/") == "/api/me" and method.upper() in READ_METHODS:
+        return True
+    scope = required_scope(path, method)
+    return scope is not None and token.allows(scope)
+
+
+TokenAnnotator = Callable[[list[ApiToken]], None]
+_token_annotators: dict[str, TokenAnnotator] = {}
+
+
+def register_token_annotator(name: str, annotator: TokenAnnotator) -> None:
+    _token_annotators[name] = annotator
+
+
+def annotate_tokens(tokens: list[ApiToken]) -> list[ApiToken]:
+    """`tokens`, annotated by every registered annotator (a failing one is logged and skipped)."""
+    for annotator in _token_annotators.values():
+        try:
+            annotator(tokens)
+        except Exception:  # another app's extra must not break the tokens list
+            logger.exception("token annotator failed")
+    return tokens

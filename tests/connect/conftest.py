@@ -1,0 +1,100 @@
+"""The connected tools' tests run against the app served for real (uvicorn, and a Celery worker for
+extraction, tests/e2e/browser.py) with the fake provider in this process, and talk to it with the real
+clients: the official `mcp` SDK's Streamable HTTP client and the `openai` package."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.browser import ROOT, running_stack, stack_env
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
+
+pytestmark = pytest.mark.needs_memory
+
+# Made in the served database (a scratch SQLite of its own) by `manage.py shell`.
+SETUP = """
+import json
+from accounts.models import User
+from accounts.services import api_token_create
+from memory.services import memory_add
+
+def user(name, memories):
+    u = User.objects.create_user(username=name, password="correct-horse-battery-staple")
+    for text in memories:
+        memory_add(user=u, content=text)
+    return u
+
+ann = user("ann", ["I am allergic to peanuts.", "I live in Lyon.", "I play the cello in an orchestra."])
+bob = user("bob", ["I am allergic to shellfish.", "Bob keeps bees."])
+tokens = {
+    "full": api_token_create(user=ann, name="laptop")[1],
+    "read": api_token_create(user=ann, name="reader", scopes=["memory:read"])[1],
+    "propose": api_token_create(user=ann, name="proposer", scopes=["memory:read", "memory:propose"])[1],
+    "chat": api_token_create(user=ann, name="chat only", scopes=["chat"])[1],
+    "revoke": api_token_create(user=ann, name="to revoke")[1],
+    "bob": api_token_create(user=bob, name="bob's")[1],
+}
+print("SETUP" + json.dumps(tokens))
+"""
+
+
+def judge_or_reply(body: dict[str, Any]) -> FakeResponse:
+    """The provider: a judge call (JSON) learns the user's statement about tea; a chat call offered the
+    client's `get_time` tool calls it; any other chat call says hello."""
+    if body.get("response_format"):
+        text = json.dumps(body["messages"])
+        if "green tea" in text:
+            return FakeResponse(
+                json.dumps(
+                    {"operations": [{"op": "add", "content": "I drink green tea every morning.", "sources": [1]}]}
+                )
+            )
+        return FakeResponse(json.dumps({"operations": []}))
+    if any(tool["function"]["name"] == "get_time" for tool in body.get("tools") or []):
+        return FakeResponse(tool_calls=[{"id": "call_1", "name": "get_time", "arguments": "{}"}])
+    return FakeResponse(chunks=["Hello ", "from ", "the ", "provider."])
+
+
+@pytest.fixture(scope="session")
+def provider() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer().start()
+    server.responder = judge_or_reply
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpenAIServer) -> Iterator[dict[str, Any]]:
+    var_dir = tmp_path_factory.mktemp("memora-connect")
+    settings = {
+        "LLM_BACKEND": "openai", "OPENAI_BASE_URL": provider.base_url, "OPENAI_API_KEY": "test-key",
+        "CHAT_MODEL": "local-model", "LLM_MAX_RETRIES": "0", "MEMORY_EXTRACT_MIN_TURNS": "1",
+        "EMBEDDING_MODEL": "off",
+    }  # fmt: skip
+    with running_stack(var_dir, settings, worker=True) as url:
+        env = stack_env(var_dir, settings)
+        out = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True
+        ).stdout.decode()
+        tokens = json.loads(out.split("SETUP", 1)[1])
+        yield {"url": url, "env": env, "tokens": tokens, "var_dir": Path(var_dir)}
+
+
+def shell(stack: dict[str, Any], code: str) -> Any:
+    """Run `code` in the served database; it prints one JSON value after "OUT"."""
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=stack["env"], check=True, capture_output=True
+    ).stdout.decode()
+    return json.loads(out.split("OUT", 1)[1])
+
+
+def value(stack: dict[str, Any], setup: str, expression: str) -> Any:
+    """The JSON value of `expression`, evaluated in the served database after `setup` (imports and names)."""
+    return shell(stack, f"import json\n{setup}\nprint('OUT' + json.dumps({expression}))")
