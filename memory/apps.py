@@ -10,7 +10,7 @@ class MemoryConfig(AppConfig):
         """Plug memory into chat's extension points (chat works on its own without them)."""
         from accounts import data, scopes
         from chat import extensions
-        from memory import connected, demo, demo_wording, forgetting, moves
+        from memory import connected, demo, demo_wording, forgetting, moves, replay
         from memory import data as memory_data
         from memory.chat_fragments import conversation_page_block
         from memory.context import memory_block, record_uses_on_save
@@ -48,6 +48,7 @@ class MemoryConfig(AppConfig):
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
         forgetting.register_defaults()
+        forgetting.register_redactor("replay", replay.replay_redact)  # by id: the teaching turn, search results
         extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
         extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
         # Ending a project moves its memories to the user or deletes them permanently (memory.moves).

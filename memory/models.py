@@ -154,6 +154,17 @@ class MemoryUse(models.Model):
         return f"message {self.message_id} used memory {self.memory_id}"
 
 
+class ReplayWithheld(models.Model):
+    """A message of the user's that quoted or taught a memory deleted since (memory/replay.py): it stays on
+    the page, but `search_history` no longer hands it to the model. It holds no text, only which message."""
+
+    message = models.OneToOneField("chat.Message", on_delete=models.CASCADE, related_name="replay_withheld")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"message {self.message_id} withheld from the model"
+
+
 class MemoryAccess(models.Model):
     """One request of a connected tool that read memories through a personal token (SPEC §9): an MCP
     tool call or a `/v1` chat completion. Settings → Memory and the tokens list show them ("Cursor read
