@@ -234,9 +234,11 @@ SEARCH_PAGE_HITS = 50
 
 
 def _search_current(request: HttpRequest) -> Conversation | None:
-    """The conversation open beside the search (searched even when temporary), when it is the user's."""
+    """The conversation open beside the search (searched even when temporary), when it is the user's; a
+    value that is not a conversation id is ignored."""
     try:
-        return selectors.conversation_get_for_user(user=_user(request), conversation_id=request.GET["current"])
+        conversation_id = UUID(request.GET["current"])
+        return selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     except (KeyError, ValueError, Http404):
         return None
 
