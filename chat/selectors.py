@@ -30,9 +30,15 @@ def project_get_for_user(*, user: User, project_id: int) -> Project:
 
 
 def conversation_sidebar(*, user: User, current: Conversation | None = None) -> QuerySet[Conversation]:
-    """The sidebar's history: temporary chats are listed only while they are open."""
+    """The sidebar's history: temporary chats are listed only while they are open; pinned ones are listed
+    apart (conversation_pinned)."""
     keep = Q(temporary=False) | Q(pk=current.pk) if current is not None else Q(temporary=False)
-    return conversation_list(user=user).filter(keep)
+    return conversation_list(user=user).filter(keep, pinned=False)
+
+
+def conversation_pinned(*, user: User) -> list[Conversation]:
+    """The user's pinned conversations, on top of the sidebar, most recent first."""
+    return list(conversation_list(user=user).filter(pinned=True).order_by("-updated_at", "-id")[:100])
 
 
 def conversation_get_for_user(*, user: User, conversation_id: UUID | str) -> Conversation:
