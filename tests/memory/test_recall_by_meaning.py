@@ -134,3 +134,12 @@ def test_ranking_against_a_text_is_one_function_other_features_share(embedded: N
 
     assert "Is vegetarian." in [m.content for m in found]
     assert relevant(user_id=user.pk, message="Hello!", memories=memories) == []
+
+
+def test_a_server_warms_the_model_and_its_reference_up_before_the_first_turn(embedded: None) -> None:
+    from memory.embeddings import reference_vectors, warm_up
+
+    warm_up().join(timeout=120)
+
+    embedder = get_embedder()
+    assert embedder is not None and reference_vectors(embedder) is not None  # ready: no wait
