@@ -105,7 +105,7 @@ def memory_status(memory: Memory) -> str:
 
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
     """Sources (one extra query for the whole list) and the id of the version each row replaced."""
-    sources = Message.objects.only("id", "conversation_id", "content").order_by("id")
+    sources = Message.objects.only("id", "conversation_id", "content", "created_at").order_by("id")
     return query.annotate(
         supersedes_id=F("supersedes__id"), supersedes_content=F("supersedes__content")
     ).prefetch_related(Prefetch("sources", queryset=sources))
@@ -234,8 +234,9 @@ def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
 
 
 def memory_suggestions_waiting(*, user: User) -> list[Memory]:
-    """The user's suggestions waiting for Keep or Discard, with the sentence each would replace."""
-    return list(memories_suggested(user_id=user.pk).annotate(supersedes_content=F("supersedes__content")))
+    """The user's suggestions waiting for Keep or Discard, with the sentence each would replace and the
+    messages each came from (one query for them all)."""
+    return list(_with_relations(memories_suggested(user_id=user.pk)))
 
 
 def memory_ids_written_by_runs(*, run_ids: list[int]) -> dict[int, list[int]]:
