@@ -85,6 +85,10 @@ turn_finished = Signal()
 # catches its own errors (in a savepoint of its own, as it runs inside the save's transaction).
 turn_saving = Signal()
 
+# Sent inside the transaction that replaces the user's latest message with edited words (chat.edits), before
+# the old message and its copies are deleted: `user_id`, `message_id`. A receiver undoes what it drew from it.
+user_message_edited = Signal()
+
 
 def register_context_provider(name: str, provider: ContextProvider) -> None:
     _context_providers[name] = provider

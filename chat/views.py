@@ -24,6 +24,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
 from chat import extensions, markers, selectors, services, versions
+from chat.export import markdown_response
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
@@ -175,6 +176,14 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
 
 
 @login_required
+@require_GET
+def conversation_export(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+    """The conversation as a Markdown file (the conversation's menu)."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    return markdown_response(conversation)
+
+
+@login_required
 @require_POST
 def conversation_model(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
     """Switch the conversation's model, from its next reply on (the header's picker)."""
@@ -238,9 +247,11 @@ SEARCH_PAGE_HITS = 50
 
 
 def _search_current(request: HttpRequest) -> Conversation | None:
-    """The conversation open beside the search (searched even when temporary), when it is the user's."""
+    """The conversation open beside the search (searched even when temporary), when it is the user's; a
+    value that is not a conversation id is ignored."""
     try:
-        return selectors.conversation_get_for_user(user=_user(request), conversation_id=request.GET["current"])
+        conversation_id = UUID(request.GET["current"])
+        return selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
     except (KeyError, ValueError, Http404):
         return None
 

@@ -11,7 +11,8 @@ characters (`RESULT_MAX_CHARS`).
 Offered where `flush_memory` is: not in a temporary conversation, not with memory off.
 
 Each line of the result names the message or memory it quotes (`[message 12]`, `[memory 4]`): a copy
-of the user's words kept in the agent state can be found by id when its source is deleted.
+of the user's words kept in the agent state can be found by id when its source is deleted. A message that
+taught or quoted a memory deleted since is left out (memory.replay).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from chat.extensions import TurnContext
 from chat.search.query import SearchQuery, SearchRejected, search_hits, search_page, search_query_clean
 from chat.terms import terms
 from memory import selectors
+from memory.replay import withheld_conversations, withheld_ids
 from memory.scopes import learns_here, scope_filter, scope_of_conversation
 
 RESULT_MAX_CHARS = 2000
@@ -95,8 +97,18 @@ def _hit_lines(ctx: TurnContext, query: SearchQuery, since: datetime | None, unt
     view = scope_of_conversation(ctx.conversation)
     within = {"project": view.project_id} if view.isolated else {"hide_isolated": True}
     _, page = search_page(
-        user=ctx.user, query=query, limit=HITS, exclude=ctx.conversation, since=since, until=until, **within
+        user=ctx.user, query=query, limit=2 * HITS, exclude=ctx.conversation, since=since, until=until, **within
     )
+    # A message that taught or quoted a memory deleted since is not given to the model (memory.replay).
+    # A conversation's title comes from its first message: not shown when one of its messages is withheld.
+    withheld = withheld_ids([entry.message_id for entry in page if entry.message_id is not None])
+    hidden_titles = withheld_conversations([entry.conversation_id for entry in page if entry.message_id is None])
+    page = [
+        entry
+        for entry in page
+        if entry.message_id not in withheld
+        and (entry.message_id is not None or entry.conversation_id not in hidden_titles)
+    ][:HITS]
     lines = []
     for hit in search_hits(page, query, size=EXCERPT_CHARS):
         day, title = hit.created_at.date().isoformat(), _quote(hit.conversation_title)

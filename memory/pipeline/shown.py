@@ -102,7 +102,7 @@ def choose(
     touched = keys_touched(texts)
     keyed = [c for c in memories if c.key and c.key in touched]
     pinned = [c for c in memories if c.pinned]
-    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts)) if memories else []
+    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts), limit=SHOWN_MAX) if memories else []
     patterns = [_KEY_PATTERNS[key] for key in sorted(touched)]
     about = [c for c in memories if any(p.search(c.content) for p in patterns)]
     newest = list(reversed(memories))

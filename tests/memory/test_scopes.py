@@ -26,7 +26,7 @@ from tests.scan import scan_for
 
 pytestmark = pytest.mark.django_db
 
-FIELDS = ("id", "content", "pinned", "key", "expires_at", "project")
+FIELDS = ("id", "content", "pinned", "key", "expires_at", "project", "created_at")
 
 
 def contents(rows: Any) -> set[str]:
