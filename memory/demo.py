@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from memory import lexicon
+from memory import grants, lexicon
 from memory.demo_rules import (
     CLEAR,
     FORGET,
@@ -174,7 +174,7 @@ def judge_answer(user_text: str) -> str:
         memories=dict(memories), in_project=_PROJECT_BATCH in user_text, project_ids=project_memories(user_text)
     )
     for number, text in messages:
-        judgement.read(number, text, days.get(number))
+        judgement.read(number, grants.simplified(text), days.get(number))  # rules written in Simplified
     return json.dumps({"operations": [o for o in judgement.operations if o["op"] != "noop"]}, ensure_ascii=False)
 
 

@@ -214,7 +214,7 @@ def _english_statement(sentence: str) -> str | None:
 
 def _chinese_statement(sentence: str) -> str | None:
     if m := _ZH_PREFERENCE.match(sentence):
-        thing = m["thing"].strip()
+        thing = m["thing"].strip().rstrip("了啦呢吧哦")  # "我现在更喜欢大屏手机了" prefers 大屏手机
         if thing.startswith(_ZH_POINTERS):
             return None
         if thing in {"大屏", "大屏幕", "小屏", "小屏幕"}:
