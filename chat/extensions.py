@@ -218,6 +218,8 @@ PAGE_SLOTS = {
     "delete-confirm": "appended to the delete confirmation, an attribute value: plain text, led by a space",
     "conversation": "the conversation page, before the messages (e.g. a poller)",
     "reply": "under an assistant reply (`message` in the context, as annotated by the message annotators)",
+    "project": "the project page, after its conversations (`project` in the context): what else it holds",
+    "project-end": "the page that ends a project, before its choices: what ending it does to what else it holds",
 }
 
 # A block is the name of a template rendered with the page's own context (as `{% include %}` would:

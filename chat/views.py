@@ -70,8 +70,11 @@ def sidebar_context(
     if after is not None:
         cursor = {"before": after[0].isoformat(), "id": after[1], "group": getattr(conversations[-1], "group", "")}
         more = f"{reverse('chat:conversation_more')}?{urlencode(cursor)}"
-    pinned = selectors.conversation_pinned(user=user) if before is None else []
-    return {"conversations": conversations, "conversations_more": more, "pinned_conversations": pinned}
+    context: dict[str, Any] = {"conversations": conversations, "conversations_more": more}
+    if before is None:  # pinned conversations, then the projects (each with its newest), lead the first page
+        context["pinned_conversations"] = selectors.conversation_pinned(user=user)
+        context["sidebar_projects"] = selectors.project_sidebar(user=user, current=current)
+    return context
 
 
 def layout_sidebar(user: User) -> dict[str, Any]:
@@ -80,8 +83,10 @@ def layout_sidebar(user: User) -> dict[str, Any]:
 
 
 def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
+    sidebar = sidebar_context(_user(request), current=conversation)
     return {
-        **sidebar_context(_user(request), current=conversation),
+        **sidebar,
+        "all_projects": sidebar["sidebar_projects"],  # the start page's and the header's choice of project
         "current": conversation,
         "suggestions": SUGGESTIONS,
         "temporary_hours": settings.CHAT_TEMPORARY_HOURS,
@@ -103,7 +108,10 @@ def conversation_more(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    form = ConversationCreateForm(initial={"temporary": request.GET.get("temporary") == "1"})
+    chosen = request.GET.get("project", "")
+    form = ConversationCreateForm(
+        initial={"temporary": request.GET.get("temporary") == "1", "project": int(chosen) if chosen.isdigit() else None}
+    )
     return render(request, "chat/index.html", {**_chat_context(request, None), "form": form})
 
 
@@ -116,9 +124,14 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
     if not form.cleaned_data["message"].strip():
         # A conversation starts with its first message: no empty conversations pile up.
         return redirect(reverse("chat:index") + ("?temporary=1" if form.cleaned_data["temporary"] else ""))
+    chosen = form.cleaned_data["project"]
+    project = selectors.project_get_for_user(user=_user(request), project_id=chosen) if chosen else None
     try:
         conversation = services.conversation_create(
-            user=_user(request), temporary=form.cleaned_data["temporary"], model=form.cleaned_data["model"]
+            user=_user(request),
+            temporary=form.cleaned_data["temporary"],
+            model=form.cleaned_data["model"],
+            project=project,
         )
     except services.UnknownModel as exc:
         form.add_error(None, str(exc))

@@ -12,7 +12,7 @@ class MemoryConfig(AppConfig):
         from chat import extensions
         from memory import connected, demo, demo_wording, forgetting, moves, replay
         from memory import data as memory_data
-        from memory.chat_fragments import conversation_page_block
+        from memory.chat_fragments import conversation_page_block, project_end_block, project_page_block
         from memory.context import memory_block, record_uses_on_save
         from memory.edits import on_user_message_edited
         from memory.history import demo_tool_trigger as demo_search_trigger
@@ -27,6 +27,9 @@ class MemoryConfig(AppConfig):
         extensions.register_tool(flush_memory)
         extensions.register_tool(search_history)
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
+        # A project's page shows its memories; ending one says how many it holds (SPEC §9).
+        extensions.register_page_block("project", "memory", project_page_block)
+        extensions.register_page_block("project-end", "memory", project_end_block)
         # What a reply used: `memories_used` in the API, "Used N memories" under the reply.
         extensions.register_message_annotator("memory-uses", memory_uses_annotate)
         extensions.turn_saving.connect(record_uses_on_save, dispatch_uid="memory.record_uses_on_save")
