@@ -152,9 +152,10 @@ class Embedder(ABC):
     model: str = ""
 
     @abstractmethod
-    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+    def embed(self, *, texts: list[str], timeout: float, query: bool = False) -> list[list[float]]:
         """One blocking call within `timeout` seconds, never retried: the vectors, in the order of `texts`.
-        Any failure raises LLMError."""
+        `query`: the texts are messages to find memories for (models trained with prefixes embed them
+        apart from the memories). Any failure raises LLMError."""
 
 
 def single_system_message(messages: Messages) -> Messages:

@@ -390,7 +390,7 @@ class OpenAIEmbedder(Embedder):
             max_retries=0,  # a turn waits for at most one short attempt, then ranks without it
         )
 
-    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+    def embed(self, *, texts: list[str], timeout: float, query: bool = False) -> list[list[float]]:
         try:
             answer = self._client.embeddings.create(
                 model=self.model, input=texts, encoding_format="float", timeout=timeout

@@ -31,7 +31,7 @@ JUDGE_ANSWER = json.dumps({"operations": [{"op": "add", "content": SMALL, "sourc
 
 def respond(body: dict[str, Any]) -> FakeResponse:
     """Judge calls (non-streaming, JSON) get an add; chat calls get a short streamed reply."""
-    if body.get("response_format") == {"type": "json_object"}:
+    if body.get("response_format"):  # the judge's schema
         assert not body.get("stream")
         return FakeResponse(JUDGE_ANSWER)
     return FakeResponse("Here is my answer.")
@@ -132,7 +132,7 @@ async def test_flush_memory_over_the_openai_adapter_saves_before_the_reply_finis
     memory = await Memory.objects.aget(owner=user)
     assert memory.content == SMALL
     _chat_step, judge_call, final_step = fake_openai.requests
-    assert judge_call["response_format"] == {"type": "json_object"} and judge_call["temperature"] == 0.3
+    assert judge_call["response_format"]["type"] == "json_schema" and judge_call["temperature"] == 0.3
     tool_result = next(m for m in final_step["messages"] if m["role"] == "tool")
     assert tool_result["content"] == f"Memory updated. Remembered: {SMALL}"
     assert body["assistant_message"]["content"] == "I'll keep that in mind."
