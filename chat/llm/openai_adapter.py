@@ -36,7 +36,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, server_facts, server_load, written
+from chat.llm import json_formats, metering, server_facts, server_load, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -51,6 +51,7 @@ from chat.llm.errors import clean_provider_message, deadline_error, provider_err
 from chat.llm.retry import retry_wait
 from chat.llm.sse import StreamRead, drain, sse_chunks
 from chat.llm.tools_fallback import ToolsFallback
+from chat.turn import tokens
 from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
@@ -369,6 +370,15 @@ class OpenAIChatModel(ChatModel):
             ) from exc
         except Exception as exc:
             raise _as_llm_error(exc) from exc
+        model_name = str(request.get("model"))
+        metering.note(  # the provider charged for it, whatever we make of the answer
+            model=model_name,
+            prompt_tokens=reported if isinstance(reported, int) else None,
+            completion_tokens=written_tokens if isinstance(written_tokens, int) else None,
+            estimate=lambda: metering.estimate_call(
+                model=model_name, messages=request["messages"], answer=content if isinstance(content, str) else ""
+            ),
+        )
         if finish == "length" and "response_format" in request:  # a JSON answer cut short is unusable
             raise LLMError(
                 f"The answer was cut off at max_tokens ({request.get('max_tokens')}) before it was complete.",
@@ -398,6 +408,13 @@ class OpenAIEmbedder(Embedder):
             vectors = [list(item.embedding) for item in sorted(answer.data, key=lambda item: item.index)]
         except Exception as exc:
             raise _as_llm_error(exc) from exc
+        reported = getattr(answer.usage, "prompt_tokens", None) if getattr(answer, "usage", None) else None
+        metering.note(
+            model=self.model,
+            prompt_tokens=reported if isinstance(reported, int) else None,
+            completion_tokens=0,
+            estimate=lambda: (sum(tokens.estimate_text(text) for text in texts), 0),
+        )
         if len(vectors) != len(texts):
             raise LLMError("The embeddings answer has the wrong number of vectors.", kind="bad_response")
         return vectors
