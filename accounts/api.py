@@ -3,7 +3,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.contrib.auth import authenticate
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from ninja import Field, Path, Router, Schema
@@ -25,6 +24,7 @@ from accounts.services import (
     user_set_memory_enabled,
     user_set_memory_review,
 )
+from accounts.throttle import client_address, password_check
 from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
 
 router = Router(tags=["me"])
@@ -89,12 +89,13 @@ class ErrorOut(Schema):
         "Deletes, in one transaction: every conversation with its messages and agent state, every memory "
         "with its history and sources, the extraction records, API tokens and sessions. The account's "
         "tokens answer 401 from then on and its open chat sockets are closed. A wrong password answers "
-        "403 and deletes nothing. Database backups made before keep what they hold until they are replaced."
+        "403 and deletes nothing; 10 wrong passwords from one address answer 429 (with Retry-After) until "
+        "the window ends. Database backups made before keep what they hold until they are replaced."
     ),
 )
 def me_delete(request: HttpRequest, payload: AccountDeleteIn) -> Any:
     try:
-        account_delete(user=request.user, password=payload.password)  # type: ignore[arg-type]
+        account_delete(user=request.user, password=payload.password, address=client_address(request))  # type: ignore[arg-type]
     except AccountDeleteRefused as exc:
         raise HttpError(403, str(exc)) from exc
     return Status(204, None)
@@ -105,9 +106,15 @@ class ExportOut(Schema):
     exported_at: datetime
     account: dict[str, Any] = Field(description="id, username, email, date_joined, last_login")
     settings: dict[str, Any] = Field(description="memory_enabled, memory_review, language")
+    projects: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every project: id, name, instructions, memory_mode, created_at, updated_at "
+        "(conversations and memories name theirs by project_id)",
+    )
     conversations: list[dict[str, Any]] = Field(
         description="Every conversation (temporary ones that still exist included): id, title, temporary, "
-        "created_at, updated_at, messages [{id, role, content, status, error, memory_status, created_at}]"
+        "project_id, created_at, updated_at, messages [{id, role, content, status, error, memory_status, "
+        "created_at}]"
     )
     memories: list[dict[str, Any]] = Field(
         default_factory=list,
@@ -187,7 +194,6 @@ class TokenIn(Schema):
     expires_at: AwareDatetime | None = Field(
         None, description="When it stops working, with its time zone: must be in the future (else 400). Omit for never."
     )
-    # No NUL: a wrong password is recorded as a failed sign-in (django-axes), and PostgreSQL text refuses NUL.
     password: str | None = Field(
         None,
         max_length=4096,
@@ -208,11 +214,12 @@ def token_list(request: HttpRequest) -> Any:
 
 def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
     """Only the person may make or revoke tokens: the signed-in session, or a token request that also
-    gives the password (checked through django-axes, so guesses count as failed sign-ins). 403 otherwise."""
+    gives the password (throttled with every other password check: accounts.throttle.password_check).
+    403 otherwise."""
     if not is_token_request(request):
         return
     user: User = request.user  # type: ignore[assignment]
-    if password and authenticate(request, username=user.get_username(), password=password) == user:
+    if password and password_check(user=user, password=password, address=client_address(request)):
         return
     raise HttpError(
         403,

@@ -1,7 +1,7 @@
 """Download all my data: one JSON document, written as it is read (SPEC §8).
 
     {"format": "memora-export/1", "exported_at": "…", "account": {…}, "settings": {…},
-     "conversations": [...], "memories": [...]}
+     "projects": [...], "conversations": [...], "memories": [...]}
 
 `account` and `settings` come from the user row; every other section from an exporter an app
 registered (accounts.data). Sections are JSON arrays whose items may hold iterators (a conversation's

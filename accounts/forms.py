@@ -4,12 +4,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
+from django.contrib.auth import forms as auth_forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ALL_SCOPES, Scope, User
 from accounts.scopes import project_choices
+from accounts.throttle import PasswordChecksThrottled, password_check
 
 
 class SignupForm(UserCreationForm):  # type: ignore[type-arg]
@@ -68,3 +70,24 @@ class AccountDeleteForm(forms.Form):
         widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
         help_text=_("To confirm that it is you."),
     )
+
+
+class PasswordChangeForm(auth_forms.PasswordChangeForm):
+    """The old password is checked by the shared password limiter (accounts.throttle.password_check); past
+    its limit the field says so and `throttled` holds why (the view answers 429)."""
+
+    def __init__(self, *args: Any, address: str = "", **kwargs: Any) -> None:
+        self.address = address
+        self.throttled: PasswordChecksThrottled | None = None
+        super().__init__(*args, **kwargs)
+
+    def clean_old_password(self) -> str:
+        old_password: str = self.cleaned_data["old_password"]
+        try:
+            right = password_check(user=self.user, password=old_password, address=self.address)
+        except PasswordChecksThrottled as exc:
+            self.throttled = exc
+            raise forms.ValidationError(str(exc), code="throttled") from exc
+        if not right:
+            raise forms.ValidationError(self.error_messages["password_incorrect"], code="password_incorrect")
+        return old_password

@@ -172,15 +172,17 @@ def user_sessions_delete(*, user_id: int) -> int:
 
 
 @transaction.atomic
-def account_delete(*, user: User, password: str) -> None:
+def account_delete(*, user: User, password: str, address: str) -> None:
     """Delete the account and every row holding its words or memories, in one transaction.
 
     Each app's eraser (accounts.data) runs first, then the user row goes with every row that has a
     ForeignKey to it (tokens, conversations, messages, memories, runs, claims). A wrong password raises
-    AccountDeleteRefused and deletes nothing. Open sockets are closed after commit by chat's eraser.
+    AccountDeleteRefused and deletes nothing; too many from `address` raise throttle.PasswordChecksThrottled.
+    Open sockets are closed after commit by chat's eraser.
     """
+    from accounts.throttle import password_check
 
-    if not password or not user.check_password(password):
+    if not password_check(user=user, password=password, address=address):
         raise AccountDeleteRefused(gettext("The password is not correct; nothing was deleted."))
     account_erase(user=user)
 

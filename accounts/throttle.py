@@ -1,4 +1,5 @@
-"""Counters of failed bearer tokens and of sign-ups, per client address, in fixed windows.
+"""Counters of failed bearer tokens and of sign-ups, per client address, and of wrong passwords, per
+account and address, in fixed windows.
 
 Counters live in Django's cache: Redis when REDIS_URL is set (shared by every process), else the
 process's own memory. Sign-ins with a password are throttled by django-axes (settings, "Login
@@ -19,11 +20,14 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.cache import cache
 from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.translation import ngettext
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +54,24 @@ def axes_client_ip(request: HttpRequest) -> str | None:
     except ValueError:
         return None
     return address
+
+
+def axes_lockout_parameters(request_or_attempt: Any, credentials: Any = None) -> list[str | list[str]]:
+    """What django-axes counts failed sign-ins by (AXES_LOCKOUT_PARAMETERS): the account at the address,
+    and the address as a whole only once LOGIN_ADDRESS_ACCOUNTS accounts have failed from it within the
+    cool-off time. One person mistyping their own password cannot lock everyone else out of a shared
+    address (an office, a household); someone trying many accounts from it does."""
+    from axes.models import AccessAttempt
+
+    address = getattr(request_or_attempt, "axes_ip_address", None) or getattr(request_or_attempt, "ip_address", None)
+    per_account: list[str | list[str]] = [["username", "ip_address"]]
+    if not address:
+        return per_account
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    accounts = (
+        AccessAttempt.objects.filter(ip_address=address, attempt_time__gte=since).values("username").distinct().count()
+    )
+    return [*per_account, "ip_address"] if accounts >= int(settings.LOGIN_ADDRESS_ACCOUNTS) else per_account
 
 
 def _guarded(call: Callable[[], T], fallback: T) -> T:
@@ -120,6 +142,46 @@ signups = WindowCounter(
     limit=lambda: int(settings.ACCOUNTS_SIGNUPS_PER_HOUR),
     window=lambda: 3600,
 )
+
+
+password_failures = WindowCounter(
+    "password-checks",
+    limit=lambda: int(settings.PASSWORD_CHECK_FAILURE_LIMIT),
+    window=lambda: int(settings.PASSWORD_CHECK_WINDOW),
+)
+
+
+class PasswordChecksThrottled(Exception):
+    """Too many wrong passwords for this account from this address: answer 429 with Retry-After."""
+
+    status = 429
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        minutes = max(1, math.ceil(retry_after / 60))
+        super().__init__(
+            ngettext(
+                "Too many wrong passwords. Try again in %(minutes)d minute.",
+                "Too many wrong passwords. Try again in %(minutes)d minutes.",
+                minutes,
+            )
+            % {"minutes": minutes}
+        )
+
+
+def password_check(*, user: AbstractBaseUser, password: str | None, address: str) -> bool:
+    """Whether `password` is the account's, for every check outside sign-in (deleting the account,
+    changing the password, creating a token with a password). They share one counter per account and
+    address: past PASSWORD_CHECK_FAILURE_LIMIT wrong answers in PASSWORD_CHECK_WINDOW seconds, every
+    check raises PasswordChecksThrottled until the window ends, a right password included."""
+    key = f"{user.pk}:{address}"
+    retry_after = password_failures.retry_after(key)
+    if retry_after is not None:
+        raise PasswordChecksThrottled(retry_after)
+    if password and user.check_password(password):
+        return True
+    password_failures.record(key)
+    return False
 
 
 def bearer_retry_after(request: HttpRequest) -> int | None:

@@ -10,6 +10,6 @@ urlpatterns = [
     # Logging out ends on a page that says so, rather than on a login form that looks like nothing happened.
     path("logout/", auth_views.LogoutView.as_view(next_page="logged_out"), name="logout"),
     path("logged-out/", TemplateView.as_view(template_name="registration/logged_out.html"), name="logged_out"),
-    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/", views.PasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
 ]

@@ -6,6 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -16,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import data, export, selectors, throttle
-from accounts.forms import AccountDeleteForm, ApiTokenForm, SignupForm
+from accounts.forms import AccountDeleteForm, ApiTokenForm, PasswordChangeForm, SignupForm
 from accounts.layout import layout_context
 from accounts.models import User
 from accounts.scopes import annotate_tokens, project_choices
@@ -157,22 +158,49 @@ def account_page(request: HttpRequest) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     form = AccountDeleteForm(request.POST or None)
     status = 200
+    retry_after = None
     if request.method == "POST":
         if form.is_valid():
             try:
-                account_delete(user=user, password=form.cleaned_data["password"])
+                account_delete(user=user, password=form.cleaned_data["password"], address=client_address(request))
             except AccountDeleteRefused as exc:
                 form.add_error("password", str(exc))
+            except throttle.PasswordChecksThrottled as exc:
+                form.add_error("password", str(exc))
+                retry_after = exc.retry_after
             else:
                 logout(request)
                 return redirect("account_deleted")
         status = 403 if form.has_error("password") and form.data.get("password") else 422
+        status = 429 if retry_after is not None else status
+        # Focus lands on the field that says what went wrong (its error is its description).
+        form.fields["password"].widget.attrs["autofocus"] = True
     context = {
         "layout": "accounts/_layout_plain.html",
         **data.page_context(request),
         "delete_form": form,
     }
-    return render(request, "accounts/account.html", context, status=status)
+    response = render(request, "accounts/account.html", context, status=status)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Django's password change, with the old password checked by the shared password limiter: too many
+    wrong ones for this account from this address answer 429 with Retry-After."""
+
+    form_class = PasswordChangeForm
+
+    def get_form_kwargs(self) -> dict[str, Any]:
+        return {**super().get_form_kwargs(), "address": client_address(self.request)}
+
+    def form_invalid(self, form: PasswordChangeForm) -> HttpResponse:  # type: ignore[override]
+        response = super().form_invalid(form)
+        if form.throttled is not None:
+            response.status_code = 429
+            response["Retry-After"] = str(form.throttled.retry_after)
+        return response
 
 
 def account_deleted(request: HttpRequest) -> HttpResponse:

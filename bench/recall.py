@@ -10,9 +10,9 @@ In-process, bounded (well under a minute), no server:
    each turn: a process's first turn of the user). Target: p95 ≤ 5 ms.
 2. The whole block as a turn builds it (memory.context.block_for_turn: the memory and last-exchange
    queries, ranking, fitting) against a scratch SQLite database.
-3. Embeddings storage: brute-force cosine over 500 stored vectors (packed float32, as MemoryVector holds
-   them) of 384, 768 and 1536 dimensions: unpacking plus the dot products, per turn. This is what an
-   index (pgvector, sqlite-vec) would replace.
+3. Embeddings storage: brute-force similarity over 500 stored vectors (packed float32, as MemoryVector holds
+   them) of 384, 768 and 1536 dimensions: unpacking plus the calibrated similarities (memory.recall.Meaning),
+   per turn. This is what an index (pgvector, sqlite-vec) would replace.
 
 The added first-token time of a turn through `make run` with 300 memories, beside the provider alone and
 a user with none, is measured by `bench/turn_latency.py --memories 300` (one run, side by side).
@@ -137,9 +137,11 @@ def main() -> int:
         samples += timed(lambda c=ctx: block_for_turn(c), max(5, args.rounds // 4))  # type: ignore[misc]
     print(f"  block_for_turn    wall {percentiles(samples)}   {cpu_since(mark)}")
 
-    print(f"\n3. Embeddings: brute-force cosine over {SIZE} stored vectors per turn (unpack + dot products)")
+    print(
+        f"\n3. Embeddings: calibrated similarity over {SIZE} stored vectors per turn (unpack + memory.recall.Meaning)"
+    )
     from memory.embeddings import pack, unpack
-    from memory.recall import cosine
+    from memory.recall import Meaning
 
     rng = random.Random(1)
     for dims in (384, 768, 1536):
@@ -147,8 +149,7 @@ def main() -> int:
         query = list(unpack(pack([rng.gauss(0, 1) for _ in range(dims)])))
 
         def similarities(stored: list[bytes] = stored, query: list[float] = query) -> None:
-            for data in stored:
-                cosine(query, unpack(data))
+            Meaning(query, {i: unpack(data) for i, data in enumerate(stored)})
 
         mark = len(CPU)
         wall = percentiles(timed(similarities, 10))

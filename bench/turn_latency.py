@@ -94,12 +94,14 @@ def make_accounts(count: int, prefix: str) -> list[Account]:
 def add_memories(account: Account, count: int) -> None:
     """Give the account's user `count` memories: the recall golden set's user of that size."""
     from chat.models import Conversation
+    from memory.embeddings import memory_vectors_make
     from memory.evals.recall_set import load, user_memories
     from memory.models import Memory
 
     owner = Conversation.objects.get(pk=account.conversation).owner
     memories, _ = user_memories(load(), count)
     Memory.objects.bulk_create([Memory(owner=owner, content=m.content, pinned=m.pinned, key=m.key) for m in memories])
+    memory_vectors_make(user_id=owner.pk)  # as the worker would after the writes (none with EMBEDDING_MODEL=off)
 
 
 # --- one streamed turn, three ways ------------------------------------------------------------------

@@ -25,6 +25,7 @@ class ChatConfig(AppConfig):
         user_logged_out.connect(on_logged_out, dispatch_uid="chat.close_sockets_on_logout")
         password_changed.connect(on_password_changed, dispatch_uid="chat.close_sockets_on_password_change")
         # An account's conversations, for its export and deletion (accounts.data, SPEC §8).
+        data.register_exporter("projects", chat_data.projects_export)
         data.register_exporter("conversations", chat_data.conversations_export)
         data.register_eraser("chat", chat_data.account_erase)
         data.register_page_context("chat", chat_data.account_page_context)

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 
 from accounts.models import User
 from chat import extensions
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Message, Project
 from chat.services import conversations_erase
 from chat.sessions import user_sockets_close
 from chat.views import sidebar_context
@@ -37,14 +37,21 @@ def conversations_export(user: User) -> Iterator[dict[str, Any]]:
     """Every conversation of the user (temporary ones that still exist included), oldest first, each
     with its messages, read in chunks as the document is written."""
     rows = Conversation.objects.filter(owner=user).order_by("created_at", "pk")
-    fields = ("id", "title", "temporary", "imported_from", "imported_id", "created_at", "updated_at")
+    fields = ("id", "title", "temporary", "project_id", "imported_from", "imported_id", "created_at", "updated_at")
     for conversation in rows.values(*fields).iterator(chunk_size=500):
         yield {**conversation, "messages": _messages(conversation["id"])}
 
 
+def projects_export(user: User) -> list[dict[str, Any]]:
+    """The user's projects (SPEC §9), oldest first: their conversations and memories name them by id."""
+    fields = ("id", "name", "instructions", "memory_mode", "created_at", "updated_at")
+    return list(Project.objects.filter(owner=user).order_by("created_at", "pk").values(*fields))
+
+
 def account_erase(user: User) -> None:
     """Delete every conversation of the user (messages, markers, agent states go with them, and the
-    conversation erasers run); close the user's open sockets once the deletion commits."""
+    conversation erasers run); close the user's open sockets once the deletion commits. The projects go
+    with the user row, after every app's eraser (the memory app's memories name them)."""
     ids = list(Conversation.objects.filter(owner=user).values_list("pk", flat=True))
     conversations_erase(user_id=user.pk, conversation_ids=ids)
     Conversation.objects.filter(owner=user).delete()

@@ -12,11 +12,14 @@ and config.middleware.ApiErrorMiddleware does the same for Django's own failures
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import wraps
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.formats import number_format
@@ -30,13 +33,14 @@ from ninja.parser import Parser
 from accounts.api import router as accounts_router
 from accounts.auth import TooManyAuthFailures, api_auth
 from accounts.services import LanguageRejected, TokenRejected
+from accounts.throttle import PasswordChecksThrottled
 from chat.api import models_router as chat_models_router
 from chat.api import router as chat_router
 from chat.project_api import router as project_router
 from chat.projects import ProjectRejected
 from chat.search.api import router as search_router
 from chat.services import TurnRejected
-from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER
+from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER, error_response
 
 if TYPE_CHECKING:
     from memory.services import MemoryRejected
@@ -69,6 +73,21 @@ class StrictJSONParser(Parser):
         data = json.loads(request.body)
         _check_text(data)
         return data
+
+
+def docs_access(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """/api/docs and /api/openapi.json for anyone when API_DOCS_PUBLIC (default: only in debug), else for
+    signed-in users: the page sends others to sign in, the document answers 401."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if settings.API_DOCS_PUBLIC or request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        if request.path_info.endswith(".json"):
+            return error_response(401, _("Sign in to read the API's description."))
+        return redirect_to_login(request.get_full_path())
+
+    return guarded
 
 
 class MemoraAPI(NinjaAPI):
@@ -104,6 +123,7 @@ api = MemoraAPI(
     auth=api_auth,
     urls_namespace="api",
     parser=StrictJSONParser(),
+    docs_decorator=docs_access,
 )
 api.add_router("/", accounts_router)
 api.add_router("/conversations", chat_router)
@@ -145,10 +165,12 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 @api.exception_handler(TurnRejected)
 @api.exception_handler(ProjectRejected)
+@api.exception_handler(PasswordChecksThrottled)
 @api.exception_handler(TokenRejected)
 @api.exception_handler(LanguageRejected)
 def domain_error(
-    request: HttpRequest, exc: TurnRejected | ProjectRejected | MemoryRejected | TokenRejected | LanguageRejected
+    request: HttpRequest,
+    exc: TurnRejected | ProjectRejected | MemoryRejected | TokenRejected | LanguageRejected | PasswordChecksThrottled,
 ) -> HttpResponse:
     """A service refused the request and wrote nothing: its status, its message, and Retry-After when it has one."""
     response = api.create_response(request, {"detail": str(exc)}, status=exc.status)

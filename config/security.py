@@ -1,7 +1,8 @@
 """Start-up safety and the WebSocket origin check (README, "Security").
 
 `require_secret_key` is called by every entry point that serves or works (ASGI, WSGI, the Celery
-worker): with debug off and no DJANGO_SECRET_KEY the process stops with one line saying why.
+worker): with debug off and no DJANGO_SECRET_KEY, or a weak one (short, repetitive or well known), the
+process stops with one line saying why.
 Settings themselves never refuse to load, so `manage.py makemigrations`, mypy and the tests work
 without one.
 
@@ -26,7 +27,28 @@ MISSING_SECRET_KEY = (
     "Memora will not start: DJANGO_SECRET_KEY is not set and debug is off. Set DJANGO_SECRET_KEY to a long "
     "random value (README, Security), or DJANGO_DEBUG=1 for local development (`make run` does this for you)."
 )
+WEAK_SECRET_KEY = (
+    "Memora will not start: DJANGO_SECRET_KEY is too weak ({why}) and debug is off. Set it to a long random "
+    "value, e.g. the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'` (README, Security)."
+)
 DEFAULT_PORTS = {"http": "80", "https": "443"}
+# Keys copied from examples and tutorials: anyone can sign sessions with them.
+_KNOWN_KEYS = {
+    "changeme",
+    "change-me",
+    "secret",
+    "secret-key",
+    "secret_key",
+    "your-secret-key",
+    "mysecretkey",
+    "insecure",
+    "development",
+    "django",
+    "memora",
+    "password",
+    "test",
+    "xxx",
+}
 
 
 def require_secret_key() -> None:
@@ -37,6 +59,20 @@ def require_secret_key() -> None:
         key = ""
     if not key:
         raise SystemExit(MISSING_SECRET_KEY)
+    if not settings.DEBUG and (why := weak_key(key)):
+        raise SystemExit(WEAK_SECRET_KEY.format(why=why))
+
+
+def weak_key(key: str) -> str | None:
+    """Why `key` cannot sign sessions safely, or None: short, too few distinct characters, Django's
+    "django-insecure-" example keys, or a well-known value."""
+    if key.strip().lower() in _KNOWN_KEYS or key.startswith("django-insecure-"):
+        return "a well-known value"
+    if len(key) < 50:
+        return f"{len(key)} characters, at least 50 needed"
+    if len(set(key)) < 5:
+        return "fewer than 5 different characters"
+    return None
 
 
 def _origin(scheme: str, netloc: str) -> tuple[str, str, str] | None:

@@ -124,10 +124,13 @@ def _pretty(value: Any) -> str:
     return format_html("<pre style='white-space: pre-wrap'>{}</pre>", json.dumps(value, ensure_ascii=False, indent=2))
 
 
+OWNER_CHARS = 20
+
+
 @admin.register(ExtractionRun)
 class ExtractionRunAdmin(admin.ModelAdmin):
     # Compact columns, so the list fits 1280 px beside the filters with start and duration in view.
-    list_display = ("id", "started", "duration", "owner", "trigger", "short_status", "outcome")
+    list_display = ("id", "started", "duration", "owner_name", "trigger", "short_status", "outcome")
     list_display_links = ("id", "started")
     list_filter = ("status", "trigger", ("owner", admin.RelatedOnlyFieldListFilter))
     search_fields = ("owner__username", "raw_output", "error")
@@ -203,7 +206,18 @@ class ExtractionRunAdmin(admin.ModelAdmin):
         # The one word; the full explanation ("Dropped (batch skipped after ...)") on hover and on the run's page.
         return format_html('<span title="{}">{}</span>', obj.get_status_display(), obj.status.capitalize())
 
-    @admin.display(description=_("Messages · applied · dropped (attempt)"))
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        # The list needs the width the admin's navigation sidebar would take (its links are on the home page).
+        return super().changelist_view(request, {**(extra_context or {}), "is_nav_sidebar_enabled": False})
+
+    @admin.display(description=_("Owner"), ordering="owner__username")
+    def owner_name(self, obj: ExtractionRun) -> str:
+        # A long username is shortened (whole on hover and on the run's page), so the columns keep their room.
+        name = obj.owner.get_username()
+        short = name if len(name) <= OWNER_CHARS else name[: OWNER_CHARS - 1] + "…"
+        return format_html('<span title="{}">{}</span>', name, short)
+
+    @admin.display(description=_("Msgs · applied · dropped"))
     def outcome(self, obj: ExtractionRun) -> str:
         counts = f"{len(obj.message_ids or [])} · {len(obj.applied_ops or [])} · {len(obj.dropped_ops or [])}"
         return f"{counts} (#{obj.attempt})" if obj.attempt > 1 else counts

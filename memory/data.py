@@ -61,6 +61,7 @@ def memories_export(user: User) -> Iterator[dict[str, Any]]:
             "suggested": memory.suggested,
             "expires_at": memory.expires_at,
             "last_used_at": memory.last_used_at,
+            "project_id": memory.project_id,
             "sources": [
                 {"message_id": m.pk, "conversation_id": m.conversation_id, "excerpt": source_excerpt(m)}
                 for m in memory.sources.all()

@@ -27,25 +27,30 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from memory import lexicon
+from memory import grants, lexicon
 from memory.demo_rules import (
     CLEAR,
     FORGET,
     REMEMBER,
     SENTENCES,
+    for_this_project,
     memory_extras,
+    project_statement,
     related,
     same,
     statement_content,
     time_bound,
 )
-from memory.judge import CONVERSATION_BREAK
+from memory.judge import CONVERSATION_BREAK, PROJECT_NOTE
 
 JUDGE_MARKER = "# Memory judge"
 
 # --- reading the judge input ---------------------------------------------------------------------
 
-_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:key|until): [^()]*\))?$")
+_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:scope|key|until): [^()]*\))?$")
+_PROJECT_SCOPE = re.compile(r"\(scope: project\b")
+# The first words of the note a project's batch begins with (memory.judge.PROJECT_NOTE).
+_PROJECT_BATCH = PROJECT_NOTE["shared"].split('"', 1)[0]
 _MESSAGE_LINE = re.compile(r"^(\d+)\. (?:\[(\d{4}-\d{2}-\d{2})\] )?(.*)$")
 
 
@@ -87,6 +92,11 @@ def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]
     return memories, messages
 
 
+def project_memories(text: str) -> set[int]:
+    """The ids of the memories shown as the project's (a project's batch says each memory's scope)."""
+    return {int(m[1]) for line in text.splitlines() if (m := _MEMORY_LINE.match(line)) and _PROJECT_SCOPE.search(line)}
+
+
 @dataclass
 class _Judgement:
     """The demo judge's working state while it reads the messages in order."""
@@ -95,6 +105,9 @@ class _Judgement:
     operations: list[dict[str, Any]] = field(default_factory=list)
     # New facts of this answer: content -> index in operations
     pending_adds: dict[str, int] = field(default_factory=dict)
+    # A project's batch (SPEC §9): facts about the work go to the project, the rest to the user.
+    in_project: bool = False
+    project_ids: set[int] = field(default_factory=set)  # the memories shown as the project's
 
     def clear(self) -> None:
         self.operations = [{"op": "clear"}]
@@ -110,11 +123,15 @@ class _Judgement:
                 self.operations[index] = {"op": "noop"}
                 del self.pending_adds[content]
 
-    def state(self, content: str, number: int, expires: str | None = None) -> None:
+    def state(self, content: str, number: int, expires: str | None = None, scope: str = "") -> None:
         if any(same(content, known) for known in [*self.memories.values(), *self.pending_adds]):
             return
         extras = memory_extras(content) | ({"expires": expires} if expires else {})
+        if self.in_project:
+            extras["scope"] = scope or "user"
         for memory_id, existing in list(self.memories.items()):
+            if self.in_project and (memory_id in self.project_ids) != (extras["scope"] == "project"):
+                continue  # another scope's memory: this fact goes beside it, not over it
             if related(content, existing):
                 self.operations.append(
                     {"op": "update", "id": memory_id, "content": content, "sources": [number], **extras}
@@ -142,17 +159,22 @@ class _Judgement:
             if bound := time_bound(REMEMBER.sub("", sentence), sent):
                 self.state(bound[0], number, expires=bound[1])
                 continue
+            if self.in_project and (work := project_statement(sentence)):
+                self.state(work, number, scope="project")
+                continue
             content = statement_content(sentence)
             if content:
-                self.state(content, number)
+                self.state(content, number, scope="project" if for_this_project(sentence) else "user")
 
 
 def judge_answer(user_text: str) -> str:
     memories, messages = parse_judge_input(user_text)
     days = message_days(user_text)
-    judgement = _Judgement(memories=dict(memories))
+    judgement = _Judgement(
+        memories=dict(memories), in_project=_PROJECT_BATCH in user_text, project_ids=project_memories(user_text)
+    )
     for number, text in messages:
-        judgement.read(number, text, days.get(number))
+        judgement.read(number, grants.simplified(text), days.get(number))  # rules written in Simplified
     return json.dumps({"operations": [o for o in judgement.operations if o["op"] != "noop"]}, ensure_ascii=False)
 
 

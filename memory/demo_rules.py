@@ -63,7 +63,8 @@ _ZH_PREFERENCE = re.compile(
 # Lasting preferences about how to be served: a lasting marker, then what the preference is about.
 _LASTING = re.compile(
     r"\bfrom now on\b|\balways\b|\bin (?:the )?future\b|\bgoing forward\b|\bwith me\b"
-    r"|\bkeep (?:your|the) (?:answers|replies|responses)\b|以后|今后|从现在起|每次|总是|一律",
+    r"|\bkeep (?:your|the) (?:answers|replies|responses)\b|以后|今后|从现在起|每次|总是|一律"
+    r"|\b(?:in|for) this project\b|(?:在)?这个项目(?:里|中)?",
     re.I,
 )
 _LANGUAGES = {
@@ -213,7 +214,7 @@ def _english_statement(sentence: str) -> str | None:
 
 def _chinese_statement(sentence: str) -> str | None:
     if m := _ZH_PREFERENCE.match(sentence):
-        thing = m["thing"].strip()
+        thing = m["thing"].strip().rstrip("了啦呢吧哦")  # "我现在更喜欢大屏手机了" prefers 大屏手机
         if thing.startswith(_ZH_POINTERS):
             return None
         if thing in {"大屏", "大屏幕", "小屏", "小屏幕"}:
@@ -275,6 +276,32 @@ def time_bound(sentence: str, sent: date | None) -> tuple[str, str] | None:
     if m := _ZH_THIS_WEEK.match(sentence):
         return f"这周在{m['place']}", (sent + timedelta(days=6 - sent.weekday() or 7)).isoformat()
     return None
+
+
+# Projects (SPEC §9): a sentence about the piece of work rather than the person ("The thesis is due in June.",
+# "The client uses PostgreSQL 16.", "论文六月底截止。"), and a preference said for this project only.
+_WORK_FACT = re.compile(
+    r"^\s*(?:the|our|this)\s+(?:thesis|project|client|customer|report|deadline|paper|talk|presentation|app|"
+    r"website|site|server|database|codebase|repo|book|trip|launch|release|budget|team)\b[^?]*?\b(?:is|are|was|"
+    r"uses|use|runs|run|needs|need|must|should|has|have|will|targets|ships|starts|ends)\b[^?]*$"
+    r"|^\s*(?:论文|项目|这个项目|我们的项目|客户|报告|截止日期|服务器|数据库)[^?？吗]+$",
+    re.I,
+)
+_FOR_THIS_PROJECT = re.compile(r"\b(?:in|for) this project\b|这个项目", re.I)
+
+
+def project_statement(sentence: str) -> str | None:
+    """The memory a sentence states about the piece of work, or None."""
+    sentence = REMEMBER.sub("", sentence).strip()
+    if not _WORK_FACT.match(sentence) or lexicon.has_credential(sentence) or lexicon.permission_grant(sentence):
+        return None
+    text = sentence.rstrip(".。!！ ")
+    return text[:1].upper() + text[1:]
+
+
+def for_this_project(sentence: str) -> bool:
+    """Whether a preference is said for this project only ("in this project, keep answers short")."""
+    return bool(_FOR_THIS_PROJECT.search(sentence))
 
 
 def memory_extras(content: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Embeddings for memory recall (optional: EMBEDDING_MODEL, SPEC §8 "Recall").
+"""Embeddings for memory recall (EMBEDDING_MODEL, SPEC §8 "Recall", §9 "Recall by meaning"): by default
+the embedded model (chat.llm.local_embedder), "off" for none, or a named model at an endpoint.
 
 - A memory's vector is made when the memory is written, by the worker (`memory_vectors_make`, run by
   `memory.tasks.embed_memories_task`, sent by `embed_memories_later` after the commit that
@@ -8,6 +9,9 @@
 - A turn makes exactly one embeddings request, for its own text, within EMBEDDING_TIMEOUT; on any
   failure or slowness it ranks lexically (`for_turn` answers None). The answer is kept for the turn's
   later builds of the block (after a tool ran), so they make no second request.
+- Similarity is judged against the user's own memories and a few reference memories of no one in
+  particular (`REFERENCE`, memory.recall.Meaning); their vectors are made once per process, off any
+  turn's path (until they are, a turn ranks with the user's memories alone).
 
 Vectors are stored normalised as packed float32 and compared by brute force: at ≤ 500 memories a user
 that is a few milliseconds, far below what an index would save (README, "Recall").
@@ -17,18 +21,21 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from threading import Lock
 
 from django.conf import settings
 from django.db import transaction
 
 from chat.extensions import TurnContext
-from chat.llm import LLMError, get_embedder
+from chat.llm import Embedder, LLMError, get_embedder
 from memory import selectors
 from memory.models import Memory, MemoryVector
+from memory.recall import Meaning
 from memory.selectors import memories_active
 
 logger = logging.getLogger(__name__)
@@ -41,8 +48,56 @@ _turn_vectors: OrderedDict[int, list[float] | None] = OrderedDict()
 _turn_lock = Lock()
 
 
+# Memories of no one in particular, English and Chinese, that keep the similarity measure steady for a
+# user with few memories (memory.recall.Meaning).
+REFERENCE = (
+    "Lives in a small town near the coast.",
+    "Works night shifts at a hospital.",
+    "Has two older brothers.",
+    "Prefers tea to coffee in the morning.",
+    "Is learning to play the guitar.",
+    "Drives a ten-year-old hatchback.",
+    "Likes science fiction novels.",
+    "Goes swimming on Sunday mornings.",
+    "Is renovating the kitchen this year.",
+    "Uses a Mac for work.",
+    "Volunteers at an animal shelter.",
+    "Speaks Spanish at home.",
+    "Takes the train to the office.",
+    "Has a vegetable allotment.",
+    "Is planning a trip to Canada next summer.",
+    "Prefers emails to phone calls.",
+    "住在北京海淀区。",
+    "在一家银行做会计。",
+    "周末喜欢去钓鱼。",
+    "女儿在上幼儿园。",
+    "每天早上跑步五公里。",
+    "喜欢看历史类的纪录片。",
+    "正在学习弹钢琴。",
+    "对海鲜过敏。",
+    "家里养了两只猫。",
+    "明年打算去日本旅游。",
+    "习惯用微信支付。",
+    "喜欢吃甜食。",
+    "每天坐公交上班。",
+    "最近在学做饭。",
+    "喜欢听古典音乐。",
+    "买了一台新的笔记本电脑。",
+)
+
+_reference_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-reference")
+_reference: dict[str, Future[list[list[float]]]] = {}
+_reference_lock = Lock()
+
+
 def enabled() -> bool:
-    return bool(settings.EMBEDDING_MODEL)
+    return get_embedder() is not None
+
+
+def active_model() -> str:
+    """The name vectors are stored under for the embeddings in use, "" without embeddings."""
+    embedder = get_embedder()
+    return embedder.model if embedder is not None else ""
 
 
 def normalised(vector: Sequence[float]) -> list[float]:
@@ -70,6 +125,8 @@ def memory_vectors_make(*, user_id: int) -> int:
     if embedder is None:
         return 0
     missing = list(memories_active(user_id=user_id).exclude(vector__model=embedder.model).values_list("pk", "content"))
+    # Not a turn's path: made (or found) here, they are ready when this process ranks (the judge's batch).
+    reference_vectors(embedder, wait=float(settings.LLM_TIMEOUT))
     made = 0
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
@@ -86,10 +143,75 @@ def memory_vectors_make(*, user_id: int) -> int:
 
 
 def users_missing_vectors(limit: int = 100) -> list[int]:
-    """Users with an active memory that has no vector for EMBEDDING_MODEL (the sweep's view)."""
-    if not enabled():
+    """Users with an active memory that has no vector for the embeddings in use (the sweep's view: it
+    embeds existing users' memories when embeddings are first used, or the model changes)."""
+    model = active_model()
+    if not model:
         return []
-    return selectors.users_missing_vectors(model=settings.EMBEDDING_MODEL, limit=limit)
+    return selectors.users_missing_vectors(model=model, limit=limit)
+
+
+def reference_vectors(embedder: Embedder, *, wait: float = 0.0) -> list[list[float]] | None:
+    """The vectors of `REFERENCE` for this embedder, or None while they are being made (the first call
+    starts making them on a thread of their own; `wait`: seconds to wait for them). A failure is retried at
+    the next call."""
+    with _reference_lock:
+        future = _reference.get(embedder.model)
+        if future is None or (future.done() and future.exception() is not None):
+            future = _reference_pool.submit(_embed_reference, embedder)
+            _reference[embedder.model] = future
+    try:
+        return future.result(timeout=wait) if wait or future.done() else None
+    except Exception:  # TimeoutError while waiting, or the request failed (retried next time)
+        return None
+
+
+def warm_up() -> threading.Thread:
+    """Load the embeddings and make the reference vectors on a thread of their own, so a server's first
+    turns are calibrated (config/asgi.py calls it as a server process starts; nothing waits for it)."""
+
+    def warm() -> None:
+        embedder = get_embedder()
+        if embedder is not None:
+            reference_vectors(embedder, wait=float(settings.LLM_TIMEOUT))
+
+    thread = threading.Thread(target=warm, name="embedder-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _embed_reference(embedder: Embedder) -> list[list[float]]:
+    return [normalised(v) for v in embedder.embed(texts=list(REFERENCE), timeout=float(settings.LLM_TIMEOUT))]
+
+
+def embed_query(text: str, *, timeout: float) -> list[float] | None:
+    """`text` embedded as a message to find memories for, or None (no embeddings, a failure, too slow)."""
+    embedder = get_embedder()
+    if embedder is None:
+        return None
+    try:
+        return normalised(embedder.embed(texts=[text], timeout=timeout, query=True)[0])
+    except LLMError as exc:
+        logger.warning("embeddings unavailable, ranking by words: %s", exc)
+        return None
+
+
+def vectors_of_user(*, user_id: int, memory_ids: Sequence[int]) -> dict[int, Sequence[float]]:
+    """The stored vectors of the given memories of the user for the embeddings in use: one query."""
+    model = active_model()
+    if not model or not memory_ids:
+        return {}
+    wanted = set(memory_ids)
+    stored = selectors.memory_vectors_of_user(user_id=user_id, model=model)
+    return {pk: unpack(data) for pk, data in stored.values_list("memory_id", "vector") if pk in wanted}
+
+
+def meaning(*, query_vector: Sequence[float] | None, vectors: dict[int, Sequence[float]]) -> Meaning | None:
+    """The calibrated closeness of a message to these memories (memory.recall.Meaning), or None."""
+    embedder = get_embedder()
+    if query_vector is None or not vectors or embedder is None:
+        return None
+    return Meaning(query_vector, vectors, reference_vectors(embedder) or ())
 
 
 # --- the turn ---------------------------------------------------------------------------------------
@@ -101,13 +223,7 @@ def _query_vector(ctx: TurnContext) -> list[float] | None:
     with _turn_lock:
         if key is not None and key in _turn_vectors:
             return _turn_vectors[key]
-    embedder = get_embedder()
-    vector: list[float] | None = None
-    if embedder is not None:
-        try:
-            vector = normalised(embedder.embed(texts=[ctx.user_message.content], timeout=settings.EMBEDDING_TIMEOUT)[0])
-        except LLMError as exc:
-            logger.warning("embeddings unavailable for this turn, ranking lexically: %s", exc)
+    vector = embed_query(ctx.user_message.content, timeout=settings.EMBEDDING_TIMEOUT)
     if key is None:
         return vector
     with _turn_lock:
@@ -117,38 +233,24 @@ def _query_vector(ctx: TurnContext) -> list[float] | None:
     return vector
 
 
-def for_turn(ctx: TurnContext, memory_ids: list[int]) -> tuple[list[float] | None, dict[int, Sequence[float]]]:
-    """The turn's query vector and the vectors of the given memories, or (None, {}) without embeddings."""
-    if not enabled() or not memory_ids:
-        return None, {}
+def for_turn(ctx: TurnContext, memory_ids: list[int]) -> Meaning | None:
+    """The turn's closeness in meaning to the given memories (all of the user's that it may use), or None
+    without embeddings or vectors."""
+    if not memory_ids or not enabled():
+        return None
     # The user's vectors by owner (one indexed join, no list of hundreds of ids), kept for the given memories.
-    wanted = set(memory_ids)
-    stored = selectors.memory_vectors_of_user(user_id=ctx.user.pk, model=settings.EMBEDDING_MODEL)
-    vectors: dict[int, Sequence[float]] = {
-        pk: unpack(data) for pk, data in stored.values_list("memory_id", "vector") if pk in wanted
-    }
+    vectors = vectors_of_user(user_id=ctx.user.pk, memory_ids=memory_ids)
     if not vectors:
-        return None, {}  # nothing to compare with: no request
-    return _query_vector(ctx), vectors
+        return None  # nothing to compare with: no request
+    return meaning(query_vector=_query_vector(ctx), vectors=vectors)
 
 
-def for_text(
-    *, user_id: int, text: str, memory_ids: list[int]
-) -> tuple[list[float] | None, dict[int, Sequence[float]]]:
-    """A text's vector and the given memories' vectors, off a turn's path (the judge's view of a batch):
-    one request, not kept; (None, {}) without embeddings or when the request fails."""
-    if not enabled() or not memory_ids or not text.strip():
-        return None, {}
-    wanted = set(memory_ids)
-    stored = selectors.memory_vectors_of_user(user_id=user_id, model=settings.EMBEDDING_MODEL)
-    vectors: dict[int, Sequence[float]] = {
-        pk: unpack(data) for pk, data in stored.values_list("memory_id", "vector") if pk in wanted
-    }
-    embedder = get_embedder()
-    if not vectors or embedder is None:
-        return None, {}
-    try:
-        return normalised(embedder.embed(texts=[text], timeout=float(settings.LLM_TIMEOUT))[0]), vectors
-    except LLMError as exc:
-        logger.warning("embeddings unavailable, ranking lexically: %s", exc)
-        return None, {}
+def for_text(*, user_id: int, text: str, memory_ids: list[int]) -> Meaning | None:
+    """A text's closeness in meaning to the given memories, off a turn's path (the judge's view of a batch):
+    one request within LLM_TIMEOUT, not kept; None without embeddings or when the request fails."""
+    if not memory_ids or not text.strip() or not enabled():
+        return None
+    vectors = vectors_of_user(user_id=user_id, memory_ids=memory_ids)
+    if not vectors:
+        return None
+    return meaning(query_vector=embed_query(text, timeout=float(settings.LLM_TIMEOUT)), vectors=vectors)

@@ -11,7 +11,8 @@ characters (`RESULT_MAX_CHARS`).
 Offered where `flush_memory` is: not in a temporary conversation, not with memory off.
 
 Each line of the result names the message or memory it quotes (`[message 12]`, `[memory 4]`): a copy
-of the user's words kept in the agent state can be found by id when its source is deleted.
+of the user's words kept in the agent state can be found by id when its source is deleted. A message that
+taught or quoted a memory deleted since is left out (memory.replay).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from chat.extensions import TurnContext
 from chat.search.query import SearchQuery, SearchRejected, search_hits, search_page, search_query_clean
 from chat.terms import terms
 from memory import selectors
+from memory.replay import withheld_conversations, withheld_ids
+from memory.scopes import learns_here, scope_filter, scope_of_conversation
 
 RESULT_MAX_CHARS = 2000
 HITS = 6
@@ -70,8 +73,10 @@ def _holds(held: set[str], query: SearchQuery) -> bool:
 
 
 def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
-    """Lines for the user's invalidated memories holding every term of the query, newest first."""
+    """Lines for the user's invalidated memories of the scopes this chat uses (memory.scopes) holding every
+    term of the query, newest first."""
     history = selectors.memory_history_for_search(user_id=ctx.user.pk, since=since, until=until)
+    history = history.filter(scope_filter(scope_of_conversation(ctx.conversation)))
     lines = []
     for memory in history[:MEMORIES_SCANNED]:
         if not _holds(set(terms(memory.content)), query):
@@ -88,7 +93,22 @@ def _past_memories(ctx: TurnContext, query: SearchQuery, since: datetime | None,
 
 
 def _hit_lines(ctx: TurnContext, query: SearchQuery, since: datetime | None, until: datetime | None) -> list[str]:
-    _, page = search_page(user=ctx.user, query=query, limit=HITS, exclude=ctx.conversation, since=since, until=until)
+    # In an isolated project only its own conversations; elsewhere none of an isolated project's (SPEC §9).
+    view = scope_of_conversation(ctx.conversation)
+    within = {"project": view.project_id} if view.isolated else {"hide_isolated": True}
+    _, page = search_page(
+        user=ctx.user, query=query, limit=2 * HITS, exclude=ctx.conversation, since=since, until=until, **within
+    )
+    # A message that taught or quoted a memory deleted since is not given to the model (memory.replay).
+    # A conversation's title comes from its first message: not shown when one of its messages is withheld.
+    withheld = withheld_ids([entry.message_id for entry in page if entry.message_id is not None])
+    hidden_titles = withheld_conversations([entry.conversation_id for entry in page if entry.message_id is None])
+    page = [
+        entry
+        for entry in page
+        if entry.message_id not in withheld
+        and (entry.message_id is not None or entry.conversation_id not in hidden_titles)
+    ][:HITS]
     lines = []
     for hit in search_hits(page, query, size=EXCERPT_CHARS):
         day, title = hit.created_at.date().isoformat(), _quote(hit.conversation_title)
@@ -132,8 +152,9 @@ class SearchHistoryTool:
     }
 
     def available(self, ctx: TurnContext) -> bool:
-        """As flush_memory: not in a temporary conversation, not with memory off."""
-        return bool(ctx.user.memory_enabled) and not ctx.conversation.temporary
+        """As flush_memory: not in a temporary conversation, not with memory off (nor in a project whose memory
+        is off)."""
+        return bool(ctx.user.memory_enabled) and learns_here(ctx.conversation)
 
     def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
         if not self.available(ctx):

@@ -35,6 +35,11 @@ class PendingMessage:
     conversation_id: Any
     content: str
     created_at: datetime | None = None
+    # The project its conversation is in now (None: none), and that project's memory mode and name. A batch
+    # holds the messages of one scope (memory.pipeline.reads.pending_batch).
+    project_id: int | None = None
+    project_mode: str = ""
+    project_name: str = ""
 
     @property
     def day(self) -> date | None:
@@ -48,9 +53,13 @@ class ActiveMemory:
     content: str
     key: str = ""
     expires_at: datetime | None = None
+    # Its scope: None about the user, else the project's id (shown only in a project's batch).
+    project_id: int | None = None
+    in_project: bool = False  # whether the batch is a project's: then each memory says its scope
 
     def line(self) -> str:
-        notes = [f"key: {self.key}"] if self.key else []
+        notes = [f"scope: {'project' if self.project_id else 'user'}"] if self.in_project else []
+        notes += [f"key: {self.key}"] if self.key else []
         if self.expires_at is not None:
             notes.append(f"until: {self.expires_at.astimezone(UTC).date().isoformat()}")
         text = " ".join(self.content.split())
@@ -66,17 +75,39 @@ class JudgeInput:
     memory_ids: frozenset[int] = frozenset()
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _indent_continuation(text: str) -> str:
     # Continuation lines are indented so no user text can pose as a break line or a new number.
     lines = text.strip().splitlines() or [""]
     return "\n".join([lines[0], *("   " + line for line in lines[1:])])
 
 
+# What the judge is told of a project's batch (SPEC §9): where the messages come from, and where what it learns goes.
+PROJECT_NOTE = {
+    "shared": 'These messages come from the user\'s project "{name}"; each memory says its scope. Give each add '
+    'and update a "scope": "project" for a fact about this piece of work (a deadline, its tools, a preference '
+    'only for it, which may hold a key the user also holds), "user" for a lasting fact about the person. A fact '
+    "about the work is worth keeping in its project even if no other conversation needs it.",
+    "isolated": 'These messages come from the user\'s project "{name}", which keeps its memories to itself: '
+    'everything learned here is stored in the project ("scope": "project"); a fact about the work is worth '
+    "keeping even if no other conversation needs it.",
+}
+
+
 def render_input(
-    *, memories: list[ActiveMemory], pending: list[PendingMessage], today: date | None = None, compact: bool = False
+    *,
+    memories: list[ActiveMemory],
+    pending: list[PendingMessage],
+    today: date | None = None,
+    compact: bool = False,
 ) -> JudgeInput:
     """The judge's two messages: the prompt (the compact one for small windows), then today's date (UTC),
-    the memories and the numbered user messages, each sent before today with the day it was sent."""
+    the project the messages come from (a project's batch), the memories and the numbered user messages, each
+    sent before today with the day it was sent."""
+    project = next(((m.project_name, m.project_mode) for m in pending if m.project_mode in PROJECT_NOTE), None)
     memory_lines = [m.line() for m in memories] or ["(none)"]
     message_lines: list[str] = []
     numbers: dict[int, int] = {}
@@ -95,6 +126,7 @@ def render_input(
     text = "\n".join(
         [
             *([f"Today (UTC): {today.isoformat()}", ""] if today is not None else []),
+            *([PROJECT_NOTE[project[1]].format(name=_one_line(project[0])), ""] if project is not None else []),
             "Active memories ([id] content):",
             *memory_lines,
             "",
@@ -124,6 +156,8 @@ class Operation:
     sensitive: bool = False
     key: str = ""
     pin: bool = False
+    # SPEC §9: "user" or "project" ("" when not given: the default of the batch's scope).
+    scope: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"op": self.op}
@@ -141,6 +175,8 @@ class Operation:
             data["key"] = self.key
         if self.pin:
             data["pin"] = True
+        if self.scope:
+            data["scope"] = self.scope
         return data
 
 
@@ -166,6 +202,7 @@ def _operation(index: int, item: object) -> Operation:
             sensitive=bool(item.get("sensitive")),
             key=item.get("key") or "",
             pin=bool(item.get("pin")),
+            scope=str(item["scope"]) if item.get("scope") in ("user", "project") else "",  # else the default
         )
     return Operation(op=op, id=item.get("id") if op == "retract" else None)
 
@@ -186,6 +223,8 @@ def _check_fields(where: str, op: str, item: dict[str, Any]) -> None:
         raise MalformedOutput(f'{where} has an "expires" that is not a "YYYY-MM-DD" string')
     if key is not None and not isinstance(key, str):
         raise MalformedOutput(f'{where} has a "key" that is not a string')
+    if item.get("scope") is not None and not isinstance(item.get("scope"), str):
+        raise MalformedOutput(f'{where} has a "scope" that is not a string')
     for flag in ("sensitive", "pin"):
         if item.get(flag) is not None and not isinstance(item.get(flag), bool):
             raise MalformedOutput(f'{where} has a "{flag}" that is not true or false')

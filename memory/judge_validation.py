@@ -41,6 +41,8 @@ class Write:
     pinned: bool = False
     # Waits for the user's Keep or Discard (memory_review), instead of being active at once.
     suggested: bool = False
+    # Its scope (SPEC §9): None about the user, else the project's id.
+    project_id: int | None = None
 
 
 @dataclass
@@ -109,6 +111,32 @@ def _duplicate_reason(operation: Operation, existing: int) -> str:
 
 NEW_IN_THIS_ANSWER = 0
 
+Scoped = tuple["int | None", str]  # (the scope's project id or None, a sentence or a key)
+
+
+@dataclass(frozen=True)
+class Scopes:
+    """Where a batch's writes go (SPEC §9, memory.scopes): the project its messages come from (None: none),
+    whether that project is isolated, and the scope of each active memory the batch knows (by id).
+
+    Outside projects everything is the user's. In a shared project an op's `"scope"` decides: "project" for
+    the project, "user" (the default of an add) for the user; an update without one stays in the scope of
+    the memory it replaces, and one that names the other scope adds the fact there instead (the old one
+    stays where it is). In an isolated project everything goes to the project, whatever the op says."""
+
+    project_id: int | None = None
+    isolated: bool = False
+    of: dict[int, int | None] = field(default_factory=dict)
+
+    def target(self, operation: Operation) -> int | None:
+        if self.project_id is None:
+            return None
+        if self.isolated or operation.scope == "project":
+            return self.project_id
+        if operation.scope == "user":
+            return None
+        return self.of.get(operation.id) if operation.op == "update" and operation.id is not None else None
+
 
 @dataclass
 class _Walk:
@@ -117,11 +145,12 @@ class _Walk:
 
     plan: Plan
     active: dict[int, str]
-    contents: dict[str, int]
+    contents: dict[Scoped, int]  # (scope, sentence) -> memory id
     touched: set[int] = field(default_factory=set)
 
     review: Review = field(default_factory=Review)
-    keys: dict[str, int] = field(default_factory=dict)  # key -> active memory id (NEW_IN_THIS_ANSWER)
+    keys: dict[Scoped, int] = field(default_factory=dict)  # (scope, key) -> active memory id (NEW_IN_THIS_ANSWER)
+    scopes: Scopes = field(default_factory=Scopes)
 
     def drop(self, operation: Operation, reason: str) -> None:
         data = operation.as_dict()
@@ -133,7 +162,7 @@ class _Walk:
     def take_out(self, memory_id: int) -> None:
         """An active memory this answer replaces or forgets: it can be neither changed again nor duplicated."""
         self.touched.add(memory_id)
-        self.contents.pop(self.active[memory_id], None)
+        self.contents.pop((self.scopes.of.get(memory_id), self.active[memory_id]), None)
         for key, holder in list(self.keys.items()):
             if holder == memory_id:
                 del self.keys[key]
@@ -165,25 +194,27 @@ def _accept_retract(walk: _Walk, operation: Operation) -> None:
     walk.plan.applied.append(operation.as_dict())
 
 
-def _write_problem(walk: _Walk, operation: Operation, *, max_active: int | None) -> tuple[str, str | None]:
-    """The cleaned sentence of an add or an update, and why it cannot be stored (None when it can)."""
+def _write_problem(
+    walk: _Walk, operation: Operation, *, max_active: int | None, scope: int | None
+) -> tuple[str, str | None]:
+    """The cleaned sentence of an add or an update, and why it cannot be stored in `scope` (None when it can)."""
     text, problem = clean_content(operation.content)
-    if problem is None and text in walk.contents:
-        problem = _duplicate_reason(operation, walk.contents[text])
+    if problem is None and (scope, text) in walk.contents:
+        problem = _duplicate_reason(operation, walk.contents[(scope, text)])
     if problem is None and operation.op == "add" and max_active is not None and len(walk.contents) >= max_active:
         problem = f"the user already has the maximum of {max_active} active memories"
     return text, problem
 
 
-def _key_of(walk: _Walk, operation: Operation) -> tuple[str, int | None, str | None]:
-    """The operation's key (unknown keys are ignored), the active memory holding that key that this op
-    replaces, and why the op cannot be applied as it is (None when it can)."""
+def _key_of(walk: _Walk, operation: Operation, scope: int | None) -> tuple[str, int | None, str | None]:
+    """The operation's key (unknown keys are ignored), the active memory holding that key in `scope` that this
+    op replaces, and why the op cannot be applied as it is (None when it can)."""
     key = operation.key.strip()
     if key not in MemoryKey.values:
         # An update keeps the key of the memory it replaces.
-        held = [k for k, holder in walk.keys.items() if holder == operation.id and operation.op == "update"]
+        held = [k for (_, k), holder in walk.keys.items() if holder == operation.id and operation.op == "update"]
         return (held[0] if held else ""), operation.id, None
-    holder = walk.keys.get(key)
+    holder = walk.keys.get((scope, key))
     if holder is None or holder == operation.id:
         return key, operation.id, None
     if holder == NEW_IN_THIS_ANSWER:
@@ -195,10 +226,13 @@ def _key_of(walk: _Walk, operation: Operation) -> tuple[str, int | None, str | N
 
 def _write(walk: _Walk, operation: Operation, *, numbers: dict[int, int], max_active: int | None) -> None:
     """An add or an update: dropped when its sentence, end date or key cannot be stored, else planned."""
-    key, replaces, problem = _key_of(walk, operation)
+    scope = walk.scopes.target(operation)
+    if operation.op == "update" and walk.scopes.of.get(operation.id) != scope:  # type: ignore[arg-type]
+        operation = dataclasses.replace(operation, op="add", id=None)  # the fact goes to the other scope too
+    key, replaces, problem = _key_of(walk, operation, scope)
     if problem is None and replaces is not None and replaces != operation.id:
         operation = dataclasses.replace(operation, op="update", id=replaces, key=key)
-    text, content_problem = _write_problem(walk, operation, max_active=max_active)
+    text, content_problem = _write_problem(walk, operation, max_active=max_active, scope=scope)
     problem = problem or content_problem
     message_ids = [numbers[n] for n in dict.fromkeys(operation.sources) if n in numbers]
     expires_at = None
@@ -222,17 +256,20 @@ def _write(walk: _Walk, operation: Operation, *, numbers: dict[int, int], max_ac
         sensitive=sensitive,
         pinned=operation.pin,
         suggested=walk.review.waits(message_ids=message_ids, sensitive=sensitive),
+        project_id=scope,
     )
     walk.plan.writes.append(write)
-    walk.contents[text] = NEW_IN_THIS_ANSWER
+    walk.contents[(scope, text)] = NEW_IN_THIS_ANSWER
     if key:
-        walk.keys[key] = NEW_IN_THIS_ANSWER
+        walk.keys[(scope, key)] = NEW_IN_THIS_ANSWER
     walk.plan.applied.append(_applied(operation, write))
 
 
 def _applied(operation: Operation, write: Write) -> dict[str, Any]:
     """The operation as the run records it applied: the cleaned sentence, and whether it is sensitive or waits."""
     applied = {**operation.as_dict(), "content": write.content}
+    if write.project_id is not None:
+        applied["scope"] = "project"
     if write.sensitive:
         applied["sensitive"] = True
     if write.suggested:
@@ -249,9 +286,10 @@ def validate(
     numbers: dict[int, int],
     max_operations: int | None = None,
     max_active: int | None = None,
-    keys: dict[str, int] | None = None,
+    keys: dict[str, int] | dict[Scoped, int] | None = None,
     review: Review | None = None,
     shown: frozenset[int] | None = None,
+    scopes: Scopes | None = None,
 ) -> Plan:
     """Check each operation against the user's memories as they are now; record why any is dropped.
 
@@ -261,14 +299,18 @@ def validate(
     `max_active` active memories. `keys` maps each key an active memory holds to that memory's id; a
     second add of a key becomes an update of its holder. `review` decides which writes wait as
     suggestions and gives the messages' days, against which end dates are checked. `shown` (None: all)
-    are the memories the judge was shown: an update or a retract may name only those.
+    are the memories the judge was shown: an update or a retract may name only those. `scopes` says where
+    the batch's writes go and the scope of each active memory (`keys` may then be by (scope, key)); without
+    it everything is the user's.
     """
+    scopes = scopes or Scopes()
     walk = _Walk(
         plan=Plan(),
         active=active,
-        contents={content: memory_id for memory_id, content in active.items()},
+        contents={(scopes.of.get(pk), content): pk for pk, content in active.items()},
         review=review or Review(),
-        keys=dict(keys or {}),
+        keys={k if isinstance(k, tuple) else (None, k): v for k, v in (keys or {}).items()},
+        scopes=scopes,
     )
     last_clear = max((i for i, o in enumerate(operations) if o.op == "clear"), default=-1)
     for index, operation in enumerate(operations):

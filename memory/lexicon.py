@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 
+from memory import grants
+
 MASK = "•••"
 
 
@@ -68,52 +70,25 @@ def is_explicit_request(text: str) -> bool:
 
 # --- permissions and rule overrides --------------------------------------------------------------
 
-_PERMISSION = _compile(
-    # English
-    r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,30}\b(?:instructions?|rules?|guidelines?|system prompt|"
-    r"restrictions?|safety|polic(?:y|ies)|guardrails?)\b",
-    r"\bwithout\b.{0,20}\b(?:asking|confirm(?:ing|ation)?|approv(?:al|ing)|permission|checking|consent)\b",
-    r"\b(?:do not|don't|never|no need to|stop)\b.{0,15}\b(?:ask|check|confirm|verify)\b.{0,25}\b(?:before|first|me|"
-    r"permission|confirmation|approval)\b",
-    r"\b(?:you|assistant|memora|ai|model|bot)\b.{0,30}\b(?:allowed|authori[sz]ed|permitted|permission|free|"
-    r"entitled)\b.{0,5}\bto\b",
-    r"\b(?:allows?|lets?|authori[sz]es?|permits?|grants?)\b.{0,10}\b(?:you|assistant|memora|ai|model|bot)\b",
-    r"\b(?:always|automatically)\b.{0,15}\b(?:submit|buy|purchase|pay|approve|accept|confirm|send|transfer|execute|"
-    r"place|sign|delete|share|order|reorder|book)\b",
-    r"\byou have my permission\b|\bon my behalf\b",
-    r"\byou (?:can|may) (?:just |simply )?(?:submit|order|buy|pay|book|send|delete|transfer|approve|sign|share|spend|"
-    r"charge|reorder|cancel|use my)\b",
-    r"\b(?:don'?t|do not|no need to|never|don'?t bother(?: to)?)\s+(?:ask|check|confirm)(?:ing)?\b",
-    r"\b(?:developer|god|admin|jailbreak|unrestricted) mode\b",
-    # Chinese
-    r"(?:不用|无需|不需要|不必|用不着|免)(?:再|每次)?(?:跟我|向我|和我)?(?:确认|核实|审批|批准|同意|问我|征求)",
-    r"(?:不用|无需|不需要|不必)(?:再)?(?:经过|征得|得到)?我的?(?:同意|允许|批准|确认)",
-    r"(?:别|不要|不用)(?:再)?问(?:我)?",
-    r"直接(?:替我|帮我|给我)?(?:付款|支付|下单|提交|转账|购买|买|订|签|删除|发送)",
-    r"(?:替我|帮我|代我)(?:直接|自动)",
-    r"自动(?:付款|支付|下单|提交|转账|购买|续费|确认|签)",
-    r"你(?:可以|能|有权|被允许)(?:直接|随时|自行)",
-    r"(?:授权|允许|准许)(?:你|助手|AI|模型)",
-    r"忽略(?:之前|以前|上面|所有|你的)?的?(?:指令|规则|限制|设定|提示)",
-    r"(?:开发者|上帝|管理员|越狱)模式",
-)
-
 
 def permission_grant(text: str) -> bool:
-    """Whether the sentence grants the assistant permissions, skips confirmations or overrides its rules."""
-    return bool(_PERMISSION.search(text))
+    """Whether the sentence grants the assistant permissions, skips confirmations or overrides its rules,
+    however it is written (memory.grants folds the text first)."""
+    return grants.permission_grant(text)
 
 
 # --- credentials ---------------------------------------------------------------------------------
 
 _SECRET_WORD = (
-    r"(?:passwords?|passcodes?|passphrases?|pass ?word|pins?(?: codes?)?|one[- ]time (?:pass)?codes?|otps?|"
+    r"(?:passwords?|passcodes?|passphrases?|pass ?word|pw|pwd|pword|(?:door|garage|gate|alarm|entry|lock|safe|locker|"
+    r"keypad|building|front door|back door|garage door|entrance) (?:codes?|combinations?|pins?)|combinations?|"
+    r"pins?(?: codes?)?|one[- ]time (?:pass)?codes?|otps?|"
     r"verification codes?|security codes?|2fa codes?|auth(?:entication)? codes?|api[ _-]?keys?|secret keys?|"
     r"access tokens?|tokens?|cvv2?|cvc|card numbers?|credit card(?: numbers?)?|debit card(?: numbers?)?|"
     r"social security(?: numbers?)?|ssn|passport (?:numbers?|no\.?)|id (?:card )?numbers?|national id(?: numbers?)?)"
 )
 _ZH_SECRET_WORD = (
-    r"(?:密码|口令|支付密码|验证码|动态码|校验码|短信码|密钥|秘钥|令牌|卡号|银行卡号|信用卡号|身份证号码?|身份证|"
+    r"(?:密码|口令|门禁码|门禁卡号|开门码|门锁码|车库码|车库门码|门码|支付密码|验证码|动态码|校验码|短信码|密钥|秘钥|令牌|卡号|银行卡号|信用卡号|身份证号码?|身份证|"
     r"护照号码?|社保号)"
 )
 # "my password is hunter2", "PIN: 4321", "api key = sk-…", "the password for my email is …"
@@ -133,6 +108,14 @@ _RAW = _compile(
     r"(?P<key>\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}\b)",
     r"\b(?:ghp|gho|github_pat|xox[abprs]|AKIA|AIza)[A-Za-z0-9_-]{12,}\b",
     r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])",  # a Chinese resident ID number
+    # Private keys (SSH, PGP, TLS), the whole block, or to the end when the block was cut short.
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)",
+    r"\bPuTTY-User-Key-File-\d[\s\S]*",
+    # Tokens: JSON web tokens, bearer tokens, well-known prefixes, and any long run of key-like characters.
+    r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}",
+    r"\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{12,}",
+    r"\b(?:glpat|npm|hf|pypi|shpat|xapp|xoxe|sk_live|sk_test|rk_live|whsec|ya29)[_.-][A-Za-z0-9_-]{12,}",
+    r"(?<![\w/+.-])(?=[A-Za-z0-9+/_-]*\d)(?=[A-Za-z0-9+/_-]*[A-Za-z])[A-Za-z0-9+/_-]{40,}={0,2}",
 )
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 
@@ -164,11 +147,21 @@ def credential_spans(text: str) -> list[tuple[int, int]]:
 
 
 def has_credential(text: str) -> bool:
-    return bool(credential_spans(text))
+    """Whether `text` holds a secret, however it is written (full-width, zero-width characters,
+    Traditional Chinese: memory.grants.plain)."""
+    return bool(credential_spans(text)) or bool(credential_spans(grants.plain(text)))
 
 
 def mask_credentials(text: str) -> str:
-    """`text` with every secret replaced by MASK."""
+    """`text` with every secret replaced by MASK. A secret only found once the text is made plain
+    (memory.grants.plain: "密碼是…", full-width digits) is masked in the plain text, which is returned."""
+    masked = _mask(text)
+    if credential_spans(grants.plain(masked)):
+        return _mask(grants.plain(masked))
+    return masked
+
+
+def _mask(text: str) -> str:
     for start, end in reversed(credential_spans(text)):
         text = text[:start] + MASK + text[end:]
     return text

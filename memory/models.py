@@ -47,6 +47,7 @@ class Memory(models.Model):
         REPLACED = "replaced", _("Replaced by a restored version")
         EXPIRED = "expired", _("Expired (its end date passed)")
         MOVED = "moved", _("Moved to another scope")
+        SOURCE_EDITED = "source_edited", _("Its source message was edited")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     content = models.CharField(max_length=CONTENT_MAX)
@@ -152,6 +153,17 @@ class MemoryUse(models.Model):
 
     def __str__(self) -> str:
         return f"message {self.message_id} used memory {self.memory_id}"
+
+
+class ReplayWithheld(models.Model):
+    """A message of the user's that quoted or taught a memory deleted since (memory/replay.py): it stays on
+    the page, but `search_history` no longer hands it to the model. It holds no text, only which message."""
+
+    message = models.OneToOneField("chat.Message", on_delete=models.CASCADE, related_name="replay_withheld")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"message {self.message_id} withheld from the model"
 
 
 class MemoryAccess(models.Model):

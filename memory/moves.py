@@ -24,7 +24,7 @@ from accounts.models import User
 from chat.extensions import ProjectEnding
 from chat.models import Project
 from memory import forgetting
-from memory.models import Memory, MemorySource, MemoryVector
+from memory.models import ExtractionRun, Memory, MemorySource, MemoryVector
 from memory.selectors import in_scope, memories_active
 from memory.services import (
     DUPLICATE,
@@ -102,7 +102,22 @@ def _project_memories_to_user(*, user_id: int, project_id: int) -> None:
     rows.update(project=None)
 
 
+def _project_name_redact(*, user_id: int, project_id: int) -> None:
+    """Extraction-run records name the project their batch came from (memory.judge.PROJECT_NOTE): a deleted
+    project leaves its name in none of them."""
+    name = Project.objects.filter(pk=project_id).values_list("name", flat=True).first()
+    if not name:
+        return
+    forms = forgetting.json_forms(f'project "{" ".join(name.split())}"')
+    rows = ExtractionRun.objects.select_for_update().filter(owner_id=user_id).only("pk", "judge_input")
+    for run in rows.iterator(chunk_size=200):
+        redacted = forgetting.redact_value(run.judge_input, forms, "project (deleted)")
+        if redacted != run.judge_input:
+            ExtractionRun.objects.filter(pk=run.pk).update(judge_input=redacted)
+
+
 def _project_memories_delete(*, user_id: int, project_id: int) -> None:
+    _project_name_redact(user_id=user_id, project_id=project_id)
     chains = dict(Memory.objects.filter(owner_id=user_id).values_list("pk", "superseded_by_id"))
     scopes = dict(Memory.objects.filter(owner_id=user_id).values_list("pk", "project_id"))
     doomed: set[int] = set()

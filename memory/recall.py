@@ -1,28 +1,36 @@
-"""Which memories a turn's block holds (SPEC §8 "Recall"): no queries; each user's term index is kept in
-this process for their next turn (`term_index`).
+"""Which memories a turn's block holds (SPEC §8 "Recall", §9 "Recall by meaning"): no queries; each user's
+term index is kept in this process for their next turn (`term_index`).
 
 Some memories go into every turn: the pinned ones, and the keyed ones (one value per single-valued
 preference, such as the reply language). Those are how the user wants to be served. The rest are
-ranked against the new message and the last exchange (the reply to it at half weight) and only those above a
-relevance floor count; recency breaks ties and never adds a memory on its own, so a greeting
-carries little beyond the always-used ones.
+ranked against the new message and the last exchange (the reply to it at half weight); only the relevant
+ones count, at most `RECALL_MAX`; recency breaks ties and never adds a memory on its own, so a greeting
+carries nothing beyond the always-used ones.
 
-The lexical score is an IDF-weighted overlap of `chat.terms` index terms (English light stems,
-Chinese two-character pieces), the same tokenising conversation search uses. Common words carry no
-weight (`STOPWORDS`); a term shared by many of the user's memories weighs less than a rare one. When
-the turn has an embedding of its text (`query_vector`), a memory whose vector is close enough passes
-the floor too, and similarity adds to its rank.
+A memory is relevant when it shares a word with the turn (lexical), or when it is close in meaning
+(`Meaning`, with embeddings). The lexical score is an IDF-weighted overlap of `chat.terms` index terms
+(English light stems, Chinese two-character pieces), the tokenising conversation search uses; common
+words carry nothing (`STOPWORDS`). A term many of the user's memories share weighs less than a rare one
+but still makes them relevant: a user who cares about a topic has many memories about it, and they are
+ordered by what else they share with the message, by similarity and by recency.
+
+Closeness in meaning is calibrated, never a fixed floor: small embedding models put unrelated pairs close
+together (e5 at 0.75–0.80), so a memory counts when its similarity to the message stands out from the
+message's similarity to the user's own memories and to a few reference memories (`MEANING_MARGIN`
+standard deviations above their mean). A message with no word that says what it is about (a greeting, a
+thank-you) is about nothing by meaning either.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import NamedTuple
+
+import numpy as np
 
 from chat.terms import terms
 
@@ -32,13 +40,15 @@ REPLY_WEIGHT = 0.5
 # A memory is relevant when its score reaches this: one term of the new message that it shares (each
 # shared term weighs idf = 1 + ln(N/df) ≥ 1), or rarer terms of the last exchange.
 LEXICAL_FLOOR = 1.0
-# A term most of the user's memories share says nothing about which of them matter (from this many on).
-COMMON_SHARE = 0.5
-COMMON_MIN_MEMORIES = 8
-# Cosine similarity at which a memory counts as related in meaning (EMBEDDING_MIN_SIMILARITY: it depends on
-# the model), and how much similarity above half of it adds to the rank.
-EMBEDDING_FLOOR = 0.5
-EMBEDDING_WEIGHT = 4.0
+# Relevant in meaning: this many standard deviations above the mean similarity of the message to the user's
+# memories and the reference ones (measured on the recall set: docs/recall.md); what a standard deviation
+# above zero adds to the rank; the most background memories a turn carries.
+MEANING_MARGIN = 1.75
+MEANING_WEIGHT = 1.0
+RECALL_MAX = 12
+# The median absolute deviation times this estimates a standard deviation (for a normal distribution): the
+# median and MAD are not pulled by the few memories that are about the message, as a mean would be.
+ROBUST_SIGMA = 1.4826
 
 # Words that say nothing about what a message is about (English), and Chinese two-character pieces of
 # the same kind (pronoun and particle combinations, greetings). Stemmed as `terms` stems.
@@ -70,6 +80,7 @@ class Candidate(NamedTuple):
     expires_at: datetime | None = None
     # Its scope (SPEC §9): None about the user, else the project's id.
     project: int | None = None
+    learned_at: datetime | None = None  # when it was written (the block says how old a background fact is)
 
     @property
     def always(self) -> bool:
@@ -112,13 +123,13 @@ class TermIndex:
                 self.postings.setdefault(term, []).append(position)
 
     def scores(self, weights: dict[str, float]) -> list[float]:
-        """Each candidate's score, in order: the IDF-weighted sum of the query terms it shares. A term most
-        of them share weighs nothing."""
+        """Each candidate's score, in order: the IDF-weighted sum of the query terms it shares (a term every
+        memory shares still weighs 1)."""
         n = len(self.contents)
         scores = [0.0] * n
         for term, weight in weights.items():
             positions = self.postings.get(term)
-            if not positions or (n >= COMMON_MIN_MEMORIES and len(positions) > COMMON_SHARE * n):
+            if not positions:
                 continue
             add = weight * (1 + math.log(n / len(positions)))
             for position in positions:
@@ -181,11 +192,43 @@ def term_index(owner: int, candidates: Sequence[Candidate]) -> TermIndex:
     return index
 
 
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine similarity of two vectors stored normalised (so the dot product), 0 when dimensions differ."""
-    if len(a) != len(b):
-        return 0.0
-    return sum(map(operator.mul, a, b))
+class Meaning:
+    """The turn's closeness in meaning to each memory, calibrated: `standing(id)` is how many standard
+    deviations a memory's similarity to the message lies above the mean of the message's similarities to
+    every given vector (the user's memories, pinned and keyed ones too, and `reference`, memories of no one
+    in particular that keep the measure steady for a user with few memories)."""
+
+    def __init__(
+        self,
+        query_vector: Sequence[float],
+        vectors: dict[int, Sequence[float]],
+        reference: Sequence[Sequence[float]] = (),
+    ) -> None:
+        ids = list(vectors)
+        rows = [vectors[pk] for pk in ids] + list(reference)
+        dims = len(query_vector)
+        usable = [i for i, row in enumerate(rows) if len(row) == dims]
+        self._standing: dict[int, float] = {}
+        if len(usable) < 2:
+            return
+        matrix = np.asarray([rows[i] for i in usable], dtype=np.float32)
+        similarity = matrix @ np.asarray(query_vector, dtype=np.float32)
+        centre = float(np.median(similarity))
+        # (never below half the standard deviation: a few distinct values, as a toy model gives, make the
+        # median deviation all but zero)
+        spread = max(ROBUST_SIGMA * float(np.median(np.abs(similarity - centre))), float(similarity.std()) / 2)
+        if spread <= 0:
+            return
+        standing = (similarity - centre) / spread
+        self._standing = {ids[i]: float(z) for i, z in zip(usable, standing, strict=True) if i < len(ids)}
+
+    def standing(self, memory_id: int) -> float:
+        return self._standing.get(memory_id, 0.0)
+
+
+def is_about_something(message: str) -> bool:
+    """Whether the message has a word that says what it is about (not only greetings and particles)."""
+    return any(True for _ in _meaningful(terms(message)))
 
 
 def rank(
@@ -194,51 +237,31 @@ def rank(
     message: str,
     previous: str = "",
     reply: str = "",
-    query_vector: Sequence[float] | None = None,
-    vectors: dict[int, Sequence[float]] | None = None,
-    similarity_floor: float = EMBEDDING_FLOOR,
+    meaning: Meaning | None = None,
     owner: int | None = None,
+    limit: int = RECALL_MAX,
 ) -> list[Candidate]:
     """The memories relevant to the turn that are not always used, most relevant first (newer first on a tie:
-    `candidates` come oldest first). With `owner`, the user whose memories they are: their term index is
-    kept for their next turn.
+    `candidates` come oldest first), at most `limit`. With `owner`, the user whose memories they are: their
+    term index is kept for their next turn.
 
-    `previous` and `reply` are the last exchange; `vectors` are the memories' embeddings (by id) and
-    `query_vector` the turn's, when there are both.
+    `previous` and `reply` are the last exchange; `meaning` the turn's closeness to the memories, when there
+    are embeddings.
     """
     others = [c for c in candidates if not c.always]
     weights = query_weights(message, previous, reply)
     scores = (term_index(owner, others) if owner is not None else TermIndex(others)).scores(weights)
+    if meaning is not None and not is_about_something(message):
+        meaning = None  # a greeting: nothing by meaning (and the last exchange's words still count)
     # (total, position, candidate): `candidates` come oldest first, so a later position is newer.
     ranked: list[tuple[float, int, Candidate]] = []
-    if query_vector is None or not vectors:  # lexical only: the floor alone decides (on every turn's way)
-        ranked = [
-            (score, position, others[position]) for position, score in enumerate(scores) if score >= LEXICAL_FLOOR
-        ]
-    else:
-        ranked = _with_similarity(others, scores, query_vector, vectors, similarity_floor)
-    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    return [item[2] for item in ranked]
-
-
-def _with_similarity(
-    others: Sequence[Candidate],
-    scores: Sequence[float],
-    query_vector: Sequence[float],
-    vectors: dict[int, Sequence[float]],
-    similarity_floor: float,
-) -> list[tuple[float, int, Candidate]]:
-    """(total, position, candidate) of the candidates above either floor, similarity adding to the rank."""
-    ranked: list[tuple[float, int, Candidate]] = []
     for position, (candidate, score) in enumerate(zip(others, scores, strict=True)):
-        similarity = 0.0
-        if candidate.id in vectors:
-            similarity = cosine(query_vector, vectors[candidate.id])
-        if score < LEXICAL_FLOOR and similarity < similarity_floor:
+        standing = meaning.standing(candidate.id) if meaning is not None else 0.0
+        if score < LEXICAL_FLOOR and standing < MEANING_MARGIN:
             continue
-        total = score + EMBEDDING_WEIGHT * max(0.0, similarity - similarity_floor / 2)
-        ranked.append((total, position, candidate))
-    return ranked
+        ranked.append((score + MEANING_WEIGHT * max(0.0, standing), position, candidate))
+    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [item[2] for item in ranked[:limit]]
 
 
 def always_used(candidates: Iterable[Candidate]) -> list[Candidate]:

@@ -1,20 +1,19 @@
-"""Which of a user's memories bear on a text: the one ranking every reader goes through, a turn's block
-(memory.context) and the judge's view of its batch (memory.pipeline.shown), so both rank alike.
+"""Which of a user's memories bear on a text: the one ranking every reader goes through — a turn's block
+(memory.context), the judge's view of its batch (memory.pipeline.shown), connected tools' search — so
+they all rank alike.
 
-The ranking itself is memory.recall (lexical, and by meaning where embeddings run); this module only
-gathers what it needs: the turn's vectors on a turn's path (one embeddings request per turn), or one
-request for the text elsewhere.
+The ranking itself is memory.recall (by words, and by meaning where embeddings run: SPEC §9, calibrated
+to the user's own memories); this module only gathers what it needs: the turn's vector on a turn's path
+(one embedding per turn), or one for the text elsewhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.conf import settings
-
 from chat.extensions import TurnContext
 from memory import embeddings
-from memory.recall import Candidate, rank
+from memory.recall import RECALL_MAX, Candidate, rank
 
 
 def relevant(
@@ -25,21 +24,15 @@ def relevant(
     previous: str = "",
     reply: str = "",
     turn: TurnContext | None = None,
+    limit: int = RECALL_MAX,
 ) -> list[Candidate]:
-    """The memories relevant to `message` (and the last exchange) that are not always used, most relevant
-    first. `turn`: the turn being answered, whose embedding is made once for all its block's builds."""
-    ids = [c.id for c in memories if not c.always]
+    """Of `memories` (the user's, oldest first: `memory.context.candidates`), the ones relevant to `message`
+    (and the last exchange) that are not always used, most relevant first, at most `limit`. `turn`: the turn
+    being answered, whose embedding is made once for all its block's builds (within EMBEDDING_TIMEOUT);
+    otherwise `message` is embedded here (blocking, within LLM_TIMEOUT). Without embeddings: by words."""
+    ids = [c.id for c in memories]  # the always-used ones too: the user's own distribution of similarity
     if turn is not None:
-        query_vector, vectors = embeddings.for_turn(turn, ids)
+        meaning = embeddings.for_turn(turn, ids)
     else:
-        query_vector, vectors = embeddings.for_text(user_id=user_id, text=message, memory_ids=ids)
-    return rank(
-        memories,
-        message=message,
-        previous=previous,
-        reply=reply,
-        query_vector=query_vector,
-        vectors=vectors,
-        similarity_floor=settings.EMBEDDING_MIN_SIMILARITY,
-        owner=user_id,
-    )
+        meaning = embeddings.for_text(user_id=user_id, text=message, memory_ids=ids)
+    return rank(memories, message=message, previous=previous, reply=reply, meaning=meaning, owner=user_id, limit=limit)

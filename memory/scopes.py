@@ -19,12 +19,14 @@ history search all ask `scope_filter` or `memories_for_scope`. No queries but th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from chat.models import Conversation, Project
+from memory.judge import PendingMessage
 from memory.models import Memory
 from memory.selectors import memories_active
 
@@ -65,11 +67,24 @@ class ScopeView:
         return None
 
 
+def scope_of_batch(pending: Sequence[PendingMessage]) -> ScopeView:
+    """The scope of an extraction batch (all its messages share one, memory.pipeline.reads.pending_batch)."""
+    if not pending or pending[0].project_id is None:
+        return ScopeView()
+    return ScopeView(project_id=pending[0].project_id, mode=pending[0].project_mode)
+
+
 def scope_of_conversation(conversation: Conversation) -> ScopeView:
     """The conversation's scope; reads its project only when it has one and it is not loaded yet."""
     if conversation.project_id is None:
         return ScopeView()
     return ScopeView.of(conversation.project)
+
+
+def learns_here(conversation: Conversation) -> bool:
+    """Whether memory is used and learned in the conversation: not a temporary one, not in a project whose
+    memory is off. No query once the conversation's project is loaded (a turn loads it)."""
+    return not conversation.temporary and scope_of_conversation(conversation).uses_memory
 
 
 def scope_filter(view: ScopeView) -> Q:

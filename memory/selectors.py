@@ -105,10 +105,12 @@ def memory_status(memory: Memory) -> str:
 
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
     """Sources (one extra query for the whole list) and the id of the version each row replaced."""
-    sources = Message.objects.only("id", "conversation_id", "content").order_by("id")
-    return query.annotate(
-        supersedes_id=F("supersedes__id"), supersedes_content=F("supersedes__content")
-    ).prefetch_related(Prefetch("sources", queryset=sources))
+    sources = Message.objects.only("id", "conversation_id", "content", "created_at").order_by("id")
+    return (
+        query.annotate(supersedes_id=F("supersedes__id"), supersedes_content=F("supersedes__content"))
+        .select_related("project")
+        .prefetch_related(Prefetch("sources", queryset=sources))
+    )
 
 
 def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySet[Memory]:
@@ -170,10 +172,19 @@ def _matching(rows: QuerySet[Memory], query: str) -> QuerySet[Memory]:
     return rows
 
 
-def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
+PageScope = int | Literal["user"] | None  # a project's id, the user's own, or every scope
+
+
+def _of_scope(rows: QuerySet[Memory], scope: PageScope) -> QuerySet[Memory]:
+    if scope is None:
+        return rows
+    return rows.filter(in_scope(None if scope == "user" else scope))
+
+
+def memory_page_active(*, user: User, query: str = "", scope: PageScope = None) -> QuerySet[Memory]:
     """Active memories, pinned first (the ones every chat carries), then newest first (the settings page),
-    optionally only those matching `query`."""
-    rows = _matching(memories_active(user_id=user.pk), query)
+    optionally only those matching `query`, of one scope (SPEC §9)."""
+    rows = _of_scope(_matching(memories_active(user_id=user.pk), query), scope)
     return _with_relations(rows.order_by("-pinned", "-created_at", "-id"))
 
 
@@ -182,10 +193,11 @@ def memory_has_history(*, user: User) -> bool:
     return Memory.objects.filter(owner=user, invalid_at__isnull=False).exists()
 
 
-def memory_history(*, user: User, query: str = "") -> QuerySet[Memory]:
+def memory_history(*, user: User, query: str = "", scope: PageScope = None) -> QuerySet[Memory]:
     """Invalidated memories, newest change first, with the version that replaced each one;
-    optionally only those matching `query`."""
-    return _matching(memory_list(user=user, status="invalid"), query).select_related("superseded_by")
+    optionally only those matching `query`, of one scope."""
+    rows = _of_scope(_matching(memory_list(user=user, status="invalid"), query), scope)
+    return rows.select_related("superseded_by")
 
 
 def memory_history_restorations(*, user: User, rows: list[Memory]) -> list[Memory]:
@@ -234,8 +246,9 @@ def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
 
 
 def memory_suggestions_waiting(*, user: User) -> list[Memory]:
-    """The user's suggestions waiting for Keep or Discard, with the sentence each would replace."""
-    return list(memories_suggested(user_id=user.pk).annotate(supersedes_content=F("supersedes__content")))
+    """The user's suggestions waiting for Keep or Discard, with the sentence each would replace and the
+    messages each came from (one query for them all)."""
+    return list(_with_relations(memories_suggested(user_id=user.pk)))
 
 
 def memory_ids_written_by_runs(*, run_ids: list[int]) -> dict[int, list[int]]:
@@ -332,12 +345,12 @@ def _aware(value: datetime | None) -> datetime | None:
     return timezone.make_aware(value, UTC) if value is not None and timezone.is_naive(value) else value
 
 
-MemoryRow = tuple[int, str, bool, str, "datetime | None", "int | None"]
+MemoryRow = tuple[int, str, bool, str, "datetime | None", "int | None", "datetime | None"]
 
 
 def memory_rows_for_turn(*, user_id: int, project_id: int | None = None, with_user: bool = True) -> list[MemoryRow]:
-    """(id, content, pinned, key, expires_at, project_id) of the memories `memories_active` gives, oldest first,
-    while the user's memory is on (read here, not from a possibly stale user object), of one scope
+    """(id, content, pinned, key, expires_at, project_id, created_at) of the memories `memories_active` gives,
+    oldest first, while the user's memory is on (read here, not from a possibly stale user object), of one scope
     (memory.scopes.memories_for_scope, which tests hold this to): outside projects the user's; in a project its
     own, and with `with_user` (shared) the user's too but for the keys the project holds (its value wins)."""
     m, u = Memory, User
@@ -359,7 +372,7 @@ def memory_rows_for_turn(*, user_id: int, project_id: int | None = None, with_us
         params = [*params, project_id, project_id, now]
     sql = (
         f"SELECT m.{column(m, 'id')}, m.{column(m, 'content')}, m.{column(m, 'pinned')}, {key},"
-        f" {expires}, {project} FROM {table(m)} m"
+        f" {expires}, {project}, m.{column(m, 'created_at')} FROM {table(m)} m"
         f" INNER JOIN {table(u)} u ON u.{column(u, 'id')} = m.{column(m, 'owner')}"
         f" WHERE m.{column(m, 'owner')} = %s AND m.{column(m, 'invalid_at')} IS NULL"
         f" AND NOT m.{column(m, 'suggested')} AND ({expires} IS NULL OR {expires} > %s)"
@@ -369,8 +382,8 @@ def memory_rows_for_turn(*, user_id: int, project_id: int | None = None, with_us
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    # Both drivers give booleans; only an end date may need its time zone.
-    return [row if row[4] is None else (*row[:4], _aware(row[4]), row[5]) for row in rows]
+    # Both drivers give booleans; only the dates may need their time zone.
+    return [(*row[:4], _aware(row[4]), row[5], _aware(row[6])) for row in rows]
 
 
 def messages_last_two_before(*, conversation_id: Any, message_id: int) -> list[tuple[str, str]]:
@@ -424,7 +437,7 @@ def memory_uses_annotate(messages: list[Message]) -> None:
         return
     uses = (
         MemoryUse.objects.filter(message_id__in=list(replies), memory__owner_id=F("message__user_id"))
-        .select_related("memory")
+        .select_related("memory", "memory__project")
         .order_by("message_id", "-memory__pinned", "id")
     )
     for use in uses:

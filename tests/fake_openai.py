@@ -190,11 +190,18 @@ class FakeOpenAIServer:
         # counts text); off: not found, as on most servers.
         self.tokenize = False
         self.tokenize_requests: list[dict[str, Any]] = []
+        # llama.cpp's `POST /apply-template` (the chat rendered as the model reads it); off: not found.
+        self.apply_template = False
         # llama.cpp's `GET /slots`; off: not found, as on llama-cpp-python and most servers.
         self.slots = False
-        # The `response_format` types it takes (None: any); another is refused with HTTP 422 in
-        # llama-cpp-python's words (it takes "text" and "json_object", the latter with a `schema`).
+        # The `response_format` types it takes (None: any); another is refused with HTTP 500 and
+        # llama-cpp-python's validation error (it takes "text" and "json_object", the latter with a `schema`).
         self.response_formats: tuple[str, ...] | None = None
+        # Imitate llama-cpp-python's ways with a window of this many tokens: `GET /openapi.json` lists its
+        # routes, `POST /extras/tokenize/count` counts, `POST /v1/completions` refuses a longer prompt in
+        # its words (None: none of these).
+        self.llama_cpp_python_window: int | None = None
+        self.completions_requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = self.interrupted = 0
         self._generation = 0
         self.host = host
@@ -387,14 +394,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"object": "list", "data": listed})
         elif self.path.rstrip("/") == "/props" and fake.props is not None:
             self._send_json(200, fake.props)
+        elif self.path == "/openapi.json" and fake.llama_cpp_python_window:
+            self._send_json(200, {"paths": {"/v1/chat/completions": {}, "/extras/tokenize/count": {}}})
         elif self.path.rstrip("/") == "/slots" and fake.slots:
             self._send_raw(json.dumps([{"id": 0, "is_processing": fake.in_flight > 0}]), "application/json")
         else:
             self._send_json(404, _error_body("Not found.", "invalid_request_error"))
 
     def do_POST(self) -> None:
+        if self.server.fake.llama_cpp_python_window and self.path in ("/extras/tokenize/count", "/v1/completions"):
+            self._llama_cpp_python(self.server.fake.llama_cpp_python_window)
+            return
         if self.path.rstrip("/").endswith("/embeddings"):
             self._embeddings()
+            return
+        if self.path.rstrip("/") == "/apply-template" and self.server.fake.apply_template:
+            self._apply_template()
             return
         if self.path.rstrip("/") == "/tokenize" and self.server.fake.tokenize:
             self._tokenize()
@@ -416,8 +431,9 @@ class _Handler(BaseHTTPRequestHandler):
                 fake._stats.requests.append(body)
                 fake._stats.headers.append({k.lower(): v for k, v in self.headers.items()})
             allowed = " or ".join(repr(t) for t in fake.response_formats)
-            error = {"loc": ["body", "response_format", "type"], "msg": f"Input should be {allowed}"}
-            self._send_json(422, {"detail": [error]})
+            where = "('body', 'response_format', 'type')"
+            said = f"1 validation error: {{'loc': {where}, 'msg': \"Input should be {allowed}\"}}"
+            self._send_json(500, _error_body(said, "internal_server_error"))
             return
         response = fake._record(body, {k.lower(): v for k, v in self.headers.items()})
         self.generation, self.done = fake._arrive(), []
@@ -431,6 +447,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client went away (cancelled stream, timeout)
         finally:
             fake._depart(self.done)
+
+    def _llama_cpp_python(self, window: int) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        text = str(body.get("input") or body.get("prompt") or "")
+        count = len(_TOKEN.findall(text))
+        if self.path == "/extras/tokenize/count":
+            self._send_json(200, {"count": count})
+            return
+        self.server.fake.completions_requests.append(body)
+        if count >= window:
+            said = f"This model's maximum context length is {window} tokens, however you requested {count} tokens"
+            self._send_json(400, _error_body(said, "invalid_request_error"))
+        else:
+            self._send_json(200, {"choices": [{"text": "a", "finish_reason": "length"}]})
 
     def _embeddings(self) -> None:
         fake = self.server.fake
@@ -523,6 +553,16 @@ class _Handler(BaseHTTPRequestHandler):
         data = text.encode()
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _apply_template(self) -> None:
+        """llama.cpp's rendering of a chat: ChatML, HTML-escaped as Jinja's autoescape does."""
+        import html
+
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        parts = [
+            f"<|im_start|>{m['role']}\n{html.escape(str(m.get('content') or ''))}<|im_end|>" for m in body["messages"]
+        ]
+        self._send_json(200, {"prompt": "\n".join(parts) + "\n<|im_start|>assistant\n"})
 
     def _tokenize(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")

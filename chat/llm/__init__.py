@@ -49,6 +49,7 @@ _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.
 MODEL_SETTINGS = frozenset(
     {"LLM_BACKEND", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "LLM_TIMEOUT", "LLM_MAX_RETRIES"}
 )
+EMBEDDING_OFF = "off"  # EMBEDDING_MODEL's value that turns embeddings off
 EMBEDDING_SETTINGS = frozenset(
     {"EMBEDDING_MODEL", "EMBEDDING_BASE_URL", "EMBEDDING_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"}
 )
@@ -72,13 +73,23 @@ def _build() -> ChatModel:
 
 
 def get_embedder() -> Embedder | None:
-    """The provider's embeddings (OpenAI-compatible `/v1/embeddings`), or None when EMBEDDING_MODEL is
-    not set. EMBEDDING_BASE_URL and EMBEDDING_API_KEY default to the chat provider's."""
-    return _build_embedder() if settings.EMBEDDING_MODEL else None
+    """The embeddings for memory recall, or None. EMBEDDING_MODEL unset: the embedded model
+    (chat.llm.local_embedder), None where it cannot load; "off": None; any other name: that model at an
+    OpenAI-compatible `/v1/embeddings` (EMBEDDING_BASE_URL and EMBEDDING_API_KEY default to the chat
+    provider's)."""
+    return _build_embedder()
 
 
 @lru_cache(maxsize=1)
-def _build_embedder() -> Embedder:
+def _build_embedder() -> Embedder | None:
+    """Built once per process: the embedded model loads (or fails to, logged) once."""
+    model = settings.EMBEDDING_MODEL
+    if model.lower() == EMBEDDING_OFF:
+        return None
+    if not model:
+        from chat.llm.local_embedder import load  # the engine loads only where it is used
+
+        return load()
     from chat.llm.openai_adapter import OpenAIEmbedder  # imports `openai`, which the demo never needs
 
     return OpenAIEmbedder()

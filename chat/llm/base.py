@@ -37,6 +37,8 @@ class LLMError(Exception):
         # "length": an answer cut off at `max_tokens` before it was complete.
         self.kind = kind
         self.context_window = context_window  # the window the provider stated in its refusal, if any
+        # A streamed call given up while the server was writing its answer (closing it stopped the server).
+        self.writing = False
         self.status = status
         self.code = code
 
@@ -152,9 +154,10 @@ class Embedder(ABC):
     model: str = ""
 
     @abstractmethod
-    def embed(self, *, texts: list[str], timeout: float) -> list[list[float]]:
+    def embed(self, *, texts: list[str], timeout: float, query: bool = False) -> list[list[float]]:
         """One blocking call within `timeout` seconds, never retried: the vectors, in the order of `texts`.
-        Any failure raises LLMError."""
+        `query`: the texts are messages to find memories for (models trained with prefixes embed them
+        apart from the memories). Any failure raises LLMError."""
 
 
 def single_system_message(messages: Messages) -> Messages:

@@ -12,7 +12,9 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from django.utils.translation import get_language
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import get_language, gettext_noop
 from django.utils.translation import gettext as _
 
 from chat import extensions
@@ -20,6 +22,10 @@ from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall,
 from chat.turn.model_input import system_prompt
 
 WORD_DELAY_SECONDS = 0.02
+
+
+YOU_SAID = gettext_noop("(Offline demo model — no AI provider is configured.) You said: “%(said)s”.")
+SET_A_KEY = gettext_noop("Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model.")
 
 
 def _last_index(messages: Messages, role: str) -> int | None:
@@ -37,8 +43,31 @@ def _background_lines(messages: Messages) -> list[str]:
     blocks = [systems[0][len(prompt) :] if systems[0].startswith(prompt) else "", *systems[1:]]
     lines: list[str] = []
     for block in blocks:
-        lines += [ln[2:].strip() for ln in block.splitlines() if ln.startswith("- ")]
+        lines += [_UNTIL.sub(_until, ln[2:].strip()) for ln in block.splitlines() if ln.startswith("- ")]
     return lines
+
+
+_UNTIL = re.compile(r" \(until (\d{4})-(\d{2})-(\d{2})\)$")
+
+
+def _until(m: re.Match[str]) -> str:
+    """A memory's end date ("(until 2026-12-06)") in the reader's language: "（到 2026年12月6日）"."""
+    if not (get_language() or "").startswith("zh"):
+        return m[0]
+    return f"（到 {int(m[1])}年{int(m[2])}月{int(m[3])}日）"
+
+
+def boilerplate() -> re.Pattern[str]:
+    """The demo's framing, in every language ("(Offline demo model — no AI provider is configured.)" and
+    "Set OPENAI_API_KEY …"): search leaves it out of its excerpts."""
+    sentences = []
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            framing = (_(YOU_SAID) % {"said": "\x00"}).split("\x00")[0]
+            # The parenthesis before "You said": the first sentence, whatever the language's punctuation.
+            framing = framing[: max(framing.find(")"), framing.find("）")) + 1]
+            sentences += [re.escape(framing), re.escape(_(SET_A_KEY))]
+    return re.compile(r"\s*(?:" + "|".join(s for s in sentences if s) + r")\s*")
 
 
 def sentence_separator() -> str:
@@ -65,7 +94,7 @@ class DemoChatModel(ChatModel):
         if len(said) > 160:
             said = said[:157] + "…"
         # The fixed sentences follow the turn's language (chat.turn.runner activates the user's).
-        parts = [_("(Offline demo model — no AI provider is configured.) You said: “%(said)s”.") % {"said": said}]
+        parts = [_(YOU_SAID) % {"said": said}]
         # Only this turn's tool results: those after the latest user message.
         tool_results = [m for m in messages[(at or 0) :] if m.get("role") == "tool"]
         for result in tool_results:
@@ -73,7 +102,7 @@ class DemoChatModel(ChatModel):
         background = _background_lines(messages)
         if background:
             parts.append(_("What I remember about you: %(memories)s.") % {"memories": _("; ").join(background)})
-        parts.append(_("Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model."))
+        parts.append(_(SET_A_KEY))
         return sentence_separator().join(parts)
 
     def _tool_to_call(self, messages: Messages, tools: list[dict[str, Any]] | None) -> tuple[str, str] | None:

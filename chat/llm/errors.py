@@ -8,9 +8,12 @@ status code, but never a key, a bearer token or a password in a URL.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 
 from chat.llm.base import LLMError
@@ -73,20 +76,55 @@ def _status_sentence(status: int) -> str:
     return _("The model provider refused the request.")
 
 
+# The same errors as saved in another language (a reply is saved in its user's language): each shape's
+# translation, with its placeholders made into groups.
+_SHAPES = (
+    ("The model provider answered HTTP %(status)d: %(said)s", "http"),
+    ("The model provider answered HTTP %(status)d.", "http"),
+    ("The model provider reported an error: %(said)s", "reported"),
+    ("Could not reach the model provider (%(cause)s).", "unreachable"),
+    ("The conversation is longer than the model can read at once (%(said)s)", "too_long"),
+)
+
+
+@lru_cache(maxsize=1)
+def _translated_shapes() -> list[tuple[re.Pattern[str], str]]:
+    shapes = []
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            for msgid, kind in _SHAPES:
+                pattern = re.escape(gettext(msgid)).replace(re.escape("%(status)d"), r"(?P<status>\d{3})")
+                pattern = pattern.replace(re.escape("%(said)s"), "(?P<said>.*)")
+                pattern = pattern.replace(re.escape("%(cause)s"), "(?P<said>.*)")
+                shapes.append((re.compile(f"^{pattern}$", re.S), kind))
+    return shapes
+
+
+def _saved_shape(text: str) -> tuple[str, re.Match[str]] | None:
+    english = ((_HTTP, "http"), (_REPORTED, "reported"), (_UNREACHABLE, "unreachable"), (_TOO_LONG, "too_long"))
+    for pattern, kind in english:
+        if m := pattern.match(text):
+            return kind, m
+    return next(((kind, m) for pattern, kind in _translated_shapes() if (m := pattern.match(text))), None)
+
+
 def error_for_people(text: str) -> tuple[str, str]:
     """A saved reply's error as (a plain sentence, the provider's own words or ""): the chat shows the
-    sentence and keeps the words behind a "Details" toggle. Errors written by this app pass through."""
+    sentence and keeps the words behind a "Details" toggle, whichever language the error was saved in.
+    Errors written by this app pass through."""
     text = text or ""
-    if m := _HTTP.match(text):
-        said = m["said"] or ""
+    shape = _saved_shape(text)
+    if shape is None:
+        return text, ""
+    kind, m = shape
+    said = m.groupdict().get("said") or ""
+    if kind == "http":
         return _status_sentence(int(m["status"])), f"HTTP {m['status']}" + (f": {said}" if said else "")
-    if m := _REPORTED.match(text):
-        return _("The model provider reported an error."), m["said"]
-    if m := _UNREACHABLE.match(text):
-        return _("Could not reach the model provider."), m["said"]
-    if m := _TOO_LONG.match(text):
-        return _("The conversation is longer than the model can read at once."), m["said"]
-    return text, ""
+    if kind == "reported":
+        return _("The model provider reported an error."), said
+    if kind == "unreachable":
+        return _("Could not reach the model provider."), said
+    return _("The conversation is longer than the model can read at once."), said
 
 
 def deadline_error(got_token: bool, *, stalled: bool = False) -> LLMError:

@@ -8,8 +8,9 @@ else JSON mode.
    but builds a grammar from a `schema` beside JSON mode (others ignore the extra key).
 3. `{"type": "json_object"}`: JSON mode alone.
 
-A server that refuses a form (HTTP 400/422 naming the response format or the schema) is asked again at
-once with the next, and the form it took is remembered for that model in this process.
+A server that refuses a form (HTTP 400/422 naming the response format or the schema; llama-cpp-python
+answers its validation error with HTTP 500) is asked again at once with the next, and the form it took
+is remembered for that model in this process.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def remember(key: str, index: int) -> None:
 
 def refused(error: LLMError) -> bool:
     """Whether the server refused the request for its response format (not for its size or anything else)."""
-    if error.kind != "status" or error.status not in (400, 422) or error.too_long:
+    if error.kind != "status" or error.status not in (400, 422, 500) or error.too_long:
         return False
     said = str(error).lower()
     return any(hint in said for hint in _REFUSAL_HINTS)

@@ -3,15 +3,18 @@ with our estimates (chat.turn.tokens), per model.
 
 - **The window.** When CHAT_CONTEXT_TOKENS is not set, the server is asked once per process, where it
   tells: vLLM's `GET /v1/models` (`max_model_len`), llama.cpp's `GET /props` (`n_ctx`), Ollama's
-  `POST /api/show` (`num_ctx` in its parameters). Each look has a short timeout; a server that tells
-  nothing leaves the default (32,000).
+  `POST /api/show` (`num_ctx` in its parameters). Each look has a short timeout. llama-cpp-python states
+  none: its window is read from its refusal of an over-long probe (chat.llm.window_probe, in the
+  background). A server that tells nothing leaves the default (32,000).
 - **Calibration per model.** A non-streamed call's `usage.prompt_tokens` (judge calls, summaries)
   calibrates that model's estimates (`chat.turn.tokens.calibrated_ratio`, which keeps a margin above the
   server's count: an estimate never falls below what the server confirmed). Servers that send no usage
   in streams (llama.cpp) are calibrated this way too, and, where the server has a tokenize endpoint
   (llama.cpp's `POST /tokenize`, vLLM's `POST /tokenize`, llama-cpp-python's `POST
-  /extras/tokenize/count`), by its count of a streamed request's text: after the stream, before the
-  request leaves the provider queue, at most once per TOKENIZE_EVERY_SECONDS per model and process.
+  /extras/tokenize/count`), by its count of a streamed request: the chat template's rendering where the
+  server renders it for us (llama.cpp's `POST /apply-template`), else the text alone (which may raise
+  the factor, never lower it); after the stream, before the request leaves the provider queue, at most
+  once per TOKENIZE_EVERY_SECONDS per model and process.
   Kept in Django's cache, shared by every process on Redis.
 """
 
@@ -28,7 +31,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from chat.llm import catalogue
+from chat.llm import catalogue, window_probe
 from chat.turn import tokens
 
 logger = logging.getLogger(__name__)
@@ -52,7 +55,8 @@ def context_tokens(model: str | None = None) -> int:
         return listed
     if not settings.OPENAI_BASE_URL:
         return configured
-    return server_window(settings.OPENAI_BASE_URL, model) or configured
+    stated = server_window(settings.OPENAI_BASE_URL, model)
+    return stated or window_probe.probed_window(settings.OPENAI_BASE_URL, model) or configured
 
 
 def _get(url: str, body: dict[str, Any] | None = None) -> Any:
@@ -116,12 +120,13 @@ def model_ratio(model: str) -> float | None:
     return float(value) if value else None
 
 
-def observe(*, model: str, reported: int, messages: list[dict[str, Any]]) -> None:
-    """A non-streamed call of `model` whose prompt the server counted as `reported` tokens."""
-    ratio = tokens.calibrated_ratio(
-        reported=reported, estimated=tokens.estimate_request(messages), previous=model_ratio(model)
-    )
-    if ratio is None:
+def observe(*, model: str, reported: int, messages: list[dict[str, Any]], raise_only: bool = False) -> None:
+    """A non-streamed call of `model` whose prompt the server counted as `reported` tokens. With
+    `raise_only` (a count of the text, not of what the server read), the factor may rise, never fall:
+    estimates never drop below what a server's usage confirmed."""
+    previous = model_ratio(model)
+    ratio = tokens.calibrated_ratio(reported=reported, estimated=tokens.estimate_request(messages), previous=previous)
+    if ratio is None or (raise_only and previous is not None and ratio < previous):
         return
     try:
         cache.set(_ratio_key(model), ratio, None)
@@ -164,14 +169,30 @@ def tokenize_count(base_url: str, model: str, text: str) -> int | None:
     return None
 
 
+def rendered_count(base_url: str, model: str, messages: list[dict[str, Any]]) -> int | None:
+    """What the server reads for `messages`: its chat template's rendering (llama.cpp's `POST
+    /apply-template`), counted by its tokenizer; None where it does not render for us."""
+    base = base_url.rstrip("/")
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    try:
+        prompt = _get(f"{root}/apply-template", {"messages": messages}).get("prompt")
+    except Exception:  # not llama.cpp's server
+        return None
+    return tokenize_count(base_url, model, prompt) if isinstance(prompt, str) and prompt else None
+
+
 def _calibrate_by_tokenizing(base_url: str, model: str, messages: list[dict[str, Any]]) -> None:
+    if (rendered := rendered_count(base_url, model, messages)) is not None:
+        observe(model=model, reported=rendered, messages=messages)  # exactly what the server reads
+        return
     text = "\n".join(tokens.content_text(m.get("content")) for m in messages)
     count = tokenize_count(base_url, model, text)
     if count is None:
         return
-    # The tokenizer counts the text alone; the request adds what our estimate adds for its framing.
+    # The tokenizer counts the text alone, not the template's rendering (llama-cpp-python's escapes
+    # quotes and grows each turn): our framing is added, and the count may raise estimates, never lower them.
     framing = max(0, tokens.estimate_request(messages) - tokens.estimate_text(text))
-    observe(model=model, reported=count + framing, messages=messages)
+    observe(model=model, reported=count + framing, messages=messages, raise_only=True)
 
 
 def calibrate_by_tokenizing(*, model: str, messages: list[dict[str, Any]]) -> None:

@@ -119,16 +119,16 @@ def _health(root: str) -> bool | None:
 
 @lru_cache(maxsize=8)
 def _probes(root: str) -> tuple[Callable[[str], bool | None], ...]:
-    """The probes this server answers (asked once per process): none for most servers."""
-    found = []
-    for probe in (_slots, _health):
-        try:
-            if probe(root) is not None or probe is _health:
-                found.append(probe)
-        except Exception:  # refused, not JSON, not found: this server has no such endpoint
-            continue
-    # /health alone tells "busy" only while busy: kept, it is asked with /slots missing.
-    return tuple(p for p in found if p is _slots) or tuple(p for p in found if p is _health)
+    """The probe this server answers (asked once per process): `/slots`, else a `/health` that exists,
+    else none (most servers)."""
+    try:
+        if _slots(root) is not None:
+            return (_slots,)
+        if _get(f"{root}/health")[0] in (200, 503):
+            return (_health,)
+    except Exception:  # refused, not JSON: this server says nothing about its load
+        pass
+    return ()
 
 
 def busy(base_url: str) -> bool | None:
@@ -137,12 +137,8 @@ def busy(base_url: str) -> bool | None:
     root = _root(base_url)
     for probe in _probes(root):
         try:
-            said = probe(root)
+            return probe(root)
         except Exception:
-            continue
-        if said is not None:
-            return said
-        if probe is _health:
             return None
     return None
 

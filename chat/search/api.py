@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
+from chat.schemas import PROJECT_FILTER
 from chat.search.query import OFFSET_MAX, PAGE_MAX, QUERY_MAX_CHARS, SearchRejected, search
-from config.api_errors import AUTH_ERRORS, PARAM_ERRORS, ErrorOut
+from chat.selectors import project_get_for_user
+from config.api_errors import AUTH_ERRORS, NOT_FOUND, PARAM_ERRORS, ErrorOut
 
 router = Router(tags=["search"])
 
@@ -24,6 +26,12 @@ class SearchParams(Schema):
     )
     limit: int = Field(20, ge=1, le=PAGE_MAX)
     offset: int = Field(0, ge=0, le=OFFSET_MAX)
+    project: str | None = Field(
+        None,
+        pattern=PROJECT_FILTER,
+        description="Only in this project's conversations (its id; another user's answers 404), or \"none\" for "
+        "those in no project.",
+    )
 
 
 class SearchHitOut(Schema):
@@ -38,7 +46,7 @@ class SearchHitOut(Schema):
 
 @router.get(
     "",
-    response={200: list[SearchHitOut], 400: ErrorOut, **AUTH_ERRORS, **PARAM_ERRORS},
+    response={200: list[SearchHitOut], 400: ErrorOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="Search your conversations: messages (yours and the replies) and titles, newest first",
     openapi_extra={
         "responses": {
@@ -60,8 +68,14 @@ class SearchHitOut(Schema):
     ),
 )
 def search_list(request: HttpRequest, response: HttpResponse, params: Query[SearchParams]) -> Any:
+    user = request.auth  # type: ignore[attr-defined]
+    project: int | Literal["none"] | None = None
+    if params.project == "none":
+        project = "none"
+    elif params.project is not None:
+        project = project_get_for_user(user=user, project_id=int(params.project)).pk
     try:
-        page = search(user=request.auth, text=params.q, limit=params.limit, offset=params.offset)  # type: ignore[attr-defined]
+        page = search(user=user, text=params.q, limit=params.limit, offset=params.offset, project=project)
     except SearchRejected as exc:
         raise HttpError(exc.status, str(exc)) from exc
     response["X-Total-Count"] = str(page.total)

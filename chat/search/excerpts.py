@@ -3,8 +3,13 @@ matched, for a page to mark (escaping the text as always) and for the API's `hig
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
+from django.utils.translation import get_language
+
+from chat.llm.demo import boilerplate
 from chat.markdown import plain_text
 from chat.terms import term_spans
 
@@ -35,10 +40,22 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
+@lru_cache(maxsize=4)
+def _demo_framing(language: str) -> re.Pattern[str]:
+    return boilerplate()
+
+
+def _without_demo_framing(text: str) -> str:
+    """The offline demo model's replies without its framing sentences, which every reply repeats."""
+    if "OPENAI_API_KEY" not in text:
+        return text
+    return _demo_framing(get_language() or "").sub(" ", text).strip()
+
+
 def excerpt(text: str, matcher: Matcher, *, size: int = EXCERPT_CHARS) -> tuple[str, list[list[int]]]:
     """`(excerpt, highlights)`: about `size` characters of `text` around its first match, cut at word
     boundaries and marked with "…" where cut, and the [start, end) offsets of the matches inside it."""
-    plain = plain_text(text)
+    plain = _without_demo_framing(plain_text(text))
     spans = _merge([(s, e) for term, s, e in term_spans(plain) if matcher.matches(term)])
     begin = 0
     if spans and spans[0][0] > BEFORE_CHARS and len(plain) > size:

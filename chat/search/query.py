@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat.models import Conversation, SearchEntry
+from chat.models import Conversation, Project, SearchEntry
 from chat.search import backend
 from chat.search.excerpts import Matcher, excerpt
 from chat.terms import is_han, terms
@@ -73,11 +73,19 @@ def search_entries(
     since: datetime | None = None,
     until: datetime | None = None,
     many: bool = False,
+    project: int | Literal["none"] | None = None,
+    hide_isolated: bool = False,
 ) -> QuerySet[SearchEntry]:
     """The user's entries matching `query`, newest first. Temporary conversations are left out unless
-    one is `current`; `exclude` leaves one conversation out; `since`/`until` bound the time. `many`:
-    the caller counted more than MANY matches (the backend may plan for that)."""
+    one is `current`; `exclude` leaves one conversation out; `since`/`until` bound the time. `project` keeps
+    one project's conversations ("none": those in no project); `hide_isolated` leaves out the conversations of
+    isolated projects (what stays in one never shows elsewhere). `many`: the caller counted more than MANY
+    matches (the backend may plan for that)."""
     hidden = Conversation.objects.filter(owner=user, temporary=True)
+    if hide_isolated:
+        hidden = Conversation.objects.filter(
+            Q(temporary=True) | Q(project__memory_mode=Project.MemoryMode.ISOLATED), owner=user
+        )
     if current is not None:
         hidden = hidden.exclude(pk=current.pk)
     # Scoped to the user by the backend, which writes that condition the way its planner does best with.
@@ -87,6 +95,10 @@ def search_entries(
     entries = entries.exclude(conversation__in=hidden.values("pk"))
     if exclude is not None:
         entries = entries.exclude(conversation=exclude)
+    if project == "none":
+        entries = entries.filter(conversation__project__isnull=True)
+    elif project is not None:
+        entries = entries.filter(conversation__project_id=project)
     if since is not None:
         entries = entries.filter(created_at__gte=since)
     if until is not None:
@@ -158,10 +170,17 @@ def search_page(
 
 
 def search(
-    *, user: User, text: object, limit: int = 20, offset: int = 0, current: Conversation | None = None
+    *,
+    user: User,
+    text: object,
+    limit: int = 20,
+    offset: int = 0,
+    current: Conversation | None = None,
+    project: int | Literal["none"] | None = None,
 ) -> SearchPage:
-    """One page of the user's hits for `text`, newest first, and how many there are in all."""
+    """One page of the user's hits for `text`, newest first, and how many there are in all; with `project`,
+    only in that project's conversations ("none": in those of no project)."""
     query = search_query_clean(text)
     limit, offset = max(1, min(limit, PAGE_MAX)), max(0, min(offset, OFFSET_MAX))
-    total, page = search_page(user=user, query=query, limit=limit, offset=offset, current=current)
+    total, page = search_page(user=user, query=query, limit=limit, offset=offset, current=current, project=project)
     return SearchPage(total=total, hits=search_hits(page, query))

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 from django import template
 from django.template import Context
+from django.template.defaultfilters import date as date_format
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import get_language
 
 from chat import extensions
 from chat.llm.errors import error_for_people
@@ -37,3 +42,17 @@ def markdown_filter(text: str) -> SafeString:
 def error_parts(text: str) -> tuple[str, str]:
     """A failed reply's error: (plain sentence, the provider's words for "Details"); see chat.llm.errors."""
     return error_for_people(text)
+
+
+@register.filter
+def local_time(value: datetime | None, kind: str = "date") -> SafeString:
+    """A moment as `<time data-local>`: written here in the server's zone, the page's language's way
+    ("6 Dec 2026", "2026年12月6日"), and again in the browser's zone by static/js/localtime.js."""
+    if value is None:
+        return SafeString("")
+    chinese = (get_language() or "").startswith("zh")
+    if kind == "datetime":
+        shown = date_format(value, "Y年n月j日 H:i e" if chinese else "j M Y, H:i e")
+    else:
+        shown = date_format(value, "Y年n月j日" if chinese else "j M Y")
+    return format_html('<time datetime="{}" data-local="{}">{}</time>', value.isoformat(), kind, shown)

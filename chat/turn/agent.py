@@ -4,13 +4,12 @@
     turn = await Turn.begin_retry(user=..., conversation=...)          # the failed latest reply, again
     async for event in turn.events(): ...                                # "start", "delta", "tool", "done" | "error"
 
-Run by chat/turn/runner.py, detached from any connection, for the JSON API (plain and server-sent events)
-and the WebSocket consumer alike.
+Run by chat/turn/runner.py, detached from any connection, for the JSON API (SSE too) and WebSockets.
 
 However a turn ends it is saved exactly once and the conversation is unlocked: "complete"; "error" with
-the partial text (provider failure); "interrupted" with the partial text when the task iterating
-`events()` is cancelled or the generator is closed (Stop, or the server shutting down). The saved
-context always stays valid for the provider: every tool call in it has a result.
+the partial text (provider failure, or the reply past CHAT_REPLY_MAX_CHARS: chat.turn.reply_text);
+"interrupted" with the partial text when the task iterating `events()` is cancelled or the generator is
+closed (Stop, or the server shutting down). The saved context stays valid: every tool call has a result.
 """
 
 from __future__ import annotations
@@ -32,20 +31,12 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat import extensions, model_queue, selectors, services
 from chat.extensions import TurnContext
-from chat.llm import (
-    ChatModel,
-    LLMError,
-    TextDelta,
-    ToolCall,
-    ToolCalls,
-    Usage,
-    catalogue,
-    get_chat_model,
-)
+from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage, catalogue, get_chat_model
 from chat.models import Conversation, Message
 from chat.turn import compaction, context_budget, tokens, transactions
 from chat.turn.deadlines import Deadline
 from chat.turn.model_input import CUT_SHORT, TurnEvent, build_model_input
+from chat.turn.reply_text import ReplyText
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -95,6 +86,7 @@ def _begin(
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
     regenerate: bool = False,
+    replace: int | None = None,
 ) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
@@ -107,7 +99,9 @@ def _begin(
             user=user, conversation=conversation, message_id=message_id, origin=origin, regenerate=regenerate
         )
     else:
-        started = transactions.turn_start(user=user, conversation=conversation, content=content, origin=origin)
+        started = transactions.turn_start(
+            user=user, conversation=conversation, content=content, origin=origin, replace=replace
+        )
     try:
         ctx = TurnContext(
             user=started.user,
@@ -170,9 +164,10 @@ class Turn:
     _text: list[str] = field(default_factory=list)
     _items: list[dict[str, Any]] = field(default_factory=list)
     _step_text: list[str] = field(default_factory=list)
+    _reply: ReplyText = field(default_factory=ReplyText)  # storable pieces, within CHAT_REPLY_MAX_CHARS
     _finished: Message | None = None
-    # Context budget (chat.turn.context_budget): loaded at the first step; whether a refusal for length was already
-    # retried; whether the turn failed for length (then it leaves the state as it found it, or smaller).
+    # Context budget (chat.turn.context_budget): loaded at the first step; whether a length refusal was retried;
+    # whether the turn failed for length (then it leaves the state as it found it, or smaller).
     _budget: context_budget.Budget | None = None
     _refused: bool = False
     _too_long: bool = False
@@ -183,11 +178,20 @@ class Turn:
 
     @classmethod
     async def begin(
-        cls, *, user: User, conversation: Conversation | UUID, content: str, origin: services.TurnOrigin | None = None
+        cls,
+        *,
+        user: User,
+        conversation: Conversation | UUID,
+        content: str,
+        origin: services.TurnOrigin | None = None,
+        replace: int | None = None,
     ) -> Turn:
-        """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
+        """Validate, lock and save the user message (with `replace`, in place of that latest message of the
+        user's: chat.edits). Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
-        started, messages = await _begin_async(user=user, conversation=conversation, content=content, origin=origin)
+        started, messages = await _begin_async(
+            user=user, conversation=conversation, content=content, origin=origin, replace=replace
+        )
         return cls._started(started, model, messages)
 
     @classmethod
@@ -289,11 +293,13 @@ class Turn:
                             yield chunk
                         elif isinstance(chunk, ToolCalls):
                             calls = chunk.calls
-                        elif chunk.text:
-                            text = "\n\n" + chunk.text if self._text and not self._step_text else chunk.text
+                        elif chunk.text and (text := self._reply.piece(chunk.text)):
+                            text = "\n\n" + text if self._text and not self._step_text else text
                             self._step_text.append(text)  # separated above from text written before a tool call
                             self._text.append(text)
                             yield TurnEvent("delta", text=text)
+                        if self._reply.full:  # CHAT_REPLY_MAX_CHARS: the reply ends here, with a note
+                            raise self._reply.too_long()
                 step_text = "".join(self._step_text).strip() or None
                 self._step_text = []
                 if step == max_steps:

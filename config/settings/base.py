@@ -184,17 +184,24 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username from one
-# address, that username is refused from that address (its owner still signs in from another), and
-# after as many from one address for any usernames, that address is refused; for the cool-off time.
+# address, that username is refused from that address (its owner still signs in from another, and
+# everyone else from that one). Once LOGIN_ADDRESS_ACCOUNTS usernames have failed from one address,
+# AXES_FAILURE_LIMIT failures from it for any usernames refuse the whole address; for the cool-off time
+# (accounts.throttle.axes_lockout_parameters).
 # The address is REMOTE_ADDR: behind a proxy, list it in MEMORA_TRUSTED_PROXIES (below).
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+LOGIN_ADDRESS_ACCOUNTS = env_int("LOGIN_ADDRESS_ACCOUNTS", 3)
+AXES_LOCKOUT_PARAMETERS = "accounts.throttle.axes_lockout_parameters"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "accounts.views.locked_out"
 AXES_VERBOSE = False
 AXES_CLIENT_IP_CALLABLE = "accounts.throttle.axes_client_ip"
 AXES_DISABLE_ACCESS_LOG = True  # failures are what throttling needs; successful sign-ins are not logged
+# Every password check outside sign-in (deleting the account, changing the password, a token created with
+# the password) shares one counter per account and address: past the limit in the window, 429.
+PASSWORD_CHECK_FAILURE_LIMIT = env_int("PASSWORD_CHECK_FAILURE_LIMIT", 10)
+PASSWORD_CHECK_WINDOW = env_int("PASSWORD_CHECK_WINDOW", 900)
 # Bearer tokens: after this many failed authentications from one address in API_AUTH_FAILURE_WINDOW
 # seconds, further attempts answer 429 until the window ends.
 API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20)
@@ -324,6 +331,8 @@ CHAT_TOOLS = os.environ.get("CHAT_TOOLS", "auto").strip().lower() or "auto"
 # The longest user message accepted, and the most tool calls the model may make in one turn.
 CHAT_MAX_MESSAGE_CHARS = 8000
 CHAT_MAX_TOOL_STEPS = env_int("CHAT_MAX_TOOL_STEPS", 4)
+# A reply ends at this many characters (a provider that never stops), saved with a note.
+CHAT_REPLY_MAX_CHARS = env_int("CHAT_REPLY_MAX_CHARS", 200_000)
 # Replies one user may have being written at once, across conversations.
 CHAT_USER_RUN_SLOTS = env_int("CHAT_USER_RUN_SLOTS", 2)
 # A running turn's lease on its conversation, renewed every second by the process running it; a turn

@@ -15,15 +15,13 @@ MEMORY_PROMPT_MAX_CHARS = env_int("MEMORY_PROMPT_MAX_CHARS", 4000)
 # so one judge call covers a burst; never longer than MEMORY_EXTRACT_MAX_WAIT_SECONDS after the oldest.
 MEMORY_EXTRACT_IDLE_SECONDS = float(os.environ.get("MEMORY_EXTRACT_IDLE_SECONDS", "60"))
 MEMORY_EXTRACT_MAX_WAIT_SECONDS = float(os.environ.get("MEMORY_EXTRACT_MAX_WAIT_SECONDS", "600"))
-# Embeddings for memory recall (optional): an OpenAI-compatible /v1/embeddings model. Its base URL and
-# key default to the chat provider's. A turn waits at most EMBEDDING_TIMEOUT seconds for its one request.
+# Embeddings for memory recall: unset, the embedded multilingual model (chat/llm/local_embedder.py); "off",
+# none; any other name, that model at an OpenAI-compatible /v1/embeddings, whose base URL and key default to
+# the chat provider's. A turn waits at most EMBEDDING_TIMEOUT seconds for its text's vector.
 EMBEDDING_MODEL = os.environ.get("EMBEDDING_MODEL", "").strip()
 EMBEDDING_BASE_URL = os.environ.get("EMBEDDING_BASE_URL", "").strip()
 EMBEDDING_API_KEY = os.environ.get("EMBEDDING_API_KEY", "").strip()
 EMBEDDING_TIMEOUT = float(os.environ.get("EMBEDDING_TIMEOUT", "1.5"))
-# The cosine similarity from which a memory counts as related to the message (model-dependent: measure with
-# `manage.py eval_recall --embeddings`).
-EMBEDDING_MIN_SIMILARITY = float(os.environ.get("EMBEDDING_MIN_SIMILARITY", "0.5"))
 # The judge: the most `max_tokens` for its JSON answer (the room kept scales with the batch, up to this) and
 # its total time limit (seconds).
 MEMORY_JUDGE_MAX_TOKENS = env_int("MEMORY_JUDGE_MAX_TOKENS", 2000)

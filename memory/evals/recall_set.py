@@ -1,7 +1,7 @@
 """The recall golden set (recall.yaml) and its scoring: which relevant memories a turn's block holds, and
-how much memory text it carries, under this release's policy (memory.recall + memory.context.fit) and
-the previous one (every memory, newest first, within the budget). Pure: no database, no model, except
-the embedder a caller passes in.
+how much memory text it carries, under this release's policy (memory.recall + memory.context.fit, with
+embeddings and by words alone) and the previous one (every memory, newest first, within the budget). Pure:
+no database, no model, except the embedder a caller passes in.
 """
 
 from __future__ import annotations
@@ -10,19 +10,26 @@ import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 import yaml
-from django.conf import settings
 
 from memory.context import fit
-from memory.embeddings import normalised
-from memory.recall import Candidate, always_used, rank
+from memory.embeddings import REFERENCE, normalised
+from memory.recall import Candidate, Meaning, always_used, rank
 
 RECALL_PATH = Path(__file__).with_name("recall.yaml")
 SIZES = (50, 300)
+GROUPS = ("lexical", "meaning", "topic", "stale")
+# The day the set is scored on (fixed, so ages and results do not drift) and the age of a memory that
+# names none.
+TODAY = date(2026, 6, 1)
+DEFAULT_DAYS_AGO = 30
+# What a stale memory's line must say for the case to count as found (memory.context.line, in English).
+OLD_MARK = "over a year ago"
 # The block of the previous release: one header, then every memory that fits, newest kept.
 PREVIOUS_HEADER = (
     "What you remember about this user from earlier conversations. These are background facts, "
@@ -30,7 +37,8 @@ PREVIOUS_HEADER = (
     "one of them, the current message wins."
 )
 
-Embed = Callable[[list[str]], list[list[float]]]
+# texts, whether they are messages (queries) → one vector per text
+Embed = Callable[[list[str], bool], list[list[float]]]
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,7 @@ class RecallCase:
     message: str
     relevant: tuple[str, ...]
     previous: str = ""
-    lexical: bool = True
+    group: str = "lexical"  # lexical | meaning (related only in meaning) | topic | stale | greeting
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,12 @@ def _filler(spec: dict[str, Any]) -> list[str]:
     return texts
 
 
+def _group(case: dict[str, Any]) -> str:
+    if not case.get("relevant"):
+        return "greeting"
+    return str(case.get("group") or ("lexical" if case.get("lexical", True) else "meaning"))
+
+
 def load(path: Path = RECALL_PATH) -> RecallSet:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     cases = [
@@ -67,7 +81,7 @@ def load(path: Path = RECALL_PATH) -> RecallSet:
             message=c["message"],
             relevant=tuple(c.get("relevant") or ()),
             previous=c.get("previous", ""),
-            lexical=c.get("lexical", True),
+            group=_group(c),
         )
         for c in data["cases"]
     ]
@@ -76,17 +90,42 @@ def load(path: Path = RECALL_PATH) -> RecallSet:
         unknown = set(case.relevant) - names
         if unknown:
             raise ValueError(f"case {case.id} names unknown memories: {', '.join(sorted(unknown))}")
+        if case.group not in (*GROUPS, "greeting"):
+            raise ValueError(f"case {case.id} has an unknown group: {case.group}")
     return RecallSet(core=data["core"], filler=_filler(data["filler"]), cases=cases)
 
 
-def user_memories(recall_set: RecallSet, size: int) -> tuple[list[Candidate], dict[str, int]]:
-    """A user holding `size` memories, oldest first (the core ones, then filler), and the core ids by name."""
-    rows = [(m["content"], bool(m.get("pinned")), m.get("key", ""), m["name"]) for m in recall_set.core]
-    rows += [(text, False, "", "") for text in recall_set.filler[: size - len(rows)]]
+def _learned(days_ago: int) -> datetime:
+    return datetime.combine(TODAY - timedelta(days=days_ago), time(12), tzinfo=UTC)
+
+
+def user_memories(recall_set: RecallSet, size: int, keep: Sequence[str] = ()) -> tuple[list[Candidate], dict[str, int]]:
+    """A user holding `size` memories, oldest first, and the core ids by name: the core ones (all of them
+    when they fit, else the pinned and keyed ones, those named in `keep`, and the first others), then
+    filler. Ids follow the set's order, so a memory has the same id in every user."""
+    core = list(enumerate(recall_set.core, start=1))
+    if len(core) > size:
+        needed = [(i, m) for i, m in core if m.get("pinned") or m.get("key") or m["name"] in keep]
+        rest = [(i, m) for i, m in core if (i, m) not in needed]
+        core = sorted(needed + rest[: max(0, size - len(needed))], key=lambda item: item[0])
+    rows = [
+        Candidate(
+            id=i,
+            content=m["content"],
+            pinned=bool(m.get("pinned")),
+            key=m.get("key", ""),
+            learned_at=_learned(int(m.get("days_ago", DEFAULT_DAYS_AGO))),
+        )
+        for i, m in core
+    ]
+    first_filler = len(recall_set.core) + 1
+    for offset, text in enumerate(recall_set.filler[: size - len(rows)]):
+        rows.append(Candidate(id=first_filler + offset, content=text, learned_at=_learned(DEFAULT_DAYS_AGO)))
     if len(rows) < size:
         raise ValueError(f"the set makes {len(rows)} memories, fewer than {size}")
-    memories = [Candidate(id=i + 1, content=c, pinned=p, key=k) for i, (c, p, k, _) in enumerate(rows)]
-    return memories, {name: i + 1 for i, (_, _, _, name) in enumerate(rows) if name}
+    # Oldest first, as a turn reads them.
+    rows.sort(key=lambda c: (c.learned_at or _learned(0), c.id))
+    return rows, {m["name"]: i for i, m in core}
 
 
 def previous_policy(memories: Sequence[Candidate], budget: int) -> tuple[list[int], str]:
@@ -103,96 +142,139 @@ def previous_policy(memories: Sequence[Candidate], budget: int) -> tuple[list[in
 
 
 def relevance_policy(
-    memories: Sequence[Candidate],
-    case: RecallCase,
-    budget: int,
-    *,
-    query_vector: Sequence[float] | None = None,
-    vectors: dict[int, Sequence[float]] | None = None,
+    memories: Sequence[Candidate], case: RecallCase, budget: int, *, meaning: Meaning | None = None
 ) -> tuple[list[int], str]:
-    """This release's block (memory.context.block_for_turn without the database)."""
-    relevant = rank(
-        memories,
-        message=case.message,
-        previous=case.previous,
-        query_vector=query_vector,
-        vectors=vectors,
-        similarity_floor=settings.EMBEDDING_MIN_SIMILARITY,
-    )
-    block = fit(always_used(memories), relevant, budget)
+    """This release's block (memory.context.block_for_turn without the database), in English."""
+    relevant = rank(memories, message=case.message, previous=case.previous, meaning=meaning)
+    block = fit(always_used(memories), relevant, budget, today=TODAY, language="en")
     return block.ids, block.text() or ""
 
 
 @dataclass
 class Score:
-    """One policy on one user: recall per kind of case, memory characters per turn."""
+    """One policy on one user size: recall per group of cases, memory characters and unpinned memories per
+    turn, what greetings carry beyond the always-used memories."""
 
-    recall: dict[str, list[float]] = field(default_factory=lambda: {"lexical": [], "meaning": []})
+    recall: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPS})
     chars: list[int] = field(default_factory=list)
+    memory_chars: list[int] = field(default_factory=list)
+    unpinned: list[int] = field(default_factory=list)
     greeting_chars: list[int] = field(default_factory=list)
+    greeting_unpinned: list[int] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        def avg(values: list[float]) -> float | None:
+        def avg(values: Sequence[float]) -> float | None:
             return round(mean(values), 3) if values else None
 
         return {
-            "recall_lexical": avg(self.recall["lexical"]),
-            "recall_meaning": avg(self.recall["meaning"]),
+            **{f"recall_{g}": avg(v) for g, v in self.recall.items()},
             "chars_per_turn": round(mean(self.chars)) if self.chars else 0,
             "chars_max": max(self.chars, default=0),
+            "memory_chars_per_turn": round(mean(self.memory_chars)) if self.memory_chars else 0,
+            "unpinned_per_turn": avg(self.unpinned),
             "greeting_chars_max": max(self.greeting_chars, default=0),
+            "greeting_unpinned_max": max(self.greeting_unpinned, default=0),
             "misses": self.misses,
         }
 
-
-def _score(
-    recall_set: RecallSet, ids: dict[str, int], policy: Callable[[int, RecallCase], tuple[list[int], str]]
-) -> dict[str, Any]:
-    score = Score()
-    for i, case in enumerate(recall_set.cases):
-        held, text = policy(i, case)
-        score.chars.append(len(text))
-        if not case.relevant:
-            score.greeting_chars.append(len(text))
-            continue
+    def add(
+        self, case: RecallCase, ids: dict[str, int], memories: Sequence[Candidate], held: list[int], text: str
+    ) -> None:
+        always = {m.id for m in memories if m.always}
+        unpinned = sum(1 for pk in held if pk not in always)
+        self.chars.append(len(text))
+        self.memory_chars.append(sum(len(line) for line in text.splitlines() if line.startswith("- ")))
+        self.unpinned.append(unpinned)
+        if case.group == "greeting":
+            self.greeting_chars.append(len(text))
+            self.greeting_unpinned.append(unpinned)
+            return
+        contents = {m.id: m.content for m in memories}
         wanted = [ids[n] for n in case.relevant]
-        found = sum(1 for pk in wanted if pk in held)
-        score.recall["lexical" if case.lexical else "meaning"].append(found / len(wanted))
-        if found < len(wanted):
-            score.misses.append(case.id)
+        found = [pk for pk in wanted if pk in held]
+        if case.group == "stale":  # found only when its line says how old it is
+            found = [
+                pk for pk in found if f"{contents[pk]} (learned" in text and _line_of(text, contents[pk], OLD_MARK)
+            ]
+        self.recall[case.group].append(len(found) / len(wanted))
+        if len(found) < len(wanted):
+            self.misses.append(case.id)
+
+
+def _line_of(text: str, content: str, mark: str) -> bool:
+    return any(line.startswith(f"- {content}") and mark in line for line in text.splitlines())
+
+
+Policy = Callable[[RecallCase, list[Candidate]], tuple[list[int], str]]
+
+
+def _score(recall_set: RecallSet, size: int, policy: Policy) -> dict[str, Any]:
+    score = Score()
+    for case in recall_set.cases:
+        memories, ids = user_memories(recall_set, size, keep=case.relevant)
+        held, text = policy(case, memories)
+        score.add(case, ids, memories, held, text)
     return score.summary()
 
 
-def evaluate(recall_set: RecallSet, *, budget: int, embed: Embed | None = None) -> dict[str, dict[str, Any]]:
-    """Every case for each user size under each policy: {"300/relevance (lexical)": summary, ...}."""
+def evaluate(
+    recall_set: RecallSet, *, budget: int, embed: Embed | None = None, label: str = "embedded"
+) -> dict[str, dict[str, Any]]:
+    """Every case for each user size under each policy: {"300/embedded": summary, "300/lexical": …,
+    "300/previous (newest first)": …}; with no `embed`, the embedded policy is left out."""
+    vectors: dict[int, Sequence[float]] = {}
+    queries: dict[str, Sequence[float]] = {}
+    reference: list[list[float]] = []
+    if embed is not None:
+        everything, _ = user_memories(recall_set, len(recall_set.core) + len(recall_set.filler))
+        vectors = {
+            m.id: normalised(v) for m, v in zip(everything, embed([m.content for m in everything], False), strict=True)
+        }
+        messages = [c.message for c in recall_set.cases]
+        queries = dict(zip(messages, (normalised(v) for v in embed(messages, True)), strict=True))
+        reference = [normalised(v) for v in embed(list(REFERENCE), False)]
+
+    def previous(case: RecallCase, memories: list[Candidate]) -> tuple[list[int], str]:
+        return previous_policy(memories, budget)
+
+    def lexical(case: RecallCase, memories: list[Candidate]) -> tuple[list[int], str]:
+        return relevance_policy(memories, case, budget)
+
+    def embedded(case: RecallCase, memories: list[Candidate]) -> tuple[list[int], str]:
+        meaning = Meaning(queries[case.message], {m.id: vectors[m.id] for m in memories}, reference)
+        return relevance_policy(memories, case, budget, meaning=meaning)
+
     results: dict[str, dict[str, Any]] = {}
     for size in SIZES:
-        memories, ids = user_memories(recall_set, size)
-        queries: list[list[float]] = []
-        vectors: dict[int, Sequence[float]] = {}
-
-        def previous(i: int, case: RecallCase, memories: list[Candidate] = memories) -> tuple[list[int], str]:
-            return previous_policy(memories, budget)
-
-        def lexical(i: int, case: RecallCase, memories: list[Candidate] = memories) -> tuple[list[int], str]:
-            return relevance_policy(memories, case, budget)
-
-        def embedded(
-            i: int,
-            case: RecallCase,
-            memories: list[Candidate] = memories,
-            queries: list[list[float]] = queries,
-            vectors: dict[int, Sequence[float]] = vectors,
-        ) -> tuple[list[int], str]:
-            return relevance_policy(memories, case, budget, query_vector=queries[i], vectors=vectors)
-
-        results[f"{size}/previous (newest first)"] = _score(recall_set, ids, previous)
-        results[f"{size}/relevance (lexical)"] = _score(recall_set, ids, lexical)
-        if embed is None:
-            continue
-        embedded_memories = embed([m.content for m in memories])
-        vectors.update({m.id: normalised(v) for m, v in zip(memories, embedded_memories, strict=True)})
-        queries.extend(normalised(v) for v in embed([c.message for c in recall_set.cases]))
-        results[f"{size}/relevance (with embeddings)"] = _score(recall_set, ids, embedded)
+        if embed is not None:
+            results[f"{size}/{label}"] = _score(recall_set, size, embedded)
+        results[f"{size}/lexical"] = _score(recall_set, size, lexical)
+        results[f"{size}/previous (newest first)"] = _score(recall_set, size, previous)
     return results
+
+
+# What the embedded policy must reach at every size (docs/recall.md); per-turn costs at the largest (the
+# memories' lines, headers aside).
+ACCEPTANCE = {"recall_meaning": 0.75, "recall_lexical": 0.95, "recall_topic": 0.9, "recall_stale": 0.75}
+MAX_CHARS_PER_TURN = 1000
+MAX_UNPINNED_PER_TURN = 12
+
+
+def shortfalls(results: dict[str, dict[str, Any]], label: str = "embedded") -> list[str]:
+    """What the `label` policy misses of ACCEPTANCE, as sentences (empty: it passes)."""
+    problems: list[str] = []
+    for size in SIZES:
+        result = results[f"{size}/{label}"]
+        for name, minimum in ACCEPTANCE.items():
+            value = result[name]
+            if value is None or value < minimum:
+                problems.append(f"{size} memories: {name} {value} < {minimum}")
+        if result["greeting_unpinned_max"]:
+            problems.append(f"{size} memories: a greeting carries {result['greeting_unpinned_max']} unpinned memories")
+    largest = results[f"{SIZES[-1]}/{label}"]
+    if largest["memory_chars_per_turn"] > MAX_CHARS_PER_TURN:
+        problems.append(f"{largest['memory_chars_per_turn']} memory characters per turn > {MAX_CHARS_PER_TURN}")
+    if (largest["unpinned_per_turn"] or 0) > MAX_UNPINNED_PER_TURN:
+        problems.append(f"{largest['unpinned_per_turn']} unpinned memories per turn > {MAX_UNPINNED_PER_TURN}")
+    return problems

@@ -15,6 +15,7 @@ from django.conf import settings
 from accounts.models import User
 from chat import model_queue
 from chat.llm import LLMError, get_chat_model
+from chat.models import Message, Project
 from memory import batching, judge, judge_content
 from memory.judge_call import call_judge
 from memory.models import ExtractionRun
@@ -75,10 +76,10 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
         return Result(Outcome.BUSY)
     released = False
     try:
-        pending, more = pending_batch(user_id=user_id, up_to_message_id=up_to)
+        pending, more, total = _pending_learnable(user_id=user_id, up_to=up_to)
         if not pending:
             return Result(Outcome.NOTHING_PENDING)
-        if len(pending) < min_pending:
+        if total < min_pending:
             return Result(Outcome.BELOW_THRESHOLD)
         failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
         if not may_start(trigger=trigger, failures=failures, wait=wait):
@@ -92,6 +93,17 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
     finally:
         if not released:
             claim_release(user_id=user_id, token=token)
+
+
+def _pending_learnable(*, user_id: int, up_to: int | None) -> tuple[list[judge.PendingMessage], bool, int]:
+    """The next batch (memory.pipeline.reads.pending_batch), after skipping the messages of projects whose
+    memory was switched off since they were sent: such a project learns nothing."""
+    while True:
+        pending, more, total = pending_batch(user_id=user_id, up_to_message_id=up_to)
+        if not pending or pending[0].project_mode != Project.MemoryMode.OFF:
+            return pending, more, total
+        skipped = Message.objects.filter(pk__in=[m.id for m in pending], memory_status=Message.MemoryStatus.PENDING)
+        skipped.update(memory_status=Message.MemoryStatus.SKIPPED)
 
 
 def judge_in_pieces(

@@ -10,14 +10,15 @@ from accounts.models import User
 from chat.models import Message
 from memory import judge, lexicon, lifecycle
 from memory.changes import MemoryChange
-from memory.judge_validation import REVIEW_ALL, REVIEW_SENSITIVE, Plan, Review, Write, validate
+from memory.judge_validation import REVIEW_ALL, REVIEW_SENSITIVE, Plan, Review, Scopes, Write, validate
 from memory.models import ExtractionRun, Memory, MemorySource
 from memory.outcomes import Outcome, Result
 from memory.pipeline import clock
 from memory.pipeline.claim import claim_release
 from memory.pipeline.reads import active_memories, known_memories
 from memory.pipeline.runs import Batch, finish_run
-from memory.selectors import memories_active, messages_pending
+from memory.scopes import ScopeView, scope_filter, scope_of_batch
+from memory.selectors import in_scope, memories_active, messages_pending
 from memory.signals import memories_changed
 
 Status = ExtractionRun.Status
@@ -64,8 +65,10 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
         # first, so a new value of their key can take their place.
         mode = User.objects.select_for_update().filter(pk=user_id).values_list("memory_review", flat=True).first()
         lifecycle.memories_expire(user_id=user_id, now=clock.now())
-        rows = active_memories(user_id=user_id)
+        view = scope_of_batch(batch.pending)
+        rows = active_memories(user_id=user_id, view=view)  # of the batch's scope (memory.scopes)
         active = {m.id: m.content for m in rows}
+        elsewhere = memories_active(user_id=user_id).count() - len(active)  # the limit counts every scope
         plan = validate(
             operations,
             owner_id=user_id,
@@ -73,12 +76,13 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             active=active,
             numbers=batch.numbers,
             max_operations=settings.MEMORY_MAX_OPS_PER_ANSWER,
-            max_active=settings.MEMORY_MAX_ACTIVE,
-            keys={m.key: m.id for m in rows if m.key},
+            max_active=max(0, settings.MEMORY_MAX_ACTIVE - elsewhere),
+            keys={(m.project_id, m.key): m.id for m in rows if m.key},
             review=import_review(batch) if learning else batch_review(batch, mode=mode or REVIEW_SENSITIVE),
             shown=batch.shown,
+            scopes=Scopes(project_id=view.project_id, isolated=view.isolated, of={m.id: m.project_id for m in rows}),
         )
-        changes = _apply(plan, user_id=user_id, run=run, active=active)
+        changes = _apply(plan, user_id=user_id, run=run, active=active, view=view)
         run.applied_ops, run.dropped_ops = plan.applied, [*plan.dropped, *refused]
         finish_run(run, Status.APPLIED, error=run.error)  # keeps a note on what the judge was not shown
         if changes:
@@ -101,7 +105,9 @@ def import_review(batch: Batch) -> Review:
     return Review(mode=REVIEW_ALL, days={m.id: day for m in batch.pending if (day := m.day) is not None})
 
 
-def _apply(plan: Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str]) -> list[MemoryChange]:
+def _apply(
+    plan: Plan, *, user_id: int, run: ExtractionRun, active: dict[int, str], view: ScopeView
+) -> list[MemoryChange]:
     """Write the plan: a constant number of statements plus one per update. Returns what changed.
 
     Retract and clear apply at once whatever the review setting: forgetting only takes a fact out of
@@ -112,9 +118,11 @@ def _apply(plan: Plan, *, user_id: int, run: ExtractionRun, active: dict[int, st
     now = clock.now()
     changes: list[MemoryChange] = []
     mine = Memory.objects.filter(owner_id=user_id)
-    if plan.clear:
-        memories_active(user_id=user_id).update(invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED)
-        mine.filter(suggested=True).delete()
+    if plan.clear:  # everything the batch's chats use (memory.scopes), and what waits there
+        memories_active(user_id=user_id).filter(scope_filter(view)).update(
+            invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED
+        )
+        mine.filter(scope_filter(view), suggested=True).delete()
         changes.append(MemoryChange("clear"))
     if plan.retracts:
         memories_active(user_id=user_id).filter(pk__in=plan.retracts).update(
@@ -124,7 +132,8 @@ def _apply(plan: Plan, *, user_id: int, run: ExtractionRun, active: dict[int, st
     if not plan.writes:
         return changes
     # A new write takes the place of a waiting suggestion of the same sentence (one row per sentence).
-    mine.filter(suggested=True, invalid_at__isnull=True, content__in=[w.content for w in plan.writes]).delete()
+    for write in plan.writes:
+        mine.filter(in_scope(write.project_id), suggested=True, invalid_at__isnull=True, content=write.content).delete()
     replaced = [w.replaces for w in plan.writes if w.replaces is not None]
     pinned = set(mine.filter(pk__in=replaced, pinned=True).values_list("pk", flat=True))
     # Versions replaced at once leave the active set before their successors arrive (one per key).
@@ -156,6 +165,7 @@ def _row(write: Write, *, user_id: int, run: ExtractionRun, pinned: set[int]) ->
         pinned=write.pinned or write.replaces in pinned,
         key=write.key,
         expires_at=write.expires_at,
+        project_id=write.project_id,
     )
 
 

@@ -3,6 +3,7 @@ judge's answer names, and the batch's failed attempts so far."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -12,21 +13,41 @@ from memory.models import ExtractionRun, Memory
 from memory.pipeline import clock
 from memory.pipeline.claim import STALE_RUN_ERROR
 from memory.retries import unavailable_delay, window_left
+from memory.scopes import ScopeView, scope_filter
 from memory.selectors import memories_active, messages_pending
 
 BATCH_SIZE = 40
 
 
-def pending_batch(*, user_id: int, up_to_message_id: int | None) -> tuple[list[judge.PendingMessage], bool]:
-    """The oldest pending user messages up to the trigger (at most BATCH_SIZE), and whether more wait."""
+_PENDING_FIELDS = (
+    "id", "content", "created_at", "conversation__project_id", "conversation__project__memory_mode",
+    "conversation__project__name",
+)  # fmt: skip
+
+
+def pending_batch(*, user_id: int, up_to_message_id: int | None) -> tuple[list[judge.PendingMessage], bool, int]:
+    """The oldest pending user messages up to the trigger of one scope (SPEC §9: the conversation's project,
+    or none; at most BATCH_SIZE), whether more wait, and how many are pending in all (up to BATCH_SIZE + 1,
+    what the background threshold counts). A batch is of one scope so that the judge is shown that scope's
+    memories and what it learns goes there (memory.scopes); the next batch takes the next scope's."""
     query = messages_pending(user_id=user_id, up_to_message_id=up_to_message_id)
-    rows = list(query.values_list("id", "conversation_id", "content", "created_at")[: BATCH_SIZE + 1])
-    return [judge.PendingMessage(*row) for row in rows[:BATCH_SIZE]], len(rows) > BATCH_SIZE
+    rows = list(query.values_list("conversation_id", *_PENDING_FIELDS)[: BATCH_SIZE + 1])
+    messages = [
+        judge.PendingMessage(pk, conversation, content, sent, project, mode or "", name or "")
+        for conversation, pk, content, sent, project, mode, name in rows[:BATCH_SIZE]
+    ]
+    scope = messages[0].project_id if messages else None
+    batch = list(itertools.takewhile(lambda m: m.project_id == scope, messages))
+    return batch, len(rows) > len(batch), len(rows)
 
 
-def active_memories(*, user_id: int) -> list[judge.ActiveMemory]:
-    rows = memories_active(user_id=user_id).values_list("id", "content", "key", "expires_at")
-    return [judge.ActiveMemory(*row) for row in rows]
+def active_memories(*, user_id: int, view: ScopeView | None = None) -> list[judge.ActiveMemory]:
+    """The active memories of the batch's scope (memory.scopes: the user's outside projects), as validation
+    knows them (a keyed value the project overrides included: the judge may update either)."""
+    view = view or ScopeView()
+    rows = memories_active(user_id=user_id).filter(scope_filter(view))
+    fields = rows.values_list("id", "content", "key", "expires_at", "project_id")
+    return [judge.ActiveMemory(*row, in_project=view.project_id is not None) for row in fields]
 
 
 def quiet(*, user_id: int) -> bool:

@@ -33,6 +33,7 @@ from memory import batching, judge
 from memory.lexicon import is_explicit_request
 from memory.recall import Candidate
 from memory.relevance import relevant
+from memory.scopes import scope_of_batch
 from memory.selectors import memory_rows_for_turn
 
 #: fewer than 100 memories in any judge request
@@ -75,8 +76,11 @@ def memories_for_batch(
     *, user_id: int, pending: Sequence[judge.PendingMessage], room: int | None = None
 ) -> list[judge.ActiveMemory]:
     """The active memories the judge is shown beside these messages, oldest first (see the module
-    docstring), within `budget(room)`; the rows are read once, as a turn reads them."""
-    memories = [Candidate._make(row) for row in memory_rows_for_turn(user_id=user_id)]
+    docstring), within `budget(room)`; the rows are read once, as a turn reads them, of the batch's scope (the
+    memories a chat of it uses, memory.scopes)."""
+    view = scope_of_batch(pending)
+    rows = memory_rows_for_turn(user_id=user_id, project_id=view.project_id, with_user=view.reads_user)
+    memories = [Candidate._make(row) for row in rows]
     return choose(user_id=user_id, memories=memories, pending=pending, budget=budget(room))
 
 
@@ -94,10 +98,11 @@ def choose(
 ) -> list[judge.ActiveMemory]:
     """Of `memories` (oldest first), the ones to show within `budget` tokens and SHOWN_MAX, oldest first."""
     texts = [m.content for m in pending]
+    in_project = any(m.project_id is not None for m in pending)  # then each memory says its scope
     touched = keys_touched(texts)
     keyed = [c for c in memories if c.key and c.key in touched]
     pinned = [c for c in memories if c.pinned]
-    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts)) if memories else []
+    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts), limit=SHOWN_MAX) if memories else []
     patterns = [_KEY_PATTERNS[key] for key in sorted(touched)]
     about = [c for c in memories if any(p.search(c.content) for p in patterns)]
     newest = list(reversed(memories))
@@ -110,13 +115,15 @@ def choose(
             break
         if candidate.id in chosen:
             continue
-        cost = estimate_text(_shown(candidate).line()) + 1
+        cost = estimate_text(_shown(candidate, in_project=in_project).line()) + 1
         if used + cost > budget:
             continue  # a shorter one after it may still fit
         chosen[candidate.id] = candidate
         used += cost
-    return [_shown(c) for c in memories if c.id in chosen]
+    return [_shown(c, in_project=in_project) for c in memories if c.id in chosen]
 
 
-def _shown(candidate: Candidate) -> judge.ActiveMemory:
-    return judge.ActiveMemory(candidate.id, candidate.content, candidate.key, candidate.expires_at)
+def _shown(candidate: Candidate, *, in_project: bool = False) -> judge.ActiveMemory:
+    return judge.ActiveMemory(
+        candidate.id, candidate.content, candidate.key, candidate.expires_at, candidate.project, in_project
+    )

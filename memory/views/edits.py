@@ -144,7 +144,7 @@ def memory_pin(request: HttpRequest, user: User, memory: Memory) -> HttpResponse
         services.memory_settings(user=user, memory=memory, pinned=request.POST.get("pinned") == "on")
     except services.MemoryRejected as exc:
         return rejected(request, exc, anchor=f"memory-{memory.pk}")
-    return _row_changed(request, memory.pk, gettext("Saved."))
+    return _row_changed(request, memory.pk, gettext("Saved."), summary=True)  # pinned: in every chat
 
 
 @memory_view("POST")
@@ -152,23 +152,33 @@ def memory_expiry(request: HttpRequest, user: User, memory: Memory) -> HttpRespo
     """Set (any future moment, in UTC) or clear a memory's end date: in place, no new version."""
     raw = "" if request.POST.get("clear") else request.POST.get("expires_at", "").strip()
     expires_at = parse_datetime(raw) if raw else None
-    if raw and expires_at is None:
-        exc = services.MemoryRejected(gettext("Give the end date as a date and time."))
-        return rejected(request, exc, anchor=f"memory-{memory.pk}")
     try:
+        if raw and expires_at is None:
+            raise services.MemoryRejected(gettext("Give the end date as a date and time."))
         services.memory_settings(user=user, memory=memory, expires_at=expires_at)
     except services.MemoryRejected as exc:
+        if request.htmx and not isinstance(exc, services.MemoryConflict):
+            return _expiry_refused(request, memory.pk, raw, str(exc))
         return rejected(request, exc, anchor=f"memory-{memory.pk}")
     text = gettext("End date saved.") if expires_at else gettext("End date cleared.")
     return _row_changed(request, memory.pk, text)
 
 
-def _row_changed(request: HttpRequest, memory_id: int, text: str) -> HttpResponse:
+def _expiry_refused(request: HttpRequest, memory_id: int, value: str, error: str) -> HttpResponse:
+    """The row again, its end-date form open with what was typed and why it was refused beside the field."""
+    fresh = selectors.memory_get_for_user(user=request_user(request), memory_id=memory_id)
+    row = fragments.part(request, "memory/_row.html", memory=fresh, expiry_error=error, expiry_value=value)
+    return fragments.response(row, fragments.status_html(""), status=422)
+
+
+def _row_changed(request: HttpRequest, memory_id: int, text: str, *, summary: bool = False) -> HttpResponse:
     if not request.htmx:
         messages.success(request, text)
         return redirect(page_url(f"memory-{memory_id}"))
     fresh = selectors.memory_get_for_user(user=request_user(request), memory_id=memory_id)
     template = "memory/_suggested_row.html" if fresh.suggested else "memory/_row.html"
     return fragments.response(
-        fragments.part(request, template, memory=fresh, refocus=True), fragments.status_html(text)
+        fragments.part(request, template, memory=fresh, refocus=True),
+        *([summary_oob(request)] if summary else []),
+        fragments.status_html(text),
     )

@@ -162,12 +162,29 @@
   });
   window.addEventListener("pagehide", function () { socketLost = false; });
 
+  // Only the transcript scrolls to a message: scrollIntoView (and the browser's own jump to #message-N)
+  // would also scroll the page around it, taking the header off the top and leaving a band below.
+  function showInTranscript(message) {
+    var scroller = message.closest(".scroller");
+    if (!scroller) return;
+    var offset = message.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
+    scroller.scrollTop += offset - Math.max(0, (scroller.clientHeight - message.offsetHeight) / 2);
+    for (var el = scroller.parentElement; el; el = el.parentElement) { if (el.scrollTop) el.scrollTop = 0; }
+    if (document.scrollingElement) document.scrollingElement.scrollTop = 0;
+  }
+
+  // The browser's own jump to #message-N comes after this script has run: the page itself never scrolls.
+  window.addEventListener("scroll", function () {
+    var root = document.scrollingElement;
+    if (root && root.scrollTop && document.body.classList.contains("app")) root.scrollTop = 0;
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     applyTurnState();  // a page opened while a reply is being written offers Stop
     document.querySelectorAll("textarea").forEach(autosize);
     // Opened at a message (a search result, a memory's source): show it, not the end.
     var target = window.location.hash && document.getElementById(window.location.hash.slice(1));
-    if (target && target.matches("#messages .message")) { stick = false; target.scrollIntoView({ block: "center" }); }
+    if (target && target.matches("#messages .message")) { stick = false; showInTranscript(target); }
     else scrollToBottom();
   });
 })();

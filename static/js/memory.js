@@ -26,10 +26,10 @@
   var page = document.querySelector(".memory-page");
   if (!page) return;
 
-  // --- Validation answers (422) and refusals (409) carry a fragment to show ---
+  // --- Refused writes (400), validation answers (422) and conflicts (409) carry a fragment to show ---
   document.addEventListener("htmx:beforeSwap", function (e) {
     var status = e.detail.xhr.status;
-    if ((status === 422 || status === 409) && page.contains(e.detail.elt)) {
+    if ((status === 400 || status === 422 || status === 409) && page.contains(e.detail.elt)) {
       e.detail.shouldSwap = true;
       e.detail.isError = false;
     }
@@ -102,6 +102,8 @@
 
   // --- Ctrl/Cmd+Enter saves; a live character count ---
   document.addEventListener("keydown", function (e) {
+    // Not while an input method is composing (Chinese, Japanese): that Enter confirms the characters.
+    if (e.isComposing || e.keyCode === 229) return;
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && e.target.tagName === "TEXTAREA" && e.target.form && page.contains(e.target)) {
       e.preventDefault();
       e.target.form.requestSubmit();

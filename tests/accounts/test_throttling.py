@@ -50,6 +50,17 @@ def test_a_guesser_does_not_lock_the_real_owner_out_from_a_fresh_address(
     assert log_in(Client(), "alice", PASSWORD, address="10.0.0.2").status_code == 302
 
 
+def test_one_accounts_wrong_passwords_do_not_lock_others_out_of_the_same_address(
+    client: Client, alice: User, settings: Any
+) -> None:
+    User.objects.create_user(username="bob", password=PASSWORD)
+    for _ in range(settings.AXES_FAILURE_LIMIT + 5):
+        log_in(client, "mallory", "guess", address="10.5.5.5")
+    assert log_in(client, "mallory", "guess", address="10.5.5.5").status_code == 429
+    assert log_in(Client(), "alice", PASSWORD, address="10.5.5.5").status_code == 302
+    assert log_in(Client(), "bob", PASSWORD, address="10.5.5.5").status_code == 302
+
+
 def test_many_accounts_tried_from_one_address_lock_that_address(client: Client, alice: User, settings: Any) -> None:
     settings.AXES_FAILURE_LIMIT = 3
     for name in ("bob", "carol", "dave"):

@@ -39,10 +39,10 @@ async def test_every_chat_request_carries_max_tokens_from_the_reply_budget(
     assert fake_openai.requests[0]["max_tokens"] == 321
 
 
-def test_the_judge_call_carries_max_tokens_json_mode_and_the_judge_model(
+def test_the_judge_call_carries_max_tokens_its_schema_and_the_judge_model(
     fake_openai: FakeOpenAIServer, settings: Any
 ) -> None:
-    from memory.judge_call import call_judge
+    from memory.judge_call import answer_schema, call_judge
 
     settings.MEMORY_JUDGE_MAX_TOKENS = 777
     settings.MEMORY_MODEL = "judge-model"
@@ -51,7 +51,8 @@ def test_the_judge_call_carries_max_tokens_json_mode_and_the_judge_model(
     request = fake_openai.requests[0]
     assert request["max_tokens"] == 777
     assert request["model"] == "judge-model"
-    assert request["response_format"] == {"type": "json_object"}
+    assert request["response_format"]["type"] == "json_schema"
+    assert request["response_format"]["json_schema"]["schema"] == answer_schema()
 
 
 def test_a_judge_answer_cut_off_at_max_tokens_is_a_length_error(fake_openai: FakeOpenAIServer) -> None:

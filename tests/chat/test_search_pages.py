@@ -70,6 +70,15 @@ def test_another_users_conversation_as_current_is_ignored(alice: Client, other_u
     assert "Mallory" not in page.content.decode()
 
 
+@pytest.mark.parametrize("current", ["not-a-uuid", "1", "' OR 1=1 --", "0" * 40])
+def test_a_current_that_is_not_a_conversation_id_is_ignored(alice: Client, user: User, current: str) -> None:
+    conversation = services.conversation_create(user=user, title="Notes")
+    exchange(user, conversation, "I like small phones")
+    response = alice.get("/search/", {"q": "phones", "current": current})
+    assert response.status_code == 200
+    assert "1 result" in response.content.decode()
+
+
 def test_the_sidebar_search_names_the_open_conversation(alice: Client, user: User) -> None:
     conversation = services.conversation_create(user=user, title="Notes")
     page = alice.get(f"/c/{conversation.pk}/").content.decode()

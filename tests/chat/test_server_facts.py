@@ -123,3 +123,34 @@ def test_background_compaction_never_runs_twice_for_the_same_state(user: Any, se
     assert compaction.compact_in_background(conversation_id=conversation.pk) == "not_needed"
     AgentState.objects.filter(pk=state.pk).update(version=4)
     assert compaction.schedule_if_needed(conversation_id=conversation.pk, enqueue=queued.append)
+
+
+QUOTED = [{"role": "user", "content": "I'd say it's the user's choice, isn't it? " * 20}]
+
+
+async def test_where_the_server_renders_the_chat_template_its_rendering_is_what_is_counted(settings: Any) -> None:
+    server = FakeOpenAIServer(single_slot=True).start()  # llama.cpp: no usage in streams, /apply-template
+    server.tokenize = server.apply_template = True
+    settings.LLM_BACKEND, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "openai", server.base_url, "test-key"
+    settings.CHAT_MODEL, settings.LLM_MAX_RETRIES = "rendering-model", 0
+    try:
+        server.queue(FakeResponse("Fine."))
+        await _stream_all(messages=QUOTED)
+        counted = server.tokenize_requests[0]["content"]
+        assert "<|im_start|>user" in counted and "&#x27;" in counted  # the template's escaped rendering
+        ratio = server_facts.model_ratio("rendering-model")
+        assert ratio is not None and estimate_request(QUOTED) * ratio >= len(counted.split())
+    finally:
+        server.stop()
+
+
+def test_a_count_of_the_text_alone_never_lowers_a_factor_the_servers_usage_confirmed(settings: Any) -> None:
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    estimate = estimate_request(USER)
+    server_facts.observe(model="m", reported=estimate, messages=USER)  # usage of a non-streamed call
+    confirmed = server_facts.model_ratio("m")
+
+    server_facts.observe(model="m", reported=estimate // 2, messages=USER, raise_only=True)  # the text alone
+    assert server_facts.model_ratio("m") == confirmed
+    server_facts.observe(model="m", reported=estimate * 2, messages=USER, raise_only=True)
+    assert (server_facts.model_ratio("m") or 0) > (confirmed or 0)

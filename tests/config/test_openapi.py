@@ -180,3 +180,14 @@ def test_api_docs_show_errors_and_limits(client: Client, user: Any) -> None:
     assert page.status_code == 200 and b"openapi.json" in page.content
     document = client.get("/api/openapi.json").json()
     assert "ErrorOut" in document["info"]["description"]
+
+
+@pytest.mark.django_db
+def test_api_docs_are_for_signed_in_users_when_not_public(client: Client, user: Any, settings: Any) -> None:
+    settings.API_DOCS_PUBLIC = False
+    page = client.get("/api/docs")
+    assert page.status_code == 302 and page["Location"].startswith("/accounts/login/")
+    assert_error_shape(client.get("/api/openapi.json"), 401)
+    client.force_login(user)
+    assert client.get("/api/docs").status_code == 200
+    assert client.get("/api/openapi.json").status_code == 200

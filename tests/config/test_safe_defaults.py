@@ -17,7 +17,15 @@ from accounts.models import User
 from tests.helpers import settings_loader
 
 ROOT = Path(__file__).resolve().parents[2]
-CLEARED = ["DJANGO_DEBUG", "DJANGO_SECRET_KEY", "MEMORA_HTTPS", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "HOST"]
+CLEARED = [
+    "DJANGO_DEBUG",
+    "DJANGO_SECRET_KEY",
+    "MEMORA_HTTPS",
+    "ALLOWED_HOSTS",
+    "CSRF_TRUSTED_ORIGINS",
+    "HOST",
+    "API_DOCS_PUBLIC",
+]
 
 
 @pytest.fixture
@@ -68,6 +76,24 @@ def test_the_run_command_and_the_worker_refuse_to_start_without_a_key(tmp_path: 
 def test_the_app_starts_with_a_key_or_in_debug(tmp_path: Path) -> None:
     assert run(["-c", "import config.asgi"], tmp_path, DJANGO_SECRET_KEY=secrets.token_urlsafe(50)).returncode == 0
     assert run(["-c", "import config.asgi"], tmp_path, DJANGO_DEBUG="1").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "key", ["changeme", "django-insecure-" + "k3y" * 20, "short-but-random-Xq8", "ab" * 40, "your-secret-key"]
+)
+def test_the_app_refuses_to_start_with_a_weak_key_unless_in_debug(tmp_path: Path, key: str) -> None:
+    result = run(["-c", "import config.asgi"], tmp_path, DJANGO_SECRET_KEY=key)
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert "DJANGO_SECRET_KEY is too weak" in line
+    assert run(["-c", "import config.asgi"], tmp_path, DJANGO_SECRET_KEY=key, DJANGO_DEBUG="1").returncode == 0
+
+
+def test_api_docs_are_public_in_debug_only_unless_configured(load: Any) -> None:
+    assert load()["API_DOCS_PUBLIC"] is False
+    assert load(DJANGO_DEBUG="1")["API_DOCS_PUBLIC"] is True
+    assert load(API_DOCS_PUBLIC="1")["API_DOCS_PUBLIC"] is True
+    assert load(DJANGO_DEBUG="1", API_DOCS_PUBLIC="0")["API_DOCS_PUBLIC"] is False
 
 
 def test_https_is_one_switch(load: Any) -> None:

@@ -26,6 +26,10 @@ def reply_for(body: dict[str, Any]) -> FakeResponse:
 
 
 SCRIPT = {
+    "tulip bulbs": FakeResponse(  # as the offline demo model frames its replies
+        "(Offline demo model — no AI provider is configured.) You said: “When should I plant tulip bulbs?”. "
+        "Set OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model."
+    ),
     "wide code": FakeResponse(
         "Here is one:\n\n```python\n"
         "def describe(items):  # " + "a long comment that does not fit on one line " * 4 + "\n"

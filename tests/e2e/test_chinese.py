@@ -166,7 +166,7 @@ def test_chat_streaming_stop_retry_and_temporary_are_chinese(zh_page: Any, live_
 
     # The temporary-chat toggle, and a temporary chat.
     page.goto(f"{base}/")
-    expect(page.locator("label.checkbox")).to_contain_text("临时对话 — 其中的内容都不会被记住")
+    expect(page.locator("label.checkbox")).to_contain_text("临时对话 — 不会记住任何内容；最后一条消息 24 小时后删除")
     page.check("#start-temporary")
     page.fill("#start-input", "你好")
     page.keyboard.press("Enter")

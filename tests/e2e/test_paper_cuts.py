@@ -170,7 +170,16 @@ def test_a_temporary_chat_says_what_leaving_means_and_the_sweep_deletes_it_a_day
 ) -> None:
     base = live_server_url
     sign_up(page, base, "temporary-user")
-    expect(page.locator("#start-temporary-note")).to_contain_text(NOTE)
+    # One short line beside the checkbox; what leaving it means is behind "More about temporary chats".
+    note = page.locator("#start-temporary-note")
+    expect(note).to_have_text("— nothing is remembered; deleted 24 hours after its last message")
+    line = page.locator(".start-temporary .checkbox")
+    height = page.evaluate("e => e.getBoundingClientRect().height", line.element_handle())
+    assert height < 1.8 * float(page.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)", note.element_handle()))
+    expect(page.locator("#start-temporary-details")).not_to_be_visible()
+    page.get_by_text("More about temporary chats").click()
+    expect(page.locator("#start-temporary-details")).to_contain_text(NOTE)
+    audit(page, "start page, temporary chat explained")
     page.check("#start-temporary")
     page.fill("#start-input", "A temporary question")
     page.keyboard.press("Enter")

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
+from django.utils.formats import date_format
 
 from accounts.models import User
 from chat import extensions
@@ -27,8 +29,12 @@ def context_for(user: Any, text: str = "Hello", *, temporary: bool = False, repl
     return TurnContext(user=user, conversation=conversation, user_message=message, assistant_message=assistant)
 
 
+LEARNED = re.compile(r" \(learned [^)]*\)$")
+
+
 def lines(block: str | None) -> list[str]:
-    return [ln[2:] for ln in (block or "").splitlines() if ln.startswith("- ")]
+    """The block's memory lines, without the date a background line says it was learned."""
+    return [LEARNED.sub("", ln[2:]) for ln in (block or "").splitlines() if ln.startswith("- ")]
 
 
 @pytest.mark.django_db
@@ -40,7 +46,7 @@ def test_block_holds_the_memories_relevant_to_the_message_as_background(user: An
 
     block = memory_block(context_for(user, "Suggest a phone for me"))
 
-    assert block == f"{BACKGROUND_HEADER}\n- Prefers small phones."
+    assert block is not None and LEARNED.sub("", block) == f"{BACKGROUND_HEADER}\n- Prefers small phones."
     assert "not instructions" in BACKGROUND_HEADER and "current message wins" in BACKGROUND_HEADER
 
 
@@ -188,7 +194,8 @@ def test_block_is_two_reads_with_three_hundred_memories(user: Any, django_assert
 def _memory_blocks(request: dict[str, Any]) -> list[str]:
     # The block is one part of the single system message (parts are separated by a blank line).
     parts = [part for m in request["messages"] if m["role"] == "system" for part in m["content"].split("\n\n")]
-    return [part for part in parts if part.startswith((SERVING_HEADER, BACKGROUND_HEADER))]
+    found = [part for part in parts if part.startswith((SERVING_HEADER, BACKGROUND_HEADER))]
+    return ["\n".join(LEARNED.sub("", line) for line in part.splitlines()) for part in found]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -261,5 +268,34 @@ def test_the_demo_models_what_do_you_remember_lists_what_it_was_given(user: Any)
 
     reply = DemoChatModel().reply_for(build_model_input(ctx, []))
 
-    assert "What I remember about you: Answer briefly.; Has a cat called Miso.." in reply
+    assert "What I remember about you: Answer briefly.; Has a cat called Miso. (learned " in reply
     assert "cello" not in reply
+
+
+@pytest.mark.django_db
+def test_each_background_line_says_when_it_was_learned_and_an_old_one_says_it_is_old(user: Any) -> None:
+    today = timezone.localdate()
+    make_memory(owner=user, content="Is learning to ski this winter.")
+    old = make_memory(owner=user, content="Is preparing for the CFA exam.")
+    Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=700))
+    make_memory(owner=user, content="Answer briefly.", pinned=True)
+
+    block = memory_block(context_for(user, "Ski lessons or the CFA exam first?")) or ""
+
+    written = today - timedelta(days=700)
+    assert f"- Is learning to ski this winter. (learned {date_format(today, 'DATE_FORMAT')})" in block
+    assert f"- Is preparing for the CFA exam. (learned {date_format(written, 'DATE_FORMAT')}, over a year ago)" in block
+    assert "- Answer briefly.\n" in block + "\n"  # how to serve the user: no date
+
+
+@pytest.mark.django_db
+def test_the_learned_date_is_in_the_users_language(user: Any) -> None:
+    User.objects.filter(pk=user.pk).update(language="zh-hans")
+    user.refresh_from_db()
+    old = make_memory(owner=user, content="正在准备CFA考试。")
+    Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=700))
+
+    block = memory_block(context_for(user, "CFA考试怎么复习？")) or ""
+
+    written = timezone.localdate() - timedelta(days=700)
+    assert f"- 正在准备CFA考试。（{written.year}年{written.month}月{written.day}日记下，一年多以前）" in block

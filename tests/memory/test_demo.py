@@ -162,6 +162,30 @@ def test_chinese_flow() -> None:
     assert ops([("a", "请忘掉我的屏幕偏好")], {4: "偏好大屏手机"}) == [{"op": "retract", "id": 4}]
 
 
+@pytest.mark.parametrize("said", ["我现在更喜欢大屏手机了。", "我现在更喜欢大屏手机了", "我現在更喜歡大屏手機了。"])
+def test_the_demo_judge_writes_chinese_without_a_stray_particle(said: str) -> None:
+    assert ops([("a", said)], {3: "偏好小屏手机，认为单手用着方便"}) == [
+        {"op": "update", "id": 3, "content": "偏好大屏手机", "sources": [1]}
+    ]
+
+
+def test_the_demo_model_writes_an_end_date_the_chinese_way_in_a_chinese_reply() -> None:
+    from django.utils import translation
+
+    from chat.llm.demo import DemoChatModel
+    from chat.turn.model_input import system_prompt
+
+    messages = [
+        {"role": "system", "content": system_prompt() + "\n\n- 这周在东京 (until 2026-12-06)"},
+        {"role": "user", "content": "推荐个餐厅"},
+    ]
+    with translation.override("zh-hans"):
+        reply = DemoChatModel().reply_for(messages)
+    assert "这周在东京（到 2026年12月6日）" in reply and "until" not in reply
+    with translation.override("en"):
+        assert "(until 2026-12-06)" in DemoChatModel().reply_for(messages)
+
+
 def test_demo_judge_answers_only_judge_calls() -> None:
     assert demo_judge([{"role": "system", "content": "You are a helpful assistant."}]) is None
     answer = demo_judge([{"role": "system", "content": judge_prompt()}, {"role": "user", "content": "New messages\n"}])

@@ -89,9 +89,12 @@ def test_set_change_and_clear_an_end_date_on_a_row(browser: Client, user: User) 
     assert Memory.objects.get(pk=memory.pk).expires_at is not None and "Until" in html
     past = (timezone.now() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
     response = browser.post(f"/settings/memory/{memory.pk}/expiry/", {"expires_at": past}, **HX)
-    assert response.status_code == 400 and "future" in response.content.decode()
+    # Refused in place: the row again, the form open, the error beside the field, what was typed kept.
+    html = response.content.decode()
+    assert response.status_code == 422 and f'id="memory-{memory.pk}-expires-error"' in html and "future" in html
+    assert 'aria-invalid="true"' in html and f'value="{past}"' in html
     bad = browser.post(f"/settings/memory/{memory.pk}/expiry/", {"expires_at": "Friday"}, **HX)
-    assert bad.status_code == 400
+    assert bad.status_code == 422 and "date and time" in bad.content.decode()
     browser.post(f"/settings/memory/{memory.pk}/expiry/", {"clear": "1"}, **HX)
     assert Memory.objects.get(pk=memory.pk).expires_at is None
 

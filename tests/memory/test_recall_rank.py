@@ -9,9 +9,10 @@ import pytest
 
 from memory.evals.recall_set import load, user_memories
 from memory.recall import (
-    COMMON_MIN_MEMORIES,
-    COMMON_SHARE,
+    MEANING_MARGIN,
+    RECALL_MAX,
     Candidate,
+    Meaning,
     TermIndex,
     _KeptIndexes,
     always_used,
@@ -57,13 +58,45 @@ def test_the_last_exchange_counts_beside_the_new_message() -> None:
     assert ids(rank(MEMORIES, message="Which one do you recommend?", previous="Marathon shoes?")) == [5]
 
 
-def test_a_memory_close_in_meaning_passes_with_no_shared_word_and_similarity_adds_to_the_rank() -> None:
-    query = [1.0, 0.0]
-    vectors: dict[int, Sequence[float]] = {3: [0.9, 0.436], 8: [0.0, 1.0], 4: [0.6, 0.8], 6: [0.0, 1.0]}
-    ranked = rank(MEMORIES, message="Which phone?", query_vector=query, vectors=vectors, similarity_floor=0.5)
-    # 4 and 6 share "phone" (idf 1 + ln 6/2 = 2.1), 4 is also similar (0.6: + 4 × 0.35); 3 shares no word
-    # but is close (0.9: 4 × 0.65 = 2.6, above 6's word alone); 8 is neither.
-    assert ids(ranked) == [4, 3, 6]
+def _crowded(close: dict[int, float], others: Sequence[int], reference: int = 20) -> Meaning:
+    """Similarities as a small model gives them, all between 0.75 and 0.80 (`close`: the ones given), the
+    message being vector [1, 0]."""
+
+    def at(similarity: float) -> list[float]:
+        return [similarity, math.sqrt(1 - similarity**2)]
+
+    vectors: dict[int, Sequence[float]] = {pk: at(0.75 + 0.0005 * (pk % 7)) for pk in others}
+    vectors.update({pk: at(s) for pk, s in close.items()})
+    return Meaning([1.0, 0.0], vectors, [at(0.75 + 0.0004 * (i % 9)) for i in range(reference)])
+
+
+def test_a_memory_close_in_meaning_passes_relative_to_the_users_memories_and_adds_to_the_rank() -> None:
+    meaning = _crowded({3: 0.80, 4: 0.79}, others=[1, 2, 5, 6, 7, 8])
+    assert meaning.standing(3) > MEANING_MARGIN > meaning.standing(8)
+    ranked = rank(MEMORIES, message="Which phone?", meaning=meaning)
+    # 4 and 6 share "phone"; 4 is also close, so ahead of 6; 3 shares no word but stands out from the
+    # crowd (0.80 where the rest sit near 0.75); 5, 7, 8 are neither.
+    assert set(ids(ranked)) == {3, 4, 6} and ids(ranked).index(4) < ids(ranked).index(6)
+
+
+def test_a_fixed_floor_would_pass_everything_calibration_passes_only_what_stands_out() -> None:
+    everything_close = _crowded({}, others=[1, 2, 3, 4, 5, 6, 7, 8])  # all at 0.75: nothing stands out
+    assert ids(rank(MEMORIES, message="Where should I travel?", meaning=everything_close)) == []
+
+
+def test_a_greeting_carries_nothing_by_meaning_either() -> None:
+    meaning = _crowded({3: 0.80}, others=[1, 2, 4, 5, 6, 7, 8])
+    assert ids(rank(MEMORIES, message="Hello, how are you?", meaning=meaning)) == []
+    assert ids(rank(MEMORIES, message="你好！", meaning=meaning)) == []
+
+
+def test_a_topic_most_memories_share_makes_them_all_relevant_within_the_limit() -> None:
+    phones = [Candidate(i, f"Phone fact number {i}: likes phones of kind {i}.") for i in range(1, 7)]
+    other = [Candidate(i, f"Visited city {i} once.") for i in range(7, 11)]
+    memories = phones[:3] + other + phones[3:]
+    assert set(ids(rank(memories, message="Which phone should I buy?"))) == {1, 2, 3, 4, 5, 6}
+    many = [Candidate(i, f"Phone fact {i}.") for i in range(1, 40)]
+    assert len(rank(many, message="Which phone should I buy?")) == RECALL_MAX
 
 
 def naive_scores(candidates: list[Candidate], message: str) -> list[float]:
@@ -76,7 +109,7 @@ def naive_scores(candidates: list[Candidate], message: str) -> list[float]:
         score = 0.0
         for term, weight in weights.items():
             df = sum(term in s for s in term_sets)
-            if term in found and (n < COMMON_MIN_MEMORIES or df <= COMMON_SHARE * n):
+            if term in found:
                 score += weight * (1 + math.log(n / df))
         scores.append(score)
     return scores

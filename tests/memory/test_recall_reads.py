@@ -16,7 +16,7 @@ from tests.helpers import make_conversation, make_memory, make_message, make_use
 
 pytestmark = pytest.mark.django_db
 
-FIELDS = ("id", "content", "pinned", "key", "expires_at", "project")
+FIELDS = ("id", "content", "pinned", "key", "expires_at", "project", "created_at")
 
 
 def test_a_turns_memory_rows_are_the_active_memories_oldest_first(user: Any, other_user: Any) -> None:
@@ -37,8 +37,9 @@ def test_a_turns_memory_rows_are_the_active_memories_oldest_first(user: Any, oth
     assert [content for _, content, *_ in rows] == [
         "Likes tea.", "Pinned.", "Answers in Chinese.", "Away until Friday."
     ]  # fmt: skip
-    pinned, expires = rows[1][2], rows[3][4]
+    pinned, expires, learned = rows[1][2], rows[3][4], rows[0][6]
     assert pinned is True and expires is not None and expires.tzinfo is not None
+    assert learned is not None and learned.tzinfo is not None and learned < now - timedelta(days=8)
 
 
 def test_a_turns_memory_rows_are_empty_while_memory_is_off(user: Any) -> None:

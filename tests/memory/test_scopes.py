@@ -26,7 +26,7 @@ from tests.scan import scan_for
 
 pytestmark = pytest.mark.django_db
 
-FIELDS = ("id", "content", "pinned", "key", "expires_at", "project")
+FIELDS = ("id", "content", "pinned", "key", "expires_at", "project", "created_at")
 
 
 def contents(rows: Any) -> set[str]:
@@ -205,3 +205,54 @@ def test_another_users_project_answers_404_on_memory_routes(
     assert lyon.invalid_at is None and lyon.project_id is None
     assert not Memory.objects.filter(content="Sneaky.").exists()
     assert timezone.now()
+
+
+def test_deleting_the_account_deletes_its_projects_with_their_memories(user: User, layers: dict[str, Project]) -> None:
+    from accounts.services import account_erase
+
+    conversation_create(user=user, project=layers["thesis"])
+    account_erase(user=user)
+    assert not Project.objects.exists() and not Memory.objects.filter(owner_id=user.pk).exists()
+    assert scan_for("The thesis is due in June.") == [] and scan_for("Thesis") == []
+
+
+def test_a_deleted_projects_name_leaves_the_run_records(fake_model: Any, user: User) -> None:
+    from tests.helpers import run, say
+
+    client = project_create(user=user, name="Acme Rockets", memory_mode=Project.MemoryMode.ISOLATED)
+    message = say(conversation_create(user=user, project=client), "The client ships on Fridays.")
+    fake_model.judge({"operations": [{"op": "add", "content": "The client ships on Fridays.", "sources": [1]}]})
+    run(user, up_to=message)
+    assert scan_for("Acme Rockets") != []
+
+    project_end(project=client, memories="delete")
+
+    assert scan_for("Acme Rockets") == [] and scan_for("ships on Fridays") == []
+
+
+def test_settings_memory_filters_by_scope_and_moves_a_memory(
+    client: Client, user: User, layers: dict[str, Project]
+) -> None:
+    client.force_login(user)
+    thesis = layers["thesis"]
+    page = client.get(f"/settings/memory/?scope={thesis.pk}").content.decode()
+    assert "The thesis is due in June." in page and "Lives in Lyon." not in page
+    mine = client.get("/settings/memory/?scope=user").content.decode()
+    assert "Lives in Lyon." in mine and "The thesis is due in June." not in mine and "about you" in mine
+
+    lyon = Memory.objects.get(content="Lives in Lyon.")
+    assert client.post(f"/settings/memory/{lyon.pk}/move/", {"scope": thesis.pk}).status_code == 302
+    moved = Memory.objects.get(content="Lives in Lyon.", invalid_at__isnull=True)
+    assert moved.project_id == thesis.pk
+    lyon.refresh_from_db()
+    assert lyon.invalid_reason == "moved"
+
+
+def test_another_users_project_is_a_404_on_the_memory_pages(client: Client, user: User, other_user: User) -> None:
+    client.force_login(user)
+    theirs = project_create(user=other_user, name="Theirs")
+    mine = make_memory(owner=user, content="Lives in Lyon.")
+    assert client.get(f"/settings/memory/?scope={theirs.pk}").status_code == 404
+    assert client.post(f"/settings/memory/{mine.pk}/move/", {"scope": theirs.pk}).status_code == 404
+    mine.refresh_from_db()
+    assert mine.project_id is None and mine.invalid_at is None

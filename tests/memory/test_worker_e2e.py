@@ -31,8 +31,7 @@ JUDGE_ANSWER = json.dumps({"operations": [{"op": "add", "content": SMALL, "sourc
 
 def respond(body: dict[str, Any]) -> FakeResponse:
     """Judge calls (non-streaming, JSON) get an add; chat calls get a short streamed reply."""
-    if body.get("response_format") == {"type": "json_object"}:
-        assert not body.get("stream")
+    if body.get("response_format"):  # the judge's schema
         return FakeResponse(JUDGE_ANSWER)
     return FakeResponse("Here is my answer.")
 
@@ -96,7 +95,7 @@ async def _background_extraction_end_to_end(fake_openai: FakeOpenAIServer) -> No
     assert run.trigger == "background" and run.status == "applied"
 
     await send(client, token, second.id, "Which one do you recommend?")
-    chat_request = [r for r in fake_openai.requests if r.get("stream")][-1]
+    chat_request = [r for r in fake_openai.requests if r.get("stream") and not r.get("response_format")][-1]
     (system,) = [m["content"] for m in chat_request["messages"] if m["role"] == "system"]
     blocks = [part for part in system.split("\n\n") if part.startswith(HEADER)]
     assert blocks == [f"{HEADER}\n- {SMALL}"]
@@ -132,7 +131,7 @@ async def test_flush_memory_over_the_openai_adapter_saves_before_the_reply_finis
     memory = await Memory.objects.aget(owner=user)
     assert memory.content == SMALL
     _chat_step, judge_call, final_step = fake_openai.requests
-    assert judge_call["response_format"] == {"type": "json_object"} and judge_call["temperature"] == 0.3
+    assert judge_call["response_format"]["type"] == "json_schema" and judge_call["temperature"] == 0.3
     tool_result = next(m for m in final_step["messages"] if m["role"] == "tool")
     assert tool_result["content"] == f"Memory updated. Remembered: {SMALL}"
     assert body["assistant_message"]["content"] == "I'll keep that in mind."

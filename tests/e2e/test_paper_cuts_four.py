@@ -1,0 +1,259 @@
+"""The fourth walkthrough's paper cuts, each in Chromium, in English and Chinese: htmx form errors in
+place beside their field, search results and opening one, dates in the browser's time zone, the memory
+summary after Pin, input-method Enter, a provider's words behind 详情, focus after a refused deletion,
+suggestions with their source, the README's Chinese walkthrough. (The start page's temporary-chat line:
+test_paper_cuts.py; the admin's extraction runs: test_admin_browser.py.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.axe import audit
+from tests.e2e.browser import manage, sign_up
+
+pytestmark = pytest.mark.browser
+
+ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
+
+
+def add_memory(page: Any, base: str, text: str) -> Any:
+    page.goto(f"{base}/settings/memory/")
+    page.fill("#memory-add-input", text)
+    page.locator("#memory-add-input").press("Control+Enter")
+    row = page.locator("#memory-list > .memory-row", has_text=text)
+    expect(row).to_have_count(1)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("lang", "error"), [("en", "The end date must be in the future."), ("zh", "结束日期必须晚于现在。")]
+)
+def test_a_past_end_date_is_refused_beside_the_field_and_the_page_stays(
+    browser: Any, live_server_url: str, lang: str, error: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"end-date-{lang}")
+    row = add_memory(page, live_server_url, "Is in Lisbon for work")
+    row.locator(".memory-expiry summary").click()
+    field = row.locator("input[name=expires_at]")
+    field.fill("2020-01-01T09:00")
+    field.press("Enter")
+    row = page.locator("#memory-list > .memory-row", has_text="Is in Lisbon for work")
+    message = row.locator(".field-errors")
+    expect(message).to_have_text(error)
+    field = row.locator("input[name=expires_at]")
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(field).to_have_attribute("aria-describedby", re.compile(message.get_attribute("id") or "-"))
+    expect(field).to_be_focused()
+    expect(page.get_by_role("heading", level=1)).to_be_visible()  # the page stayed
+    expect(page.locator("#memory-add-input")).to_be_visible()
+    audit(page, f"an end date refused in place ({lang})")
+    context.close()
+
+
+LONG_TITLE = "Planting tulip bulbs in a small balcony garden before the first frost of a very cold winter"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_search_results_show_the_whole_title_who_spoke_and_no_demo_framing_and_open_in_the_transcript(
+    browser: Any, live_server_url: str, lang: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    base = live_server_url
+    sign_up(page, base, f"searcher-{lang}")
+    page.fill("#start-input", "When should I plant tulip bulbs?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant").last).to_have_attribute("data-status", "complete")
+    for i in range(12):  # a transcript long enough to scroll
+        page.fill("#composer-input", f"Filler message {i} about gardens")
+        page.keyboard.press("Enter")
+        expect(page.locator(".message-assistant")).to_have_count(i + 2)
+        expect(page.locator(".message-assistant").last).to_have_attribute("data-status", "complete")
+    conversation = page.url.rstrip("/").rsplit("/", 1)[1]
+    page.request.patch(
+        f"{base}/api/conversations/{conversation}",
+        data={"title": LONG_TITLE},
+        headers={"X-CSRFToken": next(c["value"] for c in context.cookies() if c["name"] == "csrftoken")},
+    )
+    page.goto(f"{base}/search/?q=tulip")
+    hits = page.locator(".search-page .search-hit")
+    expect(hits).to_have_count(3)  # the title, the question, the reply
+    title = hits.first.locator(".search-hit-title")
+    expect(title).to_have_text(LONG_TITLE)
+    assert page.evaluate("e => e.scrollWidth <= e.clientWidth", title.element_handle())  # wrapped, not cut
+    you, memora = ("你", "Memora") if lang == "zh" else ("You", "Memora")
+    expect(page.locator(".search-hit-who", has_text=you)).to_have_count(1)
+    expect(page.locator(".search-hit-who", has_text=memora)).to_have_count(1)
+    expect(page.locator(".search-page")).not_to_contain_text("Offline demo model")
+    expect(page.locator(".search-page")).not_to_contain_text("OPENAI_API_KEY")
+    audit(page, f"search results ({lang})")
+
+    # Opening a hit scrolls the transcript only: the page itself stays put, the header in view.
+    hits.nth(1).locator("a").click()
+    expect(page.locator(".message:target")).to_be_in_viewport()
+    assert page.evaluate("document.scrollingElement.scrollTop") == 0
+    expect(page.locator("header.chat-header")).to_be_in_viewport()
+    context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "timezone", "shown"),
+    [("zh", "Asia/Shanghai", "2030年12月6日 17:30"), ("en", "America/New_York", "6 Dec 2030, 04:30")],
+)
+def test_end_dates_show_and_are_set_in_the_browsers_time_zone_the_pages_way(
+    browser: Any, live_server_url: str, lang: str, timezone: str, shown: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800},
+        timezone_id=timezone,
+        extra_http_headers=ZH if lang == "zh" else {},
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"local-time-{lang}")
+    row = add_memory(page, live_server_url, "Is in Lisbon for work")
+    row.locator(".memory-expiry summary").click()
+    field = row.locator("input[name=expires_at]")
+    expect(row.locator(f"label[for='{field.get_attribute('id')}']")).not_to_contain_text("UTC")
+    local = "2030-12-06T17:30" if lang == "zh" else "2030-12-06T04:30"  # both 09:30 UTC
+    field.fill(local)
+    field.press("Enter")
+    row = page.locator("#memory-list > .memory-row", has_text="Is in Lisbon for work")
+    expect(row.locator(".badge-expiry time")).to_have_text(shown)
+    expect(row.locator(".badge-expiry time")).to_have_attribute("datetime", "2030-12-06T09:30:00+00:00")
+    page.reload()
+    row = page.locator("#memory-list > .memory-row", has_text="Is in Lisbon for work")
+    expect(row.locator(".badge-expiry time")).to_have_text(shown)
+    expect(row.locator("input[name=expires_at]")).to_have_value(local)  # the field in local time too
+    context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_settings_memory_summary_follows_pin_and_composition_enter_adds_nothing(
+    browser: Any, live_server_url: str, lang: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"pinner-{lang}")
+    row = add_memory(page, live_server_url, "Has a cat called Miso")
+    every_chat = page.locator("#memory-summary .budget-text strong").first
+    expect(every_chat).to_have_text("0")
+    row.locator("form[action$='/pin/'] button").click()
+    expect(every_chat).to_have_text("1")  # the summary follows the pin without a reload
+    page.locator("#memory-list > .memory-row", has_text="Miso").locator("form[action$='/pin/'] button").click()
+    expect(every_chat).to_have_text("0")
+
+    # Ctrl+Enter that confirms an input method's characters is not "add".
+    page.fill("#memory-add-input", "喜欢猫")
+    page.locator("#memory-add-input").evaluate(
+        "el => el.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', ctrlKey: true, isComposing: true,"
+        " keyCode: 229, bubbles: true, cancelable: true}))"
+    )
+    page.wait_for_timeout(500)
+    expect(page.locator("#memory-list > .memory-row", has_text="喜欢猫")).to_have_count(0)
+    expect(page.locator("#memory-add-input")).to_have_value("喜欢猫")
+    context.close()
+
+
+def test_a_provider_error_in_chinese_keeps_the_providers_words_behind_details(
+    browser: Any, live_server_url: str
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, extra_http_headers=ZH)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, "provider-trouble-zh")
+    page.fill("#start-input", "Provider trouble, please")
+    page.keyboard.press("Enter")
+    error = page.locator(".message-error")
+    expect(error.locator("p").first).to_have_text("模型服务自身出了问题。请稍后再试。")
+    words = error.locator(".error-details > p")
+    expect(words).to_be_hidden()
+    error.get_by_text("详情").click()
+    expect(words).to_have_text("HTTP 503: upstream overloaded: shard 7 queue depth 981")
+    page.reload()  # saved in Chinese, read again
+    expect(page.locator(".message-error p").first).to_have_text("模型服务自身出了问题。请稍后再试。")
+    audit(page, "a failed reply in Chinese")
+    context.close()
+
+
+@pytest.mark.parametrize(("lang", "wrong"), [("en", "The password is not correct"), ("zh", "密码不正确")])
+def test_a_failed_account_deletion_puts_focus_on_the_field_with_its_message(
+    browser: Any, live_server_url: str, lang: str, wrong: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"keeper-{lang}")
+    page.goto(f"{live_server_url}/settings/account/")
+    page.fill("#id_password", "not-my-password")
+    page.locator(".account-delete-form button[type=submit]").click()
+    expect(page.locator(".account-delete-form .field-errors")).to_contain_text(wrong)
+    expect(page.locator("#id_password")).to_be_focused()
+    audit(page, f"a refused account deletion ({lang})")
+    context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "when"), [("en", re.compile(r"\d+ \w{3} 20\d\d, \d\d:\d\d")), ("zh", re.compile(r"20\d\d年\d+月\d+日"))]
+)
+def test_a_suggestion_shows_the_message_it_came_from_and_when_before_keep_or_discard(
+    browser: Any, live_server_url: str, live_server_env: dict[str, str], lang: str, when: Any
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    username = f"suggested-{lang}"
+    sign_up(page, live_server_url, username)
+    page.fill("#start-input", "I have a cat called Miso")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant").last).to_have_attribute("data-status", "complete")
+    manage(live_server_env, "shell", "-c", (
+        "from accounts.models import User; from chat.models import Message; from memory.models import Memory; "
+        f"user = User.objects.get(username={username!r}); "
+        "said = Message.objects.get(conversation__owner=user, role='user'); "
+        "m = Memory.objects.create(owner=user, content='Has a cat called Miso', suggested=True, origin='extracted'); "
+        "m.sources.add(said)"
+    ))  # fmt: skip
+    page.goto(f"{live_server_url}/settings/memory/")
+    row = page.locator(".suggestion-row", has_text="Has a cat called Miso")
+    expect(row.locator(".source-link")).to_have_text("“I have a cat called Miso”")
+    expect(row.locator(".source-when time")).to_have_text(when)
+    audit(page, f"a suggestion with its source ({lang})")
+    context.close()
+
+
+def test_the_readme_chinese_walkthrough_names_the_page_with_the_interface_language(
+    browser: Any, live_server_url: str
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    walkthrough = readme.split("### 中文演示", 1)[1].split("\n## ", 1)[0]
+    menu_entry = re.search(r"\*\*(设置 → [^*]+)\*\* 页的“界面语言”", walkthrough)
+    assert menu_entry, "the walkthrough says where the interface language is chosen"
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, extra_http_headers=ZH)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, "readme-zh")
+    page.click(".user-menu summary")
+    page.get_by_role("link", name=menu_entry[1]).click()
+    expect(page.get_by_label("界面语言")).to_be_visible()
+    context.close()
