@@ -87,6 +87,10 @@ turn_finished = Signal()
 # catches its own errors (in a savepoint of its own, as it runs inside the save's transaction).
 turn_saving = Signal()
 
+# Sent inside the transaction that replaces the user's latest message with edited words (chat.edits), before
+# the old message and its copies are deleted: `user_id`, `message_id`. A receiver undoes what it drew from it.
+user_message_edited = Signal()
+
 
 def register_context_provider(name: str, provider: ContextProvider) -> None:
     _context_providers[name] = provider
@@ -220,6 +224,8 @@ PAGE_SLOTS = {
     "delete-confirm": "appended to the delete confirmation, an attribute value: plain text, led by a space",
     "conversation": "the conversation page, before the messages (e.g. a poller)",
     "reply": "under an assistant reply (`message` in the context, as annotated by the message annotators)",
+    "project": "the project page, after its conversations (`project` in the context): what else it holds",
+    "project-end": "the page that ends a project, before its choices: what ending it does to what else it holds",
 }
 
 # A block is the name of a template rendered with the page's own context (as `{% include %}` would:

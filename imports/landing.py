@@ -5,12 +5,10 @@ transaction. Imported user messages are `skipped` for extraction: nothing become
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 
 from accounts.models import User
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Message, Project
 from chat.search.index import search_index_messages
 from chat.services import title_from
 from imports.formats import Chat
@@ -20,15 +18,16 @@ UPDATE_BATCH = 500
 
 
 @transaction.atomic
-def conversation_land(*, user: User, chat_import: ChatImport, chat: Chat, project: Any = None) -> Conversation:
+def conversation_land(
+    *, user: User, chat_import: ChatImport, chat: Chat, project: Project | None = None
+) -> Conversation:
     first_user = next((t.content for t in chat.turns if t.role == "user"), chat.turns[0].content)
-    fields: dict[str, Any] = {"project": project} if project is not None else {}
     conversation = Conversation.objects.create(
         owner=user,
         title=chat.title or title_from(first_user),
         imported_from=chat_import.source,
         imported_id=chat.source_id,
-        **fields,
+        project=project,
     )
     AgentState.objects.create(
         conversation=conversation, context=[{"role": t.role, "content": t.content} for t in chat.turns]

@@ -83,3 +83,17 @@ class ImportedConversation(models.Model):
 
     def __str__(self) -> str:
         return f"import {self.chat_import_id} → conversation {self.conversation_id}"
+
+
+class ImportedProject(models.Model):
+    """A project an import created for the export's own project (`key`: ChatGPT's conversation_template_id,
+    Claude's project uuid). A later import of the same export puts its chats in the same project; removing
+    the import deletes the project when nothing else is in it."""
+
+    chat_import = models.ForeignKey(ChatImport, on_delete=models.CASCADE, related_name="projects")
+    project = models.OneToOneField("chat.Project", on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=16, choices=ChatImport.Source.choices)
+    key = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return f"import {self.chat_import_id} → project {self.project_id} ({self.source} {self.key})"

@@ -19,12 +19,12 @@ def import_finished(*, chat_import_id: int) -> None:
     row = ChatImport.objects.filter(pk=chat_import_id).first()
     if row is None:
         return
-    rendered: dict[str, str] = {}
-    for code, _name in settings.LANGUAGES:
-        with translation.override(code):
-            rendered[code] = render_to_string("imports/_notice.html", {"item": row})
-    html = rendered.get(settings.LANGUAGE_CODE) or next(iter(rendered.values()))
     try:
+        rendered: dict[str, str] = {}
+        for code, _name in settings.LANGUAGES:
+            with translation.override(code):
+                rendered[code] = render_to_string("imports/_notice.html", {"item": row})
+        html = rendered.get(settings.LANGUAGE_CODE) or next(iter(rendered.values()))
         extensions.notify_user(row.owner_id, html, translations=rendered)
     except Exception:  # the import is saved; a missed notice must not fail it
         logger.exception("could not push the notice of import %s", chat_import_id)

@@ -63,8 +63,9 @@ class PasteIn(Schema):
 
 
 class RemovedOut(Schema):
-    conversations: int
-    memories: int
+    conversations: int = Field(description="Conversations deleted.")
+    memories: int = Field(description="Memories learned from them deleted (every version, suggestions too).")
+    projects: int = Field(description="Projects the import created, deleted because nothing else was in them.")
 
 
 def import_out(row: ChatImport, *, estimate: dict[str, int] | None = None) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from config.tasks import send_task_on_commit
 from imports import learning, preview, reader, tasks
 from imports.formats import SOURCES
 from imports.models import ChatImport, ImportedConversation
+from imports.projects import projects_remove
 from memory.models import MemorySource
 from memory.services import memory_rows_delete
 
@@ -168,10 +169,11 @@ def import_remove(*, user: User, chat_import: ChatImport) -> dict[str, Any]:
     ids = list(ImportedConversation.objects.filter(chat_import=row).values_list("conversation_id", flat=True))
     conversations_erase(user_id=user.pk, conversation_ids=ids)
     Conversation.objects.filter(owner=user, pk__in=ids).delete()
+    projects = projects_remove(chat_import=row)
     stored = row.stored_file
     row.delete()
     transaction.on_commit(lambda: Path(stored).unlink(missing_ok=True) if stored else None)
-    return {"conversations": len(ids), "memories": len(memory_ids)}
+    return {"conversations": len(ids), "memories": len(memory_ids), "projects": projects}
 
 
 @transaction.atomic

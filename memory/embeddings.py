@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -165,6 +166,20 @@ def reference_vectors(embedder: Embedder, *, wait: float = 0.0) -> list[list[flo
         return future.result(timeout=wait) if wait or future.done() else None
     except Exception:  # TimeoutError while waiting, or the request failed (retried next time)
         return None
+
+
+def warm_up() -> threading.Thread:
+    """Load the embeddings and make the reference vectors on a thread of their own, so a server's first
+    turns are calibrated (config/asgi.py calls it as a server process starts; nothing waits for it)."""
+
+    def warm() -> None:
+        embedder = get_embedder()
+        if embedder is not None:
+            reference_vectors(embedder, wait=float(settings.LLM_TIMEOUT))
+
+    thread = threading.Thread(target=warm, name="embedder-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _embed_reference(embedder: Embedder) -> list[list[float]]:

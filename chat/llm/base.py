@@ -37,6 +37,8 @@ class LLMError(Exception):
         # "length": an answer cut off at `max_tokens` before it was complete.
         self.kind = kind
         self.context_window = context_window  # the window the provider stated in its refusal, if any
+        # A streamed call given up while the server was writing its answer (closing it stopped the server).
+        self.writing = False
         self.status = status
         self.code = code
 

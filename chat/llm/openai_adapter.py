@@ -22,7 +22,6 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
@@ -36,7 +35,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, metering, server_facts, server_load, written
+from chat.llm import json_formats, metering, server_facts, streamed_call, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -333,34 +332,16 @@ class OpenAIChatModel(ChatModel):
                 time.sleep(wait)
 
     def _complete_once(self, request: dict[str, Any], *, end: float, timeout: float) -> str:
-        started = time.monotonic()
         try:
-            # Read as a stream of bytes, so that the deadline holds even for a server that trickles
-            # whitespace or keep-alive bytes: each read waits at most for the time that is left.
+            # A judge call is streamed (chat.llm.streamed_call): given up at its deadline, it closes the
+            # stream, which stops the server. Each read waits at most for the time that is left.
+            if "response_format" in request:
+                request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+            read = streamed_call.read_answer if request.get("stream") else streamed_call.read_whole
             with self._sync.chat.completions.with_streaming_response.create(
                 **request, timeout=max(0.01, end - time.monotonic())
             ) as response:
-                body = bytearray()
-                for part in response.iter_bytes():
-                    body += part
-                    if time.monotonic() > end:
-                        raise LLMError(
-                            _("The model provider did not answer within %(seconds)s s.") % {"seconds": f"{timeout:g}"},
-                            kind="timeout",
-                        )
-            data = json.loads(bytes(body))
-            reported = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
-            if isinstance(reported, int):  # the server's own count calibrates this model's estimates
-                server_facts.observe(model=str(request.get("model")), reported=reported, messages=request["messages"])
-            written_tokens = (data.get("usage") or {}).get("completion_tokens") if isinstance(data, dict) else None
-            if isinstance(written_tokens, int):  # how long an abandoned request may run (chat.llm.server_load)
-                seconds = time.monotonic() - started
-                server_load.observe_speed(
-                    model=str(request.get("model")), completion_tokens=written_tokens, seconds=seconds
-                )
-            choice = data["choices"][0] if data.get("choices") else {}
-            content = (choice.get("message") or {}).get("content")
-            finish = choice.get("finish_reason")
+                content, finish = read(response, request, end=end, timeout=timeout)
         except LLMError:
             raise
         except openai.APITimeoutError as exc:
@@ -370,15 +351,6 @@ class OpenAIChatModel(ChatModel):
             ) from exc
         except Exception as exc:
             raise _as_llm_error(exc) from exc
-        model_name = str(request.get("model"))
-        metering.note(  # the provider charged for it, whatever we make of the answer
-            model=model_name,
-            prompt_tokens=reported if isinstance(reported, int) else None,
-            completion_tokens=written_tokens if isinstance(written_tokens, int) else None,
-            estimate=lambda: metering.estimate_call(
-                model=model_name, messages=request["messages"], answer=content if isinstance(content, str) else ""
-            ),
-        )
         if finish == "length" and "response_format" in request:  # a JSON answer cut short is unusable
             raise LLMError(
                 f"The answer was cut off at max_tokens ({request.get('max_tokens')}) before it was complete.",

@@ -87,6 +87,7 @@ def _begin(
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
     regenerate: bool = False,
+    replace: int | None = None,
 ) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None, TurnMeter]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
@@ -100,7 +101,9 @@ def _begin(
             user=user, conversation=conversation, message_id=message_id, origin=origin, regenerate=regenerate
         )
     else:
-        started = transactions.turn_start(user=user, conversation=conversation, content=content, origin=origin)
+        started = transactions.turn_start(
+            user=user, conversation=conversation, content=content, origin=origin, replace=replace
+        )
     meter = TurnMeter(model=catalogue.conversation_model(started.conversation.model))
     try:
         ctx = TurnContext(
@@ -180,11 +183,20 @@ class Turn:
 
     @classmethod
     async def begin(
-        cls, *, user: User, conversation: Conversation | UUID, content: str, origin: services.TurnOrigin | None = None
+        cls,
+        *,
+        user: User,
+        conversation: Conversation | UUID,
+        content: str,
+        origin: services.TurnOrigin | None = None,
+        replace: int | None = None,
     ) -> Turn:
-        """Validate, lock and save the user message. Raises services.TurnRejected, writing nothing."""
+        """Validate, lock and save the user message (with `replace`, in place of that latest message of the
+        user's: chat.edits). Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
-        started, *built = await _begin_async(user=user, conversation=conversation, content=content, origin=origin)
+        started, *built = await _begin_async(
+            user=user, conversation=conversation, content=content, origin=origin, replace=replace
+        )
         return cls._started(started, model, *built)
 
     @classmethod

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,18 @@ def test_remove_deletes_the_imported_conversations_and_leaves_no_text(
         for table in ("chat_message", "chat_agentstate", "chat_conversation"):
             cursor.execute(f"SELECT COUNT(*) FROM {table}")
             assert cursor.fetchone()[0] == 0
+
+
+def test_the_account_export_includes_imports_and_imported_conversations(
+    upload: Callable[..., Any], run_import: Callable[[int], str], api_client: Any
+) -> None:
+    import_id = upload(_gpt_export()).json()["id"]
+    run_import(import_id)
+
+    document = json.loads(b"".join(api_client.get("/api/me/export").streaming_content))
+
+    [entry] = document["imports"]
+    assert (entry["id"], entry["source"], entry["status"]) == (import_id, "chatgpt", "done")
+    assert len(entry["conversation_ids"]) == 2
+    imported = {c["imported_id"]: c["imported_from"] for c in document["conversations"]}
+    assert imported == {"c-phone": "chatgpt", "c-zh": "chatgpt"}

@@ -58,5 +58,5 @@ def test_removing_a_paste_deletes_its_suggestions(api_client: Any, user: Any) ->
         "/api/imports/paste", {"text": "- Likes jazz.", "source": "chatgpt"}, content_type="application/json"
     ).json()["id"]
 
-    assert api_client.delete(f"/api/imports/{import_id}").json() == {"conversations": 1, "memories": 1}
+    assert api_client.delete(f"/api/imports/{import_id}").json() == {"conversations": 1, "memories": 1, "projects": 0}
     assert not Memory.objects.filter(owner=user).exists()
