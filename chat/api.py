@@ -17,6 +17,7 @@ from accounts.auth import streaming_auth
 from accounts.models import User
 from accounts.throttle import client_address
 from chat import extensions, selectors, services, versions
+from chat.export import markdown_response
 from chat.models import Message, Project
 from chat.negotiation import wants_event_stream
 from chat.schemas import (
@@ -27,6 +28,7 @@ from chat.schemas import (
     ConversationOut,
     ConversationPage,
     ConversationPatch,
+    ExportFormat,
     MessageIn,
     MessageOut,
     TurnErrorOut,
@@ -149,6 +151,19 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
 )
 def chat_model_list(request: HttpRequest) -> Any:
     return {"models": selectors.chat_model_choices()}
+
+
+@router.get(
+    "/{conversation_id}/export",
+    response={200: str, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    summary="The conversation as a Markdown file",
+    description="Its messages with who wrote them and when, and the memories each reply used. `format`: "
+    "`markdown` (the only one).",
+    openapi_extra={"responses": {200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}}},
+)
+def conversation_export(request: HttpRequest, conversation_id: UUID, format: Query[ExportFormat]) -> Any:
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    return markdown_response(conversation)
 
 
 @router.get(
@@ -290,8 +305,32 @@ def reply_version(request: HttpRequest, conversation_id: UUID, message_id: int, 
     return extensions.annotate_messages([reply])[0]
 
 
+@router.patch(
+    "/{conversation_id}/messages/{message_id}",
+    response=BODY_ERRORS | _TURN_STATUSES,
+    auth=streaming_auth,
+    summary="Edit the last message you sent and run the turn again",
+    openapi_extra=_TURN_RESPONSES,
+    description=(
+        "Like deleting the conversation's latest user message (with the replies after it) and sending the new "
+        "words: the old words leave every copy (agent state, search index, extraction-run records), a memory "
+        "whose only source was the old message moves to History (`source_edited`, restorable), and the new "
+        "message is pending for memory like any other. 409 for any other message, or while a reply is being "
+        "written. Answers exactly as `POST /api/conversations/{id}/messages` (JSON, or server-sent events)."
+    ),
+)
+async def message_edit(request: HttpRequest, conversation_id: UUID, message_id: int, payload: MessageIn) -> Any:
+    return await _run_turn(request, conversation_id, content=payload.content, replace=message_id)
+
+
 async def _run_turn(
-    request: HttpRequest, conversation_id: UUID, *, content: str = "", retry: bool = False, regenerate: bool = False
+    request: HttpRequest,
+    conversation_id: UUID,
+    *,
+    content: str = "",
+    retry: bool = False,
+    regenerate: bool = False,
+    replace: int | None = None,
 ) -> Any:
     # The conversation is looked up (404 unless it is the user's) with the turn's start, in its one trip to
     # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
@@ -303,6 +342,7 @@ async def _run_turn(
         retry=retry,
         origin=origin,
         regenerate=regenerate,
+        replace=replace,
     )
     if wants_event_stream(request.headers.get("Accept")):
         response = StreamingHttpResponse(_sse_stream(running.listen()), content_type="text/event-stream")

@@ -5,6 +5,7 @@ The browser (htmx's ws extension) sends JSON form values:
     {"action": "stop"}                      stop the reply being written (saved as "interrupted")
     {"action": "retry", "message_id": "12"} write the failed (or stopped) latest reply again, in place
     {"action": "regenerate", "message_id": "12"} write the latest reply again, its version kept (chat.versions)
+    {"action": "edit", "message_id": "12", "content": "..."} the last message sent, edited (chat.edits)
 and receives HTML fragments that htmx swaps in by id: the same partials the page renders
 (chat/_message.html and friends, see chat/fragments.py), so the live page always equals a reload.
 
@@ -59,6 +60,7 @@ from chat.fragments import (
     delta_html,
     message_html,
     messages_append_html,
+    messages_removed_html,
     notice_html,
     notices_append_html,
     streaming_html,
@@ -259,16 +261,28 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 await self.push(notice_html(_("Retry needs the id of the reply to write again."), level="error"))
                 return
             await self._start(retry=True, message_id=int(message_id), regenerate=action == "regenerate")
+        elif action == "edit":
+            message_id = content.get("message_id")
+            if not (isinstance(message_id, int | str) and str(message_id).isdigit()):
+                await self.push(notice_html(_("Editing needs the id of the message."), level="error"))
+                return
+            await self._start(content=content.get("content"), replace=int(message_id))
         elif action == "stop":
             await database_sync_to_async(runner.stop)(conversation=self.conversation)
         else:
             await self.push(notice_html(_("Unknown request."), level="error"))
 
     async def _start(
-        self, *, content: object = None, retry: bool = False, message_id: int | None = None, regenerate: bool = False
+        self,
+        *,
+        content: object = None,
+        retry: bool = False,
+        message_id: int | None = None,
+        regenerate: bool = False,
+        replace: int | None = None,
     ) -> None:
         try:
-            await runner.start_turn(
+            running = await runner.start_turn(
                 user=self.user,
                 conversation=self.conversation,
                 content=content,
@@ -276,11 +290,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 message_id=message_id,
                 origin=self.origin,
                 regenerate=regenerate,
+                replace=replace,
             )
         except services.AccessEnded:
             await self.close(code=CLOSE_UNAUTHENTICATED)  # deactivated, deleted, signed out elsewhere
         except services.TurnRejected as exc:
             await self.push(notice_html(str(exc), level="error") + turn_state_html("rejected"))
+        else:
+            if running.turn.started.replaced_ids:  # an edit: the old message and its replies leave the page
+                await self.push(messages_removed_html(running.turn.started.replaced_ids))
 
     async def push(self, html: str) -> None:
         if self._closed:

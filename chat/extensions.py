@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.dispatch import Signal
@@ -57,6 +57,8 @@ class TurnContext:
     user_message: Message
     # The reply being written (None outside a turn, e.g. a tool run by hand).
     assistant_message: Message | None = None
+    # Each context provider's block in estimated tokens, as last built (chat.turn.metered counts the memory's).
+    block_tokens: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 ContextProvider = Callable[[TurnContext], "str | None"]
@@ -85,6 +87,10 @@ turn_finished = Signal()
 # catches its own errors (in a savepoint of its own, as it runs inside the save's transaction).
 turn_saving = Signal()
 
+# Sent inside the transaction that replaces the user's latest message with edited words (chat.edits), before
+# the old message and its copies are deleted: `user_id`, `message_id`. A receiver undoes what it drew from it.
+user_message_edited = Signal()
+
 
 def register_context_provider(name: str, provider: ContextProvider) -> None:
     _context_providers[name] = provider
@@ -92,6 +98,10 @@ def register_context_provider(name: str, provider: ContextProvider) -> None:
 
 def context_providers() -> list[ContextProvider]:
     return list(_context_providers.values())
+
+
+def named_context_providers() -> list[tuple[str, ContextProvider]]:
+    return list(_context_providers.items())
 
 
 def register_tool(tool: Tool) -> None:
@@ -214,6 +224,8 @@ PAGE_SLOTS = {
     "delete-confirm": "appended to the delete confirmation, an attribute value: plain text, led by a space",
     "conversation": "the conversation page, before the messages (e.g. a poller)",
     "reply": "under an assistant reply (`message` in the context, as annotated by the message annotators)",
+    "project": "the project page, after its conversations (`project` in the context): what else it holds",
+    "project-end": "the page that ends a project, before its choices: what ending it does to what else it holds",
 }
 
 # A block is the name of a template rendered with the page's own context (as `{% include %}` would:

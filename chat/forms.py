@@ -12,6 +12,7 @@ class ConversationCreateForm(forms.Form):
     message = forms.CharField(required=False, strip=False)
     temporary = forms.BooleanField(required=False, label=_("Temporary chat"))
     model = forms.CharField(required=False, max_length=200)  # checked by the service (chat.llm.catalogue)
+    project = forms.IntegerField(required=False, min_value=1)  # one of the user's projects (else 404)
 
     def clean_message(self) -> str:
         message: str = self.cleaned_data["message"]

@@ -129,3 +129,8 @@ def streaming_html(message: Message) -> str:
 def summary_divider_html(divider: SummaryDivider) -> str:
     """The "earlier messages were summarized" divider, moved to where the new summary puts it."""
     return render_to_string("chat/_summary_divider_live.html", {"divider": divider})
+
+
+def messages_removed_html(message_ids: tuple[int, ...]) -> str:
+    """Takes messages off the page (an edited message and the replies after it, chat.edits)."""
+    return render_to_string("chat/_messages_removed.html", {"message_ids": message_ids})

@@ -61,6 +61,12 @@ class RunSlotsFull(TurnRejected):
         )
 
 
+class NotEditable(TurnRejected):
+    """Only the last message the user sent can be edited (chat.edits)."""
+
+    status = 409
+
+
 class NothingToRetry(TurnRejected):
     status = 409
 

@@ -58,6 +58,10 @@ class ConversationPage(Schema):
     )
 
 
+class ExportFormat(Schema):
+    format: Literal["markdown"] = Field("markdown", description="The file's format: `markdown`.")
+
+
 class ConversationIn(Schema):
     model_config = ConfigDict(extra="forbid")  # an unknown field is a mistake: 422, not ignored
 

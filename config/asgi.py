@@ -27,6 +27,11 @@ if apps.is_installed("connect"):
 
     http_app, lifespan_app = with_mcp(django_asgi_app), with_mcp_lifespan(lifespan)
 
+if apps.is_installed("memory"):
+    from memory.embeddings import warm_up
+
+    warm_up()  # the embedding model and its reference vectors, before the first turns need them
+
 application = ProtocolTypeRouter(
     {
         "http": http_app,

@@ -12,8 +12,9 @@ class MemoryConfig(AppConfig):
         from chat import extensions
         from memory import connected, demo, demo_wording, forgetting, moves, replay
         from memory import data as memory_data
-        from memory.chat_fragments import conversation_page_block
+        from memory.chat_fragments import conversation_page_block, project_end_block, project_page_block
         from memory.context import memory_block, record_uses_on_save
+        from memory.edits import on_user_message_edited
         from memory.history import demo_tool_trigger as demo_search_trigger
         from memory.history import search_history
         from memory.notices import mark_conversation, on_memories_changed
@@ -26,6 +27,9 @@ class MemoryConfig(AppConfig):
         extensions.register_tool(flush_memory)
         extensions.register_tool(search_history)
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
+        # A project's page shows its memories; ending one says how many it holds (SPEC §9).
+        extensions.register_page_block("project", "memory", project_page_block)
+        extensions.register_page_block("project-end", "memory", project_end_block)
         # What a reply used: `memories_used` in the API, "Used N memories" under the reply.
         extensions.register_message_annotator("memory-uses", memory_uses_annotate)
         extensions.turn_saving.connect(record_uses_on_save, dispatch_uid="memory.record_uses_on_save")
@@ -35,6 +39,8 @@ class MemoryConfig(AppConfig):
         for slot in slots:
             extensions.register_page_block(slot, "memory", f"memory/chat/_{slot.replace('-', '_')}.html")
         extensions.turn_finished.connect(on_turn_finished, dispatch_uid="memory.on_turn_finished")
+        # An edited message: a memory drawn from it alone moves to History (memory.edits).
+        extensions.user_message_edited.connect(on_user_message_edited, dispatch_uid="memory.on_user_message_edited")
         memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
         memories_changed.connect(on_memories_written, dispatch_uid="memory.on_memories_written")

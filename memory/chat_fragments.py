@@ -72,3 +72,23 @@ def conversation_page_block(context: dict[str, Any]) -> str:
         user=request.user if request is not None else None,
         conversation_id=str(conversation.pk) if conversation is not None else "",
     )
+
+
+def project_page_block(context: dict[str, Any]) -> str:
+    """The project page's "project" block: the project's active memories, with where to manage them."""
+    project = context.get("project")
+    if project is None:
+        return ""
+    memories = list(
+        selectors.memories_active(user_id=project.owner_id).filter(project=project).order_by("-created_at")[:50]
+    )
+    return render_to_string("memory/chat/_project.html", {"project": project, "project_memories": memories})
+
+
+def project_end_block(context: dict[str, Any]) -> str:
+    """The end-a-project page's block: how many memories the project holds."""
+    project = context.get("project")
+    if project is None:
+        return ""
+    count = selectors.memories_active(user_id=project.owner_id).filter(project=project).count()
+    return render_to_string("memory/chat/_project_end.html", {"project": project, "count": count})

@@ -23,10 +23,12 @@ from memory.models import CONTENT_MAX, Memory
 # --- what the partials read ------------------------------------------------------------------------
 
 
-def list_context(user: User, query: str) -> dict[str, Any]:
+def list_context(user: User, query: str, scope: selectors.PageScope = None) -> dict[str, Any]:
+    rows = selectors.memory_page_active(user=user, query=query, scope=scope)
     return {
-        "memories": list(connected.with_last_read(selectors.memory_page_active(user=user, query=query))),
+        "memories": list(connected.with_last_read(rows)),
         "query": query,
+        "scope": "" if scope is None else str(scope),
         "has_history": selectors.memory_has_history(user=user),
         "limit": CONTENT_MAX,
     }
@@ -44,8 +46,8 @@ def suggested_context(user: User) -> dict[str, Any]:
     return {"suggestions": selectors.memory_suggestions_waiting(user=user), **review_context(user)}
 
 
-def history_context(user: User, query: str = "") -> dict[str, Any]:
-    history = list(selectors.memory_history(user=user, query=query))
+def history_context(user: User, query: str = "", scope: selectors.PageScope = None) -> dict[str, Any]:
+    history = list(selectors.memory_history(user=user, query=query, scope=scope))
     return {"history": selectors.memory_history_restorations(user=user, rows=history), "query": query}
 
 

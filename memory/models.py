@@ -47,6 +47,7 @@ class Memory(models.Model):
         REPLACED = "replaced", _("Replaced by a restored version")
         EXPIRED = "expired", _("Expired (its end date passed)")
         MOVED = "moved", _("Moved to another scope")
+        SOURCE_EDITED = "source_edited", _("Its source message was edited")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     content = models.CharField(max_length=CONTENT_MAX)

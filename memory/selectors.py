@@ -106,9 +106,11 @@ def memory_status(memory: Memory) -> str:
 def _with_relations(query: QuerySet[Memory]) -> QuerySet[Memory]:
     """Sources (one extra query for the whole list) and the id of the version each row replaced."""
     sources = Message.objects.only("id", "conversation_id", "content", "created_at").order_by("id")
-    return query.annotate(
-        supersedes_id=F("supersedes__id"), supersedes_content=F("supersedes__content")
-    ).prefetch_related(Prefetch("sources", queryset=sources))
+    return (
+        query.annotate(supersedes_id=F("supersedes__id"), supersedes_content=F("supersedes__content"))
+        .select_related("project")
+        .prefetch_related(Prefetch("sources", queryset=sources))
+    )
 
 
 def memory_list(*, user: User, status: MemoryStatusFilter = "active") -> QuerySet[Memory]:
@@ -170,10 +172,19 @@ def _matching(rows: QuerySet[Memory], query: str) -> QuerySet[Memory]:
     return rows
 
 
-def memory_page_active(*, user: User, query: str = "") -> QuerySet[Memory]:
+PageScope = int | Literal["user"] | None  # a project's id, the user's own, or every scope
+
+
+def _of_scope(rows: QuerySet[Memory], scope: PageScope) -> QuerySet[Memory]:
+    if scope is None:
+        return rows
+    return rows.filter(in_scope(None if scope == "user" else scope))
+
+
+def memory_page_active(*, user: User, query: str = "", scope: PageScope = None) -> QuerySet[Memory]:
     """Active memories, pinned first (the ones every chat carries), then newest first (the settings page),
-    optionally only those matching `query`."""
-    rows = _matching(memories_active(user_id=user.pk), query)
+    optionally only those matching `query`, of one scope (SPEC §9)."""
+    rows = _of_scope(_matching(memories_active(user_id=user.pk), query), scope)
     return _with_relations(rows.order_by("-pinned", "-created_at", "-id"))
 
 
@@ -182,10 +193,11 @@ def memory_has_history(*, user: User) -> bool:
     return Memory.objects.filter(owner=user, invalid_at__isnull=False).exists()
 
 
-def memory_history(*, user: User, query: str = "") -> QuerySet[Memory]:
+def memory_history(*, user: User, query: str = "", scope: PageScope = None) -> QuerySet[Memory]:
     """Invalidated memories, newest change first, with the version that replaced each one;
-    optionally only those matching `query`."""
-    return _matching(memory_list(user=user, status="invalid"), query).select_related("superseded_by")
+    optionally only those matching `query`, of one scope."""
+    rows = _of_scope(_matching(memory_list(user=user, status="invalid"), query), scope)
+    return rows.select_related("superseded_by")
 
 
 def memory_history_restorations(*, user: User, rows: list[Memory]) -> list[Memory]:

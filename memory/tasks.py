@@ -71,7 +71,8 @@ def embed_memories_later(*, user_id: int) -> None:
 def sweep_extractions_task() -> int:
     """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py); move
     memories whose end date passed to history and delete unanswered suggestions (memory/lifecycle.py);
-    embed memories whose vector is missing (a lost message, or EMBEDDING_MODEL newly set); strip the text
+    embed memories whose vector is missing (a lost message, an existing user's memories once embeddings run,
+    or EMBEDDING_MODEL changed); strip the text
     of runs past their retention (memory/retention.py)."""
     now = timezone.now()
     lifecycle.memories_expire(now=now)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.views import edits, notices, page, replies, suggestions
+from memory.views import edits, notices, page, replies, scopes, suggestions
 
 app_name = "memory"
 urlpatterns = [
@@ -17,6 +17,7 @@ urlpatterns = [
     path("settings/memory/<int:memory_id>/expiry/", edits.memory_expiry, name="expiry"),
     path("settings/memory/<int:memory_id>/", page.memory_row, name="row"),
     path("settings/memory/<int:memory_id>/edit/", edits.memory_edit, name="edit"),
+    path("settings/memory/<int:memory_id>/move/", scopes.memory_move, name="move"),
     path("settings/memory/<int:memory_id>/delete/", edits.memory_delete, name="delete"),
     path("settings/memory/<int:memory_id>/restore/", edits.memory_restore, name="restore"),
     path("settings/memory/<int:memory_id>/wrong/", replies.reply_wrong, name="reply_wrong"),

@@ -88,11 +88,13 @@ async def start_turn(
     message_id: int | None = None,
     origin: services.TurnOrigin | None = None,
     regenerate: bool = False,
+    replace: int | None = None,
 ) -> RunningTurn:
     """Begin a turn (raises services.TurnRejected, writing nothing) and run it in the background.
     With `retry`, the turn writes the conversation's failed latest reply again (`message_id`, when
     given, must be that reply) instead of answering a new message; with `regenerate` too, the latest reply
-    whatever its status, its shown version kept (chat.versions). `origin` is where the turn comes from
+    whatever its status, its shown version kept (chat.versions). With `replace`, `content` is an edit of
+    that latest message of the user's, which goes with its replies (chat.edits). `origin` is where the turn comes from
     (its address counts towards the per-address limit; a socket's session is re-checked).
 
     `conversation` may be its id: then it is looked up with the turn's start (Http404 unless it is the
@@ -109,6 +111,7 @@ async def start_turn(
             message_id=message_id,
             origin=origin,
             regenerate=regenerate,
+            replace=replace,
         )
     except services.ConversationBusy:
         # The lock may be held by a turn whose process died (chat/turn/leases.py): close that turn, then try
@@ -125,6 +128,7 @@ async def start_turn(
             message_id=message_id,
             origin=origin,
             regenerate=regenerate,
+            replace=replace,
         )
     running = RunningTurn(turn, language=translation.get_language())
     pages.turn_started_here(running.message_id)
@@ -144,12 +148,19 @@ async def _begin(
     message_id: int | None,
     origin: services.TurnOrigin | None,
     regenerate: bool = False,
+    replace: int | None = None,
 ) -> Turn:
     if retry:
         return await Turn.begin_retry(
             user=user, conversation=conversation, message_id=message_id, origin=origin, regenerate=regenerate
         )
-    return await Turn.begin(user=user, conversation=conversation, content=content, origin=origin)  # type: ignore[arg-type]
+    return await Turn.begin(
+        user=user,
+        conversation=conversation,
+        content=content,  # type: ignore[arg-type]
+        origin=origin,
+        replace=replace,
+    )
 
 
 def stop(*, conversation: Conversation) -> bool:

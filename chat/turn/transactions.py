@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat import extensions, versions
+from chat import edits, extensions, versions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
 from chat.models import AgentState, Conversation, Message, Project, TurnStart
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
@@ -45,6 +45,8 @@ class StartedTurn:
     # The state's learned context window and token calibration (chat.turn.context_budget), read with it.
     context_window: int | None = None
     token_ratio: float | None = None
+    # An edit (turn_start's `replace`): the old message and the replies after it, deleted.
+    replaced_ids: tuple[int, ...] = ()
 
 
 def _turn_claim(
@@ -160,18 +162,29 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
 
 @transaction.atomic
 def turn_start(
-    *, user: User, conversation: Conversation, content: str, origin: TurnOrigin | None = None
+    *,
+    user: User,
+    conversation: Conversation,
+    content: str,
+    origin: TurnOrigin | None = None,
+    replace: int | None = None,
 ) -> StartedTurn:
     """Take the conversation lock and a run slot, then save the user's message.
 
     Both happen in one transaction: a refused turn writes nothing, an accepted one has its user
-    message saved before the model is called, so it is never lost.
+    message saved before the model is called, so it is never lost. With `replace`, the message is an
+    edit of the latest one the user sent (that message's id), which goes with its replies (chat.edits).
     """
     content = message_content_clean(content)
     now = _now()
     title_before = conversation.title
     token = _turn_claim(user=user, conversation=conversation, now=now, title=content, origin=origin)
+    replaced = (
+        edits.message_replace(conversation=conversation, message_id=replace, content=content) if replace else None
+    )
     state = _turn_state(conversation, title=None, now=now)  # touched with the lock; reads its project too
+    if replaced is not None:  # the old turn leaves the state; the new one is saved in its place
+        state.context = context_before(state.context, replaced.content)
     project = conversation.project
     learns = user.memory_enabled and not conversation.temporary and (project is None or project.uses_memory)
     # One INSERT for both messages (ids in this order).
@@ -193,6 +206,7 @@ def turn_start(
         user, conversation, user_message, assistant_message, token, state.context, state.version,
         context_window=state.context_window, token_ratio=state.token_ratio,
         retitled=conversation.title != title_before,
+        replaced_ids=tuple(replaced.message_ids) if replaced else (),
     )  # fmt: skip
 
 

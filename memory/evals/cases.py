@@ -15,7 +15,7 @@ import yaml
 
 from memory import judge
 from memory.batching import compact_prompt
-from memory.judge_validation import Review
+from memory.judge_validation import Review, Scopes
 from memory.models import MemoryKey
 from memory.pipeline.shown import budget as shown_budget
 from memory.pipeline.shown import choose
@@ -44,7 +44,10 @@ CATEGORIES = (
     "end_date",
     "sensitive",
     "keyed_preference",
+    "project_scope",
 )
+# The project a case's messages come from (SPEC §9), as the judge is told of it: a made-up id.
+EVAL_PROJECT_ID = 7
 LANGUAGES = ("en", "zh", "mixed")
 # The message ids the judge's numbers map to; far from the memory ids so a mix-up cannot pass.
 FIRST_MESSAGE_ID = 1001
@@ -73,6 +76,8 @@ class Expectation:
     key: str | None = None
     expires: bool | None = None
     sensitive: bool | None = None
+    # SPEC §9: where the fact goes, "user" or "project" (an add without a scope goes to the user).
+    scope: str | None = None
 
     def describe(self) -> str:
         parts = [self.op]
@@ -103,6 +108,8 @@ class Case:
     today: date | None = None
     # The keys the case's memories hold: key -> memory id.
     keys: dict[str, int] = field(default_factory=dict)
+    # The project the messages come from (SPEC §9): its name, memory mode, and which of the memories are its.
+    project: dict[str, Any] | None = None
 
     @property
     def required(self) -> tuple[Expectation, ...]:
@@ -111,15 +118,34 @@ class Case:
     def judge_input(self) -> judge.JudgeInput:
         """Exactly what the pipeline would show the judge for this user and these messages."""
         held = {memory_id: key for key, memory_id in self.keys.items()}
-        candidates = [Candidate(pk, content, key=held.get(pk, "")) for pk, content in self.memories.items()]
+        own = set(self.project.get("memories") or ()) if self.project else set()
+        candidates = [
+            Candidate(pk, content, key=held.get(pk, ""), project=EVAL_PROJECT_ID if pk in own else None)
+            for pk, content in self.memories.items()
+        ]
         sent = datetime.combine(self.today, datetime.min.time(), tzinfo=UTC).replace(hour=9) if self.today else None
+        where: tuple[int | None, str, str] = (None, "", "")
+        if self.project:
+            where = (EVAL_PROJECT_ID, str(self.project.get("mode") or "shared"), str(self.project["name"]))
         pending: list[judge.PendingMessage] = []
         for index, conversation in enumerate(self.conversations):
             for text in conversation:
-                pending.append(judge.PendingMessage(FIRST_MESSAGE_ID + len(pending), f"c{index + 1}", text, sent))
+                number = FIRST_MESSAGE_ID + len(pending)
+                pending.append(judge.PendingMessage(number, f"c{index + 1}", text, sent, *where))
         # The memories extraction would show beside these messages (memory.pipeline.shown).
         memories = choose(user_id=EVAL_USER_ID, memories=candidates, pending=pending, budget=shown_budget())
         return judge.render_input(memories=memories, pending=pending, today=self.today, compact=compact_prompt())
+
+    def scopes(self) -> Scopes:
+        """Where validation puts the case's writes, and the scope of each of its memories (SPEC §9)."""
+        if not self.project:
+            return Scopes()
+        own = set(self.project.get("memories") or ())
+        return Scopes(
+            project_id=EVAL_PROJECT_ID,
+            isolated=self.project.get("mode") == "isolated",
+            of={pk: EVAL_PROJECT_ID if pk in own else None for pk in self.memories},
+        )
 
     def review(self) -> Review:
         """What validation checks end dates against: every message was sent `today`."""
@@ -137,7 +163,7 @@ def _terms(value: Any, where: str) -> tuple[str, ...]:
 def _expectation(data: Any, where: str) -> Expectation:
     if not isinstance(data, dict) or data.get("op") not in judge.OPS:
         raise CaseError(f"{where}: each expectation needs an op, one of {', '.join(judge.OPS)}")
-    unknown = set(data) - {"op", "id", "must", "must_not", "optional", "key", "expires", "sensitive"}
+    unknown = set(data) - {"op", "id", "must", "must_not", "optional", "key", "expires", "sensitive", "scope"}
     if unknown:
         raise CaseError(f"{where}: unknown keys {sorted(unknown)}")
     op = data["op"]
@@ -160,10 +186,13 @@ def _expectation(data: Any, where: str) -> Expectation:
         key=data.get("key"),
         expires=data.get("expires"),
         sensitive=data.get("sensitive"),
+        scope=data.get("scope"),
     )
 
 
-CASE_KEYS = {"id", "category", "lang", "memories", "conversations", "expect", "note", "demo", "tags", "today", "keys"}
+CASE_KEYS = {
+    "id", "category", "lang", "memories", "conversations", "expect", "note", "demo", "tags", "today", "keys", "project",
+}  # fmt: skip
 
 
 def _case(data: Any, index: int) -> Case:
@@ -190,6 +219,7 @@ def _case(data: Any, index: int) -> Case:
         tags=tuple(data.get("tags") or ()),
         today=_today(data.get("today"), where),
         keys=_keys(data.get("keys"), memories, where),
+        project=_project(data.get("project"), memories, where),
     )
 
 
@@ -220,6 +250,20 @@ def _conversations(conversations: Any, where: str) -> Any:
     ):
         raise CaseError(f"{where}: conversations must be a list of lists of messages")
     return conversations
+
+
+def _project(value: Any, memories: dict[int, str], where: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    own = value.get("memories") or [] if isinstance(value, dict) else None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("name"), str)
+        or value.get("mode", "shared") not in ("shared", "isolated")
+        or not all(pk in memories for pk in own or [])
+    ):
+        raise CaseError(f"{where}: project needs a name, a mode (shared or isolated) and its memories' ids")
+    return dict(value)
 
 
 def _today(value: Any, where: str) -> date | None:

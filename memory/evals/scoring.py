@@ -96,6 +96,8 @@ def operation_meets(expectation: Expectation, operation: dict[str, Any]) -> bool
         return False
     if expectation.sensitive is not None and bool(operation.get("sensitive")) != expectation.sensitive:
         return False
+    if expectation.scope is not None and (operation.get("scope") or "user") != expectation.scope:
+        return False
     return content_meets(expectation, str(operation.get("content") or ""))
 
 
@@ -152,7 +154,7 @@ def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mappin
         score.misses = len(required)
         score.problems.append(_shape_problem(raw, str(exc)))
         return score
-    rendered = case.judge_input()
+    rendered, scopes = case.judge_input(), case.scopes()
     known = {
         memory_id: judge_validation.KnownMemory(owner_id=EVAL_OWNER_ID, active=True, content=content)
         for memory_id, content in case.memories.items()
@@ -163,8 +165,9 @@ def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mappin
         known=known,
         active=dict(case.memories),
         numbers=rendered.numbers,
-        keys=case.keys,
+        keys={(scopes.of.get(pk), key): pk for key, pk in case.keys.items()},
         review=case.review(),
+        scopes=scopes,
         shown=rendered.memory_ids,
         max_operations=(limits or {}).get("max_operations"),
         max_active=(limits or {}).get("max_active"),

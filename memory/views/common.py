@@ -19,10 +19,12 @@ from django_htmx.http import reswap, retarget
 
 from accounts.layout import layout_context
 from accounts.models import User
+from chat.selectors import project_get_for_user
 from config.http import HttpRequest
 from memory import connected, fragments, selectors, services
 from memory.forms import MemoryForm
 from memory.models import Memory
+from memory.selectors import PageScope
 
 SEARCH_MAX_CHARS = 200
 
@@ -62,15 +64,27 @@ def search_query(request: HttpRequest) -> str:
     return " ".join(query.split())[:SEARCH_MAX_CHARS]
 
 
+def search_scope(request: HttpRequest) -> PageScope:
+    """The page's scope filter (SPEC §9): "user", one of the user's projects (another's is a 404), or every scope."""
+    value = (request.POST if request.method == "POST" else request.GET).get("scope", "")
+    if value == "user":
+        return "user"
+    if value.isdigit():
+        return project_get_for_user(user=request_user(request), project_id=int(value)).pk
+    return None
+
+
 def full_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
     """The full page; `extra` opens one step in it (a row's edit form or delete confirmation, ...)."""
     user = request_user(request)
+    layout = layout_context(user)  # the sidebar of conversations and projects, drawn by chat (accounts.layout)
     context = {
-        **layout_context(user),  # the sidebar of conversations, drawn by chat (accounts.layout)
+        **layout,
         "add_form": MemoryForm(),
-        **fragments.list_context(user, search_query(request)),
+        **fragments.list_context(user, search_query(request), search_scope(request)),
         **fragments.summary_context(user),
-        **fragments.history_context(user, search_query(request)),
+        **fragments.history_context(user, search_query(request), search_scope(request)),
+        "memory_projects": layout.get("sidebar_projects", []),
         **fragments.suggested_context(user),
         "accesses": connected.accesses(user=user),
         "review_ids": review_ids(request),

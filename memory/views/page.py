@@ -24,7 +24,15 @@ from memory import fragments, selectors, services
 from memory.forms import ForgetAllForm, MemorySwitchForm
 from memory.models import CONTENT_MAX, Memory
 from memory.schemas import MemoryExportOut
-from memory.views.common import full_page, memory_view, page_url, request_user, search_query, summary_oob
+from memory.views.common import (
+    full_page,
+    memory_view,
+    page_url,
+    request_user,
+    search_query,
+    search_scope,
+    summary_oob,
+)
 
 
 @login_required
@@ -33,8 +41,8 @@ from memory.views.common import full_page, memory_view, page_url, request_user, 
 def memory_page(request: HttpRequest) -> HttpResponse:
     """The page; an HTMX request (the search box) gets the filtered lists and says how many matched."""
     if request.htmx and not request.htmx.history_restore_request:
-        user, query = request_user(request), search_query(request)
-        active, history = fragments.list_context(user, query), fragments.history_context(user, query)
+        user, query, scope = request_user(request), search_query(request), search_scope(request)
+        active, history = fragments.list_context(user, query, scope), fragments.history_context(user, query, scope)
         return fragments.response(
             fragments.part(request, "memory/_active_list.html", **active),
             fragments.part(request, "memory/_history.html", oob=True, **history),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +90,71 @@ def test_regenerate_and_step_through_the_versions_by_keyboard(
     expect(page.locator(".message-assistant.is-complete")).to_have_count(2)
     sent = json.dumps([r for r in provider.requests if r.get("stream")][-1]["messages"])
     assert "The first take." in sent and "The second take." not in sent
+
+
+def test_edit_the_last_message_by_keyboard_runs_the_turn_again(
+    page: Any, live_server_url: str, provider: FakeOpenAIServer
+) -> None:
+    sign_up(page, live_server_url, "editor")
+    page.fill("#start-input", "First question")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    page.fill("#composer-input", "My dog is called Rexbottom")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(2)
+    # Only the last message sent offers Edit.
+    expect(page.locator(".message-user .edit-message summary:visible")).to_have_count(1)
+
+    provider.queue(FakeResponse("Rover is a good name."))
+    edit = page.locator(".message-user").last.locator(".edit-message")
+    edit.locator("summary").focus()
+    page.keyboard.press("Enter")
+    box = edit.locator("textarea")
+    expect(box).to_be_visible()
+    audit(page, "editing the last message")
+    box.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("My dog is called Rover")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant").last).to_contain_text("Rover is a good name.")
+    expect(page.locator(".message-user")).to_have_count(2)
+    expect(page.locator("#messages")).not_to_contain_text("Rexbottom")
+    page.reload()
+    expect(page.locator("#messages")).not_to_contain_text("Rexbottom")
+    expect(page.locator(".message-user").last).to_contain_text("My dog is called Rover")
+
+
+def test_save_a_conversation_as_markdown_from_its_menu(page: Any, live_server_url: str) -> None:
+    sign_up(page, live_server_url, "saver")
+    page.fill("#start-input", "Remember the trip to Lisbon")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Save as Markdown").click()
+    download = info.value
+    assert download.suggested_filename.endswith(".md")
+    text = Path(download.path()).read_text(encoding="utf-8")
+    assert "Remember the trip to Lisbon" in text and "## Memora · " in text
+
+
+def test_pin_a_conversation_on_top_of_the_dated_list_by_keyboard(page: Any, live_server_url: str) -> None:
+    sign_up(page, live_server_url, "pinner")
+    for text in ("First chat about tea", "Second chat about coffee"):
+        page.goto(f"{live_server_url}/")
+        page.fill("#start-input", text)
+        page.keyboard.press("Enter")
+        expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    sidebar = page.locator("#sidebar")
+    expect(sidebar.get_by_role("heading", name="Today")).to_be_visible()
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Pin to the top").focus()
+    page.keyboard.press("Enter")
+    pinned = sidebar.get_by_role("heading", name="Pinned")
+    expect(pinned).to_be_visible()
+    expect(sidebar.locator("ul[aria-labelledby=group-pinned] li")).to_have_count(1)
+    expect(sidebar.locator("ul[aria-labelledby=group-pinned]")).to_contain_text("Second chat about coffee")
+    audit(page, "the list with a pinned conversation and date groups")

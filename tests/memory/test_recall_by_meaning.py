@@ -134,3 +134,29 @@ def test_ranking_against_a_text_is_one_function_other_features_share(embedded: N
 
     assert "Is vegetarian." in [m.content for m in found]
     assert relevant(user_id=user.pk, message="Hello!", memories=memories) == []
+
+
+def test_a_server_warms_the_model_and_its_reference_up_before_the_first_turn(embedded: None) -> None:
+    from memory.embeddings import reference_vectors, warm_up
+
+    warm_up().join(timeout=120)
+
+    embedder = get_embedder()
+    assert embedder is not None and reference_vectors(embedder) is not None  # ready: no wait
+
+
+@pytest.mark.django_db
+def test_the_sweep_embeds_the_memories_an_existing_user_had_before(
+    embedded: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    from memory.tasks import sweep_extractions_task
+
+    user = make_user()
+    for content in ("Is vegetarian.", *EVERYDAY):
+        make_memory(owner=user, content=content)  # written while embeddings were off: no vectors
+    assert not MemoryVector.objects.filter(memory__owner=user).exists()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep_extractions_task()
+
+    assert MemoryVector.objects.filter(memory__owner=user, model=MODEL).count() == 4

@@ -228,3 +228,31 @@ def test_a_deleted_projects_name_leaves_the_run_records(fake_model: Any, user: U
     project_end(project=client, memories="delete")
 
     assert scan_for("Acme Rockets") == [] and scan_for("ships on Fridays") == []
+
+
+def test_settings_memory_filters_by_scope_and_moves_a_memory(
+    client: Client, user: User, layers: dict[str, Project]
+) -> None:
+    client.force_login(user)
+    thesis = layers["thesis"]
+    page = client.get(f"/settings/memory/?scope={thesis.pk}").content.decode()
+    assert "The thesis is due in June." in page and "Lives in Lyon." not in page
+    mine = client.get("/settings/memory/?scope=user").content.decode()
+    assert "Lives in Lyon." in mine and "The thesis is due in June." not in mine and "about you" in mine
+
+    lyon = Memory.objects.get(content="Lives in Lyon.")
+    assert client.post(f"/settings/memory/{lyon.pk}/move/", {"scope": thesis.pk}).status_code == 302
+    moved = Memory.objects.get(content="Lives in Lyon.", invalid_at__isnull=True)
+    assert moved.project_id == thesis.pk
+    lyon.refresh_from_db()
+    assert lyon.invalid_reason == "moved"
+
+
+def test_another_users_project_is_a_404_on_the_memory_pages(client: Client, user: User, other_user: User) -> None:
+    client.force_login(user)
+    theirs = project_create(user=other_user, name="Theirs")
+    mine = make_memory(owner=user, content="Lives in Lyon.")
+    assert client.get(f"/settings/memory/?scope={theirs.pk}").status_code == 404
+    assert client.post(f"/settings/memory/{mine.pk}/move/", {"scope": theirs.pk}).status_code == 404
+    mine.refresh_from_db()
+    assert mine.project_id is None and mine.invalid_at is None
