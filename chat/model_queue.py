@@ -242,6 +242,8 @@ def slot(
                 seconds = server_load.hold_seconds(
                     model=model_name, max_tokens=max_tokens, elapsed=elapsed, time_limit=limit
                 )
+                if exc.writing:  # a stream closed while tokens arrived: the server stops at the next one
+                    seconds = server_load.STREAM_CLOSED_HOLD_SECONDS
                 hold_after_abandon(model, ticket_id=ticket, lease=lease, seconds=seconds, model_name=model_name)
             raise
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -25,17 +26,32 @@ def project_list(*, user: User) -> QuerySet[Project]:
     return Project.objects.filter(owner=user).order_by("name", "id")
 
 
+def project_choices(user_id: int) -> list[tuple[int, str]]:
+    """The user's projects as (id, name), by name (what a token may be limited to)."""
+    return list(Project.objects.filter(owner_id=user_id).order_by("name", "id").values_list("id", "name"))
+
+
+def project_conversation_ids(*, user: User, project_id: int) -> list[Any]:
+    """The ids of the user's conversations in one project."""
+    return list(Conversation.objects.filter(owner=user, project_id=project_id).values_list("pk", flat=True))
+
+
 def project_get_for_user(*, user: User, project_id: int) -> Project:
     return get_object_or_404(project_list(user=user), pk=project_id)
 
 
 def conversation_sidebar(*, user: User, current: Conversation | None = None) -> QuerySet[Conversation]:
     """The sidebar's history: temporary chats are listed only while they are open; a project's conversations
-    are listed under their project (`project_sidebar`)."""
+    are listed under their project (`project_sidebar`), pinned ones on top (`conversation_pinned`)."""
     keep = Q(temporary=False, project__isnull=True)
     if current is not None and current.project_id is None:
         keep |= Q(pk=current.pk)
-    return conversation_list(user=user).filter(keep)
+    return conversation_list(user=user).filter(keep, pinned=False)
+
+
+def conversation_pinned(*, user: User) -> list[Conversation]:
+    """The user's pinned conversations, on top of the sidebar, most recent first."""
+    return list(conversation_list(user=user).filter(pinned=True).order_by("-updated_at", "-id")[:100])
 
 
 PROJECT_SIDEBAR_CHATS = 5

@@ -10,6 +10,7 @@ urlpatterns = [
     path("c/more/", views.conversation_more, name="conversation_more"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation"),
     path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
+    path("c/<uuid:conversation_id>/pin/", views.conversation_pin, name="conversation_pin"),
     path("c/<uuid:conversation_id>/export.md", views.conversation_export, name="conversation_export"),
     path("c/<uuid:conversation_id>/model/", views.conversation_model, name="conversation_model"),
     path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),

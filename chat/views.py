@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
-from chat import extensions, markers, selectors, services, versions
+from chat import extensions, markers, selectors, services, sidebar, versions
 from chat.export import markdown_response
 from chat.forms import ConversationCreateForm, ConversationRenameForm
 from chat.fragments import RETRYABLE, message_html
@@ -56,15 +56,23 @@ def with_retry(messages: Iterable[Message]) -> list[Message]:
 
 
 def sidebar_context(
-    user: User, *, current: Conversation | None = None, before: tuple[datetime, UUID] | None = None
+    user: User,
+    *,
+    current: Conversation | None = None,
+    before: tuple[datetime, UUID] | None = None,
+    group: str = "",
 ) -> dict[str, Any]:
-    """The conversation list's first page (or the one after `before`) and the link to the next."""
-    conversations, after = selectors.conversation_sidebar_page(user=user, current=current, before=before)
+    """The conversation list's first page (or the one after `before`, continuing date group `group`), the
+    link to the next, and (first page) the pinned conversations."""
+    page, after = selectors.conversation_sidebar_page(user=user, current=current, before=before)
+    conversations = sidebar.with_headings(page, previous=group)
     more = ""
     if after is not None:
-        more = f"{reverse('chat:conversation_more')}?{urlencode({'before': after[0].isoformat(), 'id': after[1]})}"
+        cursor = {"before": after[0].isoformat(), "id": after[1], "group": getattr(conversations[-1], "group", "")}
+        more = f"{reverse('chat:conversation_more')}?{urlencode(cursor)}"
     context: dict[str, Any] = {"conversations": conversations, "conversations_more": more}
-    if before is None:  # the projects lead the first page, each with its newest conversations
+    if before is None:  # pinned conversations, then the projects (each with its newest), lead the first page
+        context["pinned_conversations"] = selectors.conversation_pinned(user=user)
         context["sidebar_projects"] = selectors.project_sidebar(user=user, current=current)
     return context
 
@@ -93,7 +101,8 @@ def conversation_more(request: HttpRequest) -> HttpResponse:
         before = (datetime.fromisoformat(request.GET["before"]), UUID(request.GET["id"]))
     except (KeyError, ValueError):
         return HttpResponseBadRequest(_("Expected the `before` and `id` of the last conversation shown."))
-    return render(request, "chat/_conversation_more.html", sidebar_context(_user(request), before=before))
+    context = sidebar_context(_user(request), before=before, group=request.GET.get("group", ""))
+    return render(request, "chat/_conversation_more.html", context)
 
 
 @login_required
@@ -173,6 +182,17 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
         return render(request, "chat/_rename_form.html", context, status=422 if form.is_bound else 200)
     context = {**_chat_context(request, conversation), "conversation": conversation, "form": form}
     return render(request, "chat/rename.html", context, status=400 if form.is_bound else 200)
+
+
+@login_required
+@require_POST
+def conversation_pin(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+    """Pin the conversation on top of the list, or unpin it (the conversation's menu)."""
+    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    services.conversation_update(conversation=conversation, pinned=not conversation.pinned)
+    if request.htmx:  # the list changes its groups: the page is drawn again
+        return HttpResponseClientRedirect(reverse("chat:conversation", args=[conversation.pk]))
+    return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
 @login_required

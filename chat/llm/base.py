@@ -37,6 +37,8 @@ class LLMError(Exception):
         # "length": an answer cut off at `max_tokens` before it was complete.
         self.kind = kind
         self.context_window = context_window  # the window the provider stated in its refusal, if any
+        # A streamed call given up while the server was writing its answer (closing it stopped the server).
+        self.writing = False
         self.status = status
         self.code = code
 
@@ -87,9 +89,11 @@ class ToolCalls:
 
 @dataclass(frozen=True)
 class Usage:
-    """Emitted at most once, at the end of a streamed step, when the provider reported its prompt size."""
+    """Emitted at most once, at the end of a streamed step, when the provider reported its prompt size
+    (and, when it did, the tokens it wrote: the usage records, chat.llm.metering)."""
 
     prompt_tokens: int
+    completion_tokens: int | None = None
 
 
 StreamChunk = TextDelta | ToolCalls | Usage

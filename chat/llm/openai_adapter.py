@@ -22,7 +22,6 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
@@ -36,7 +35,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, server_facts, server_load, written
+from chat.llm import json_formats, metering, server_facts, streamed_call, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -51,6 +50,7 @@ from chat.llm.errors import clean_provider_message, deadline_error, provider_err
 from chat.llm.retry import retry_wait
 from chat.llm.sse import StreamRead, drain, sse_chunks
 from chat.llm.tools_fallback import ToolsFallback
+from chat.turn import tokens
 from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
@@ -332,34 +332,16 @@ class OpenAIChatModel(ChatModel):
                 time.sleep(wait)
 
     def _complete_once(self, request: dict[str, Any], *, end: float, timeout: float) -> str:
-        started = time.monotonic()
         try:
-            # Read as a stream of bytes, so that the deadline holds even for a server that trickles
-            # whitespace or keep-alive bytes: each read waits at most for the time that is left.
+            # A judge call is streamed (chat.llm.streamed_call): given up at its deadline, it closes the
+            # stream, which stops the server. Each read waits at most for the time that is left.
+            if "response_format" in request:
+                request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+            read = streamed_call.read_answer if request.get("stream") else streamed_call.read_whole
             with self._sync.chat.completions.with_streaming_response.create(
                 **request, timeout=max(0.01, end - time.monotonic())
             ) as response:
-                body = bytearray()
-                for part in response.iter_bytes():
-                    body += part
-                    if time.monotonic() > end:
-                        raise LLMError(
-                            _("The model provider did not answer within %(seconds)s s.") % {"seconds": f"{timeout:g}"},
-                            kind="timeout",
-                        )
-            data = json.loads(bytes(body))
-            reported = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
-            if isinstance(reported, int):  # the server's own count calibrates this model's estimates
-                server_facts.observe(model=str(request.get("model")), reported=reported, messages=request["messages"])
-            written_tokens = (data.get("usage") or {}).get("completion_tokens") if isinstance(data, dict) else None
-            if isinstance(written_tokens, int):  # how long an abandoned request may run (chat.llm.server_load)
-                seconds = time.monotonic() - started
-                server_load.observe_speed(
-                    model=str(request.get("model")), completion_tokens=written_tokens, seconds=seconds
-                )
-            choice = data["choices"][0] if data.get("choices") else {}
-            content = (choice.get("message") or {}).get("content")
-            finish = choice.get("finish_reason")
+                content, finish = read(response, request, end=end, timeout=timeout)
         except LLMError:
             raise
         except openai.APITimeoutError as exc:
@@ -398,6 +380,13 @@ class OpenAIEmbedder(Embedder):
             vectors = [list(item.embedding) for item in sorted(answer.data, key=lambda item: item.index)]
         except Exception as exc:
             raise _as_llm_error(exc) from exc
+        reported = getattr(answer.usage, "prompt_tokens", None) if getattr(answer, "usage", None) else None
+        metering.note(
+            model=self.model,
+            prompt_tokens=reported if isinstance(reported, int) else None,
+            completion_tokens=0,
+            estimate=lambda: (sum(tokens.estimate_text(text) for text in texts), 0),
+        )
         if len(vectors) != len(texts):
             raise LLMError("The embeddings answer has the wrong number of vectors.", kind="bad_response")
         return vectors

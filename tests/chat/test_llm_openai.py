@@ -205,7 +205,7 @@ def test_complete_json_sends_json_mode_temperature_model_and_timeout(fake_openai
     assert request["temperature"] == 0.3
     assert request["model"] == "judge-model"
     assert request["messages"] == USER
-    assert not request.get("stream")
+    assert request["stream"] is True  # streamed: given up, it stops the server
 
 
 def test_complete_json_error_and_timeout_become_llm_errors(fake_openai: FakeOpenAIServer) -> None:
@@ -406,3 +406,19 @@ def test_a_server_that_takes_no_schema_at_all_gets_plain_json_mode(fake_openai: 
         {"type": "json_object", "schema": SCHEMA},
         {"type": "json_object"},
     ]
+
+
+def test_a_judge_call_given_up_while_the_answer_streams_closes_it_and_the_server_stops(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.queue(FakeResponse('{"operations": [' + '{"op": "clear"}, ' * 40 + "]}", chunk_delay=0.1))
+    started = time.monotonic()
+    with pytest.raises(LLMError) as caught:
+        get_chat_model().complete_json(messages=USER, model="judge", temperature=0.3, timeout=0.5)
+
+    assert caught.value.kind == "timeout" and caught.value.writing
+    assert time.monotonic() - started < 2
+    deadline = time.monotonic() + 3
+    while fake_openai.in_flight and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_openai.in_flight == 0  # it stopped writing at its next token, not at the end of the answer

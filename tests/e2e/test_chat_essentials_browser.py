@@ -138,3 +138,23 @@ def test_save_a_conversation_as_markdown_from_its_menu(page: Any, live_server_ur
     assert download.suggested_filename.endswith(".md")
     text = Path(download.path()).read_text(encoding="utf-8")
     assert "Remember the trip to Lisbon" in text and "## Memora · " in text
+
+
+def test_pin_a_conversation_on_top_of_the_dated_list_by_keyboard(page: Any, live_server_url: str) -> None:
+    sign_up(page, live_server_url, "pinner")
+    for text in ("First chat about tea", "Second chat about coffee"):
+        page.goto(f"{live_server_url}/")
+        page.fill("#start-input", text)
+        page.keyboard.press("Enter")
+        expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
+    sidebar = page.locator("#sidebar")
+    expect(sidebar.get_by_role("heading", name="Today")).to_be_visible()
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Pin to the top").focus()
+    page.keyboard.press("Enter")
+    pinned = sidebar.get_by_role("heading", name="Pinned")
+    expect(pinned).to_be_visible()
+    expect(sidebar.locator("ul[aria-labelledby=group-pinned] li")).to_have_count(1)
+    expect(sidebar.locator("ul[aria-labelledby=group-pinned]")).to_contain_text("Second chat about coffee")
+    audit(page, "the list with a pinned conversation and date groups")

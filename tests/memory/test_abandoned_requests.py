@@ -63,7 +63,7 @@ def test_with_slots_no_chat_request_reaches_the_server_while_it_works_on_an_aban
     event, _ = judge_then_chat(server, user, conversation)
 
     assert server.max_in_flight == 1
-    assert [bool(r.get("stream")) for r in server.requests] == [False, True]  # the judge, then the chat turn
+    assert [bool(r.get("response_format")) for r in server.requests] == [True, False]  # the judge, then chat
     assert event.type == "done"
     assert Message.objects.filter(role="assistant", status="complete").count() == 2
     assert ExtractionRun.objects.get().status == ExtractionRun.Status.UNAVAILABLE

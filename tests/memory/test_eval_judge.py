@@ -152,7 +152,7 @@ def test_against_an_openai_compatible_server(fake_openai: FakeOpenAIServer, case
     assert {r["model"] for r in requests} == {"tiny-judge"}
     assert all(r["response_format"]["type"] == "json_schema" for r in requests)  # the judge's answer schema
     assert requests[0]["response_format"]["json_schema"]["schema"] == answer_schema()
-    assert all(r["temperature"] == JUDGE_TEMPERATURE and r["stream"] is False for r in requests)
+    assert all(r["temperature"] == JUDGE_TEMPERATURE and r["stream"] is True for r in requests)
     assert {r["max_tokens"] for r in requests} == {settings.MEMORY_JUDGE_MAX_TOKENS}
     assert "--- another conversation ---" in requests[2]["messages"][1]["content"]
 
