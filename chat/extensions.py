@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.dispatch import Signal
@@ -59,6 +59,8 @@ class TurnContext:
     user_message: Message
     # The reply being written (None outside a turn, e.g. a tool run by hand).
     assistant_message: Message | None = None
+    # Each context provider's block in estimated tokens, as last built (chat.turn.metered counts the memory's).
+    block_tokens: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 ContextProvider = Callable[[TurnContext], "str | None"]
@@ -98,6 +100,10 @@ def register_context_provider(name: str, provider: ContextProvider) -> None:
 
 def context_providers() -> list[ContextProvider]:
     return list(_context_providers.values())
+
+
+def named_context_providers() -> list[tuple[str, ContextProvider]]:
+    return list(_context_providers.items())
 
 
 def register_tool(tool: Tool) -> None:
