@@ -155,6 +155,7 @@ class TokenOut(Schema):
     last_used_at: datetime | None
     expires_at: datetime | None
     scopes: list[ScopeName] = Field(description="What the token may do; a token made without scopes has them all")
+    project_id: int | None = Field(description="The project it is limited to, or null")
     last_client: str = Field(description="The program that used it last on /mcp or /v1, or empty")
     reads: list[TokenReadOut] = Field(
         default_factory=list, description="Its latest reads of memories (at most 10, newest first)"
@@ -182,6 +183,13 @@ class TokenIn(Schema):
         description="What it may do: `memory:read` (search and list memories), `memory:propose` (propose "
         "memories, saved as suggestions), `memory:write` (save and forget memories), `chat` (the "
         "OpenAI-compatible endpoint and conversations). Omit for all of them.",
+    )
+    project_id: int | None = Field(
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="Limit it to one of your projects (another's or a missing one answers 404): it sees what a "
+        "chat in that project would, over MCP and /v1. Omit for none.",
     )
     expires_at: AwareDatetime | None = Field(
         None, description="When it stops working, with its time zone: must be in the future (else 400). Omit for never."
@@ -224,7 +232,7 @@ def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
 
 @router.post(
     "/tokens",
-    response={201: TokenCreatedOut, **WRITE_ERRORS, **BODY_ERRORS},
+    response={201: TokenCreatedOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND},
     tags=["tokens"],
     description="From the signed-in session; a token-authenticated request must also send `password` (else 403).",
 )
@@ -235,6 +243,7 @@ def token_create(request: HttpRequest, payload: TokenIn) -> Any:
         name=payload.name,
         expires_at=payload.expires_at,
         scopes=list(payload.scopes) if payload.scopes is not None else None,
+        project_id=payload.project_id,
     )
     return Status(201, {**TokenOut.model_validate(token).model_dump(), "token": plain})
 

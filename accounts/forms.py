@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import ALL_SCOPES, Scope, User
+from accounts.scopes import project_choices
 from accounts.throttle import PasswordChecksThrottled, password_check
 
 
@@ -34,6 +35,28 @@ class ApiTokenForm(forms.Form):
         help_text=_("A tool connected over MCP or the OpenAI-compatible endpoint can do only what you tick."),
         error_messages={"required": _("Tick at least one thing the token may do.")},
     )
+
+    project = forms.TypedChoiceField(
+        choices=[],
+        coerce=int,
+        empty_value=None,
+        required=False,
+        label=_("Project"),
+        help_text=_("Limit it to one project: it sees only what a chat in that project would."),
+    )
+
+    def __init__(self, *args: Any, user_id: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        projects = project_choices(user_id) if user_id is not None else []
+        if projects:
+            field: forms.TypedChoiceField = self.fields["project"]  # type: ignore[assignment]
+            field.choices = [("", _("None: everything the scopes allow")), *projects]
+        else:
+            del self.fields["project"]
+
+    def project_id(self) -> int | None:
+        value = self.cleaned_data.get("project")
+        return int(value) if value else None
 
     def expires_at(self) -> datetime | None:
         days = self.cleaned_data.get("expires_in")

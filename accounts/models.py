@@ -62,6 +62,9 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     # A subset of Scope's values; tokens made before scopes existed have them all.
     scopes = models.JSONField(default=all_scopes)
+    # The one project it is limited to (a chat.Project's id; null: none). Kept as a plain id, as accounts comes
+    # before chat: the apps that serve tokens check it (accounts.scopes) and refuse a token whose project is gone.
+    project_id = models.PositiveBigIntegerField(null=True, blank=True)
     # The name of the program that used it last (MCP clientInfo or User-Agent), for the tokens list.
     last_client = models.CharField(max_length=100, blank=True, default="")
 
@@ -70,7 +73,7 @@ class ApiToken(models.Model):
 
     @property
     def has_full_access(self) -> bool:
-        return set(ALL_SCOPES) <= set(self.scopes)
+        return set(ALL_SCOPES) <= set(self.scopes) and self.project_id is None
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes

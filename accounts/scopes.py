@@ -5,6 +5,10 @@ read (GET) needs `read`, any other method `write`. A token with every scope may 
 token could before scopes existed; a narrower one may call only the routes registered for its scopes
 and read `/api/me` (who it acts for). Everything else (tokens, the account) answers 403 to it.
 
+A token may also be limited to one project (`ApiToken.project_id`): it sees what a chat in that project
+would, through the connected tools (MCP and /v1), which check the project on every request; the JSON API
+answers it only `/api/me`. The app that owns projects names them here (`register_project_lister`).
+
 Token activity: another app may set attributes on the tokens a list shows (`register_token_annotator`),
 with a constant number of queries for the whole list: the memory app adds what each token read.
 """
@@ -50,8 +54,24 @@ def token_allows(token: ApiToken, path: str, method: str) -> bool:
         return True
     if path.rstrip("/") == "/api/me" and method.upper() in READ_METHODS:
         return True
+    if token.project_id is not None:
+        return False
     scope = required_scope(path, method)
     return scope is not None and token.allows(scope)
+
+
+# (user id) -> the user's projects, as (id, name) pairs.
+ProjectLister = Callable[[int], list[tuple[int, str]]]
+_project_listers: dict[str, ProjectLister] = {}
+
+
+def register_project_lister(name: str, lister: ProjectLister) -> None:
+    _project_listers[name] = lister
+
+
+def project_choices(user_id: int) -> list[tuple[int, str]]:
+    """The projects a token of this user may be limited to (none when no app has projects)."""
+    return [choice for lister in _project_listers.values() for choice in lister(user_id)]
 
 
 TokenAnnotator = Callable[[list[ApiToken]], None]

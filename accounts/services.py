@@ -29,11 +29,25 @@ def _digest(token: str) -> str:
 
 
 @transaction.atomic
+class ProjectNotFound(TokenRejected):
+    status = 404
+
+
 def api_token_create(
-    *, user: User, name: str = "", expires_at: datetime | None = None, scopes: list[str] | None = None
+    *,
+    user: User,
+    name: str = "",
+    expires_at: datetime | None = None,
+    scopes: list[str] | None = None,
+    project_id: int | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token for `user`; returns the row and the plain token (never stored). Without `scopes`
-    (None) the token may do everything, as every token could before scopes existed."""
+    (None) the token may do everything, as every token could before scopes existed; with `project_id`
+    (one of the user's projects, else 404) it sees only what a chat in that project would."""
+    from accounts.scopes import project_choices  # the registry module imports this one's models
+
+    if project_id is not None and project_id not in {pk for pk, _name in project_choices(user.pk)}:
+        raise ProjectNotFound(_("No such project."))
     name = " ".join(name.split())
     if scopes is not None:
         unknown = sorted(set(scopes) - set(ALL_SCOPES))
@@ -56,6 +70,7 @@ def api_token_create(
         digest=_digest(plain),
         expires_at=expires_at,
         scopes=scopes if scopes is not None else list(ALL_SCOPES),
+        project_id=project_id,
     )
     return token, plain
 

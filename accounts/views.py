@@ -20,7 +20,7 @@ from accounts import data, export, selectors, throttle
 from accounts.forms import AccountDeleteForm, ApiTokenForm, PasswordChangeForm, SignupForm
 from accounts.layout import layout_context
 from accounts.models import User
-from accounts.scopes import annotate_tokens
+from accounts.scopes import annotate_tokens, project_choices
 from accounts.services import (
     AccountDeleteRefused,
     LanguageRejected,
@@ -72,7 +72,7 @@ def locked_out(request: HttpRequest, original_response: Any = None, credentials:
 def token_page(request: HttpRequest) -> HttpResponse:
     """Settings → API tokens: list (with last use), create (shown once, with a Copy button), revoke."""
     user: User = request.user  # type: ignore[assignment]
-    form = ApiTokenForm(request.POST or None)
+    form = ApiTokenForm(request.POST or None, user_id=user.pk)
     created = None
     status = 200
     if request.method == "POST":
@@ -83,21 +83,26 @@ def token_page(request: HttpRequest) -> HttpResponse:
                     name=form.cleaned_data["name"],
                     expires_at=form.expires_at(),
                     scopes=form.cleaned_data["scopes"],
+                    project_id=form.project_id(),
                 )
             except TokenRejected as exc:
                 form.add_error(None, str(exc))
         if created is None:
             status = 422
         else:
-            form = ApiTokenForm()
+            form = ApiTokenForm(user_id=user.pk)
     return _tokens(request, user, status=status, form=form, created=created)
 
 
 def _tokens(request: HttpRequest, user: User, *, status: int = 200, **extra: Any) -> HttpResponse:
+    tokens = annotate_tokens(list(selectors.api_token_list(user=user)))
+    projects = dict(project_choices(user.pk))
+    for token in tokens:
+        token.project_name = projects.get(token.project_id) if token.project_id else None  # type: ignore[attr-defined]
     context = {
         **layout_context(user),
-        "form": ApiTokenForm(),
-        "tokens": annotate_tokens(list(selectors.api_token_list(user=user))),
+        "form": ApiTokenForm(user_id=user.pk),
+        "tokens": tokens,
         "created": None,
         **extra,
     }

@@ -11,10 +11,11 @@ class ChatConfig(AppConfig):
 
         from accounts import data
         from accounts.layout import register_layout_context
-        from accounts.scopes import register_route_scope
+        from accounts.scopes import register_project_lister, register_route_scope
         from accounts.signals import password_changed
         from chat import data as chat_data
         from chat import extensions
+        from chat.selectors import project_choices
         from chat.sessions import on_logged_out, on_password_changed
         from chat.tasks import on_turn_finished
         from chat.views import layout_sidebar
@@ -34,3 +35,5 @@ class ChatConfig(AppConfig):
         # A token needs the `chat` scope for conversations and search (SPEC §9).
         register_route_scope("/api/conversations", read="chat", write="chat")
         register_route_scope("/api/search", read="chat", write="chat")
+        # A token may be limited to one of the user's projects (accounts.scopes).
+        register_project_lister("chat", project_choices)

@@ -16,7 +16,8 @@ Chat works, and its pages render, with nothing registered here.
   sent by chat.push.send_event).
 - demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
   tool trigger (which tool the demo calls for a user's text) and a JSON responder (answers JSON calls).
-- conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
+- conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline, worded
+  in the reader's language by the renderer its app registers (`register_marker_renderer`).
 - message annotators: set attributes on saved messages before the API or a page shows them (the memory
   app sets `memories_used`, what a reply's memory block held, and fills the "reply" page slot).
 - state filters: rewrite the agent state a turn is about to save, in the save's transaction (the state
@@ -33,12 +34,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.dispatch import Signal
 
 from chat import push
+from chat.marker_kinds import register_marker_renderer as register_marker_renderer
 from chat.push import user_group as user_group  # the notices' group, named here for other apps
 
 logger = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ class TurnContext:
     user_message: Message
     # The reply being written (None outside a turn, e.g. a tool run by hand).
     assistant_message: Message | None = None
+    # Each context provider's block in estimated tokens, as last built (chat.turn.metered counts the memory's).
+    block_tokens: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 ContextProvider = Callable[[TurnContext], "str | None"]
@@ -96,6 +100,10 @@ def register_context_provider(name: str, provider: ContextProvider) -> None:
 
 def context_providers() -> list[ContextProvider]:
     return list(_context_providers.values())
+
+
+def named_context_providers() -> list[tuple[str, ContextProvider]]:
+    return list(_context_providers.items())
 
 
 def register_tool(tool: Tool) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -23,6 +24,16 @@ def conversation_list(*, user: User) -> QuerySet[Conversation]:
 def project_list(*, user: User) -> QuerySet[Project]:
     """The user's projects, by name."""
     return Project.objects.filter(owner=user).order_by("name", "id")
+
+
+def project_choices(user_id: int) -> list[tuple[int, str]]:
+    """The user's projects as (id, name), by name (what a token may be limited to)."""
+    return list(Project.objects.filter(owner_id=user_id).order_by("name", "id").values_list("id", "name"))
+
+
+def project_conversation_ids(*, user: User, project_id: int) -> list[Any]:
+    """The ids of the user's conversations in one project."""
+    return list(Conversation.objects.filter(owner=user, project_id=project_id).values_list("pk", flat=True))
 
 
 def project_get_for_user(*, user: User, project_id: int) -> Project:

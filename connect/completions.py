@@ -33,6 +33,7 @@ from chat.rejections import ConversationBusy
 from chat.turn.leases import Pulse, turns_heartbeat
 from chat.turn.transactions import StartedTurn, turn_count_only, turn_finish, turn_start, user_messages_add
 from connect import history
+from connect.tokens import token_view
 from memory import connected
 from memory.context import block_for_turn, blocks_in_flight, candidates
 from memory.models import MemoryAccess
@@ -89,7 +90,9 @@ def prepare(
         turn_count_only(user=user, origin=origin)
         return Prepared(messages=messages)
     conversation = history.conversation_for(
-        user=user, key=history.conversation_key(token=token, header=key, today=timezone.localdate())
+        user=user,
+        key=history.conversation_key(token=token, header=key, today=timezone.localdate()),
+        project_id=token.project_id,
     )
     digests = history.user_digests(messages)
     new = history.new_messages(conversation=conversation, digests=digests)
@@ -98,7 +101,9 @@ def prepare(
         turn_count_only(user=user, origin=origin)
         block = None
         if reads and digests:
-            block = block_for_turn(connected.query_context(user=user, text=digests[-1][1]), candidates(user_id=user.pk))
+            view = token_view(token)
+            ctx = connected.query_context(user=user, text=digests[-1][1], view=view)
+            block = block_for_turn(ctx, candidates(user_id=user.pk, view=view))
         ids = block.ids if block else []
         _log(token, client, ids)
         return Prepared(with_block(messages, block.text() if block else None), None, ids, str(conversation.pk))

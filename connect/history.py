@@ -16,7 +16,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from accounts.models import ApiToken, User
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Project
 from chat.services import conversation_create
 from connect.models import ClientConversation, ClientMessage
 
@@ -52,18 +52,22 @@ def user_digests(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def conversation_key(*, token: ApiToken, header: str | None, today: date) -> str:
-    """The X-Memora-Conversation value, or one conversation per token and day without it."""
-    return header if header else f"token:{token.pk}:{today.isoformat()}"
+    """The X-Memora-Conversation value, or one conversation per token and day without it. A project-limited
+    token's names are its project's own: the same name elsewhere is another conversation."""
+    key = header if header else f"token:{token.pk}:{today.isoformat()}"
+    return f"project:{token.project_id}:{key}"[:200] if token.project_id is not None and header else key
 
 
-def conversation_for(*, user: User, key: str) -> Conversation:
-    """The user's conversation for `key`, made on first use (titled by its first message)."""
+def conversation_for(*, user: User, key: str, project_id: int | None = None) -> Conversation:
+    """The user's conversation for `key`, made on first use (titled by its first message), in the project
+    `project_id` when the token is limited to one."""
     found = ClientConversation.objects.filter(user=user, key=key).select_related("conversation").first()
     if found is not None:
         return found.conversation
     try:
         with transaction.atomic():
-            conversation = conversation_create(user=user)
+            project = Project.objects.get(owner=user, pk=project_id) if project_id is not None else None
+            conversation = conversation_create(user=user, project=project)
             ClientConversation.objects.create(user=user, key=key, conversation=conversation)
             return conversation
     except IntegrityError:  # another request made it meanwhile

@@ -29,10 +29,10 @@ from pydantic import Field
 
 from accounts.models import ApiToken, Scope
 from chat.search.query import SearchRejected, search
-from connect.tokens import client_name, token_reload
+from chat.selectors import project_conversation_ids
+from connect.tokens import client_name, token_reload, token_view
 from memory import connected
 from memory.models import Memory, MemoryAccess
-from memory.selectors import memory_get_for_user
 from memory.services import MemoryRejected
 
 INSTRUCTIONS = (
@@ -108,7 +108,7 @@ async def search_memories(
 
     def run() -> list[dict[str, Any]]:
         token = call.token()
-        found = connected.search(user=token.user, text=query, limit=limit)
+        found = connected.search(user=token.user, text=query, limit=limit, view=token_view(token))
         call.log(token, found)
         return [_memory_out(m) for m in found]
 
@@ -119,14 +119,16 @@ async def search_memories(
 async def list_memories(
     ctx: Context[Any, Any],
     scope: Annotated[
-        Literal["all", "user"], Field(description="all: every memory this token may see; user: about the user")
+        Literal["all", "user", "project"],
+        Field(description="all: every memory this token may see; user: those about the user; project: a project's"),
     ] = "all",
 ) -> dict[str, Any]:
     call = _Call(ctx, Scope.MEMORY_READ)
 
     def run() -> list[dict[str, Any]]:
         token = call.token()
-        rows = list(connected.listed(user=token.user))
+        view = token_view(token) if token.project_id is not None else None
+        rows = list(connected.listed(user=token.user, view=view, scope=scope))
         call.log(token, rows)
         return [_memory_out(m) for m in rows]
 
@@ -147,7 +149,11 @@ async def propose_memory(
         token = call.token()
         try:
             proposal = connected.propose(
-                user=token.user, content=content, client=call.client, save=token.allows(Scope.MEMORY_WRITE)
+                user=token.user,
+                content=content,
+                client=call.client,
+                save=token.allows(Scope.MEMORY_WRITE),
+                project_id=token.project_id,
             )
         except MemoryRejected as exc:
             raise ToolError(str(exc)) from None
@@ -170,7 +176,8 @@ async def forget_memory(
     def run() -> dict[str, Any]:
         token = call.token()
         try:
-            memory = memory_get_for_user(user=token.user, memory_id=id)
+            view = token_view(token) if token.project_id is not None else None
+            memory = connected.visible(user=token.user, view=view, memory_id=id)
             outcome = connected.forget(user=token.user, memory=memory)
         except Http404:
             raise ToolError(f"No memory {id}.") from None
@@ -192,9 +199,13 @@ async def search_conversations(
     def run() -> list[dict[str, Any]]:
         token = call.token()
         try:
-            page = search(user=token.user, text=query, limit=limit)
+            page = search(user=token.user, text=query, limit=50 if token.project_id else limit)
         except SearchRejected as exc:
             raise ToolError(str(exc)) from None
+        hits = page.hits
+        if token.project_id is not None:  # only the project's conversations
+            theirs = set(project_conversation_ids(user=token.user, project_id=token.project_id))
+            hits = [hit for hit in hits if hit.conversation_id in theirs][:limit]
         return [
             {
                 "conversation_id": str(hit.conversation_id),
@@ -203,7 +214,7 @@ async def search_conversations(
                 "excerpt": hit.excerpt,
                 "created_at": _iso(hit.created_at),
             }
-            for hit in page.hits
+            for hit in hits
         ]
 
     return {"results": await database_sync_to_async(run)()}

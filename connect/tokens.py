@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from accounts.models import ApiToken
 from accounts.services import api_token_check
 from accounts.throttle import bearer_failures
+from chat.models import Project
+from memory.scopes import ScopeView
 
 CLIENT_MAX = 100
 
@@ -30,7 +32,7 @@ def bearer(header: str | None) -> str:
 def token_authenticate(*, header: str | None, address: str, client: str = "") -> ApiToken | Refusal:
     """The live token the header names (its `user` loaded), or why not."""
     row = api_token_check(token=bearer(header), client=client_name(client))
-    if row is not None:
+    if row is not None and project_alive(row):
         return row
     retry_after = bearer_failures.retry_after(address)
     if retry_after is not None:
@@ -40,11 +42,23 @@ def token_authenticate(*, header: str | None, address: str, client: str = "") ->
 
 
 def token_reload(token_id: int) -> ApiToken | None:
-    """The token again, as it is now (None once revoked or expired, or its user deactivated)."""
+    """The token again, as it is now (None once revoked or expired, its user deactivated or its project gone)."""
     row = ApiToken.objects.select_related("user").filter(pk=token_id).first()
-    if row is None or row.is_expired or not row.user.is_active:
+    if row is None or row.is_expired or not row.user.is_active or not project_alive(row):
         return None
     return row
+
+
+def project_alive(token: ApiToken) -> bool:
+    """False for a token limited to a project that no longer exists: it authenticates nothing (never more)."""
+    return token.project_id is None or Project.objects.filter(owner_id=token.user_id, pk=token.project_id).exists()
+
+
+def token_view(token: ApiToken) -> ScopeView:
+    """What the token sees: a chat in its project's scope, or (no project) a chat outside projects."""
+    if token.project_id is None:
+        return ScopeView()
+    return ScopeView.of(Project.objects.get(owner_id=token.user_id, pk=token.project_id))
 
 
 def client_name(value: str | None) -> str:

@@ -12,6 +12,7 @@ class MemoryConfig(AppConfig):
         from chat import extensions
         from memory import connected, demo, demo_wording, forgetting, moves, replay
         from memory import data as memory_data
+        from memory.changes import MARKER_KIND
         from memory.chat_fragments import conversation_page_block, project_end_block, project_page_block
         from memory.consolidation import demo as consolidation_demo
         from memory.consolidation import services as consolidation_services
@@ -19,7 +20,7 @@ class MemoryConfig(AppConfig):
         from memory.edits import on_user_message_edited
         from memory.history import demo_tool_trigger as demo_search_trigger
         from memory.history import search_history
-        from memory.notices import mark_conversation, on_memories_changed
+        from memory.notices import mark_conversation, marker_wording, on_memories_changed
         from memory.receivers import on_memories_written, on_turn_finished
         from memory.selectors import memory_uses_annotate
         from memory.signals import memories_changed
@@ -27,6 +28,7 @@ class MemoryConfig(AppConfig):
 
         extensions.register_context_provider("memory", memory_block)
         extensions.register_tool(flush_memory)
+        extensions.register_marker_renderer(MARKER_KIND, marker_wording)
         extensions.register_tool(search_history)
         extensions.register_page_block("conversation", "memory-notices", conversation_page_block)
         # A project's page shows its memories; ending one says how many it holds (SPEC §9).

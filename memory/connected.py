@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Literal
 
 from django.db import IntegrityError, transaction
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -28,7 +30,8 @@ from memory import lexicon
 from memory.context import block_for_turn, candidates
 from memory.judge_content import CREDENTIAL, clean_content
 from memory.models import Memory, MemoryAccess, MemoryRead
-from memory.selectors import memories_active, memories_suggested
+from memory.scopes import ScopeView, memories_for_scope, scope_filter
+from memory.selectors import in_scope, memories_active, memories_suggested
 from memory.services import (
     DUPLICATE,
     MemoryConflict,
@@ -45,17 +48,20 @@ SEARCH_LIMIT_MAX = 50
 READS_SHOWN = 10
 
 
-def query_context(*, user: User, text: str) -> TurnContext:
+def query_context(*, user: User, text: str, view: ScopeView | None = None) -> TurnContext:
     """A turn's context for `text` alone, saved nowhere: what ranking reads of a turn (no earlier
-    exchange, no conversation of its own)."""
-    conversation = Conversation(id=uuid.uuid4(), owner=user)
+    exchange, no conversation of its own), in the scope `view` (a project's, or none)."""
+    project_id = view.project_id if view is not None else None
+    conversation = Conversation(id=uuid.uuid4(), owner=user, project_id=project_id)
     return TurnContext(user=user, conversation=conversation, user_message=Message(content=text, user=user))
 
 
-def search(*, user: User, text: str, limit: int) -> list[Memory]:
-    """The memories a turn's block would hold for `text`: the relevant ones (most relevant first), then the
-    always-used ones (pinned, keyed preferences), at most `limit`; [] while memory is off."""
-    block = block_for_turn(query_context(user=user, text=text), candidates(user_id=user.pk))
+def search(*, user: User, text: str, limit: int, view: ScopeView | None = None) -> list[Memory]:
+    """The memories a turn's block would hold for `text` in a chat of scope `view` (a project's, else
+    outside projects): the relevant ones (most relevant first), then the always-used ones (pinned, keyed
+    preferences), at most `limit`; [] while memory is off."""
+    view = view or ScopeView()
+    block = block_for_turn(query_context(user=user, text=text, view=view), candidates(user_id=user.pk, view=view))
     if block is None:
         return []
     ids = [c.id for c in block.background] + [c.id for c in block.serving]
@@ -64,9 +70,32 @@ def search(*, user: User, text: str, limit: int) -> list[Memory]:
     return [rows[pk] for pk in ids if pk in rows]
 
 
-def listed(*, user: User) -> QuerySet[Memory]:
-    """The user's active memories, oldest first (the order a turn's block considers them)."""
-    return memories_active(user_id=user.pk)
+ListScope = Literal["all", "user", "project"]
+
+
+def listed(*, user: User, view: ScopeView | None, scope: ListScope = "all") -> QuerySet[Memory]:
+    """Active memories, oldest first: with a project's `view` what a chat in it may use ("user": only the
+    general ones among them, "project": only the project's); without one (None) every scope's ("user": the
+    general ones, "project": every project's)."""
+    rows = memories_active(user_id=user.pk)
+    if view is not None:
+        rows = memories_for_scope(user_id=user.pk, view=view)
+    if scope == "user":
+        return rows.filter(project__isnull=True)
+    if scope == "project":
+        return rows.filter(project__isnull=False)
+    return rows
+
+
+def visible(*, user: User, view: ScopeView | None, memory_id: int) -> Memory:
+    """One memory the token may see (any status within its scope), else 404 like a missing one."""
+    rows = Memory.objects.filter(owner=user)
+    if view is not None:
+        rows = rows.filter(scope_filter(view))
+    found = rows.filter(pk=memory_id).first()
+    if found is None:
+        raise Http404("No Memory matches the given query.")
+    return found
 
 
 @dataclass(frozen=True)
@@ -93,14 +122,15 @@ def _guarded(content: object) -> str:
 
 
 @transaction.atomic
-def propose(*, user: User, content: object, client: str, save: bool) -> Proposal:
-    """A tool's proposal: a suggestion with `client` as its source, or (with `save`) an active memory."""
+def propose(*, user: User, content: object, client: str, save: bool, project_id: int | None = None) -> Proposal:
+    """A tool's proposal: a suggestion with `client` as its source, or (with `save`) an active memory; in
+    the project `project_id` (a project-limited token's), else about the user."""
     text = _guarded(content)
     _lock_user(user)
-    active = memories_active(user_id=user.pk).filter(content=text).first()
+    active = memories_active(user_id=user.pk).filter(in_scope(project_id), content=text).first()
     if active is not None:
         return Proposal(active, saved=True, existing=True)
-    waiting = memories_suggested(user_id=user.pk).filter(content=text).first()
+    waiting = memories_suggested(user_id=user.pk).filter(in_scope(project_id), content=text).first()
     if waiting is not None and not save:
         return Proposal(waiting, saved=False, existing=True)
     if save:
@@ -108,7 +138,13 @@ def propose(*, user: User, content: object, client: str, save: bool) -> Proposal
         if waiting is not None:
             waiting.delete()  # the saved memory takes the suggestion's place
         embed_memories_later(user_id=user.pk)
-    fields = {"owner": user, "content": text, "origin": Memory.Origin.CLIENT, "client": client[:100]}
+    fields = {
+        "owner": user,
+        "content": text,
+        "origin": Memory.Origin.CLIENT,
+        "client": client[:100],
+        "project_id": project_id,
+    }
     try:
         with transaction.atomic():
             memory = Memory.objects.create(**fields, suggested=not save, sensitive=lexicon.is_sensitive(text))

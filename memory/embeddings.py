@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat.extensions import TurnContext
-from chat.llm import Embedder, LLMError, get_embedder
+from chat.llm import Embedder, LLMError, get_embedder, metering
 from memory import selectors
 from memory.models import Memory, MemoryVector
 from memory.recall import Meaning
@@ -130,7 +130,9 @@ def memory_vectors_make(*, user_id: int) -> int:
     made = 0
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
-        vectors = embedder.embed(texts=[content for _, content in batch], timeout=float(settings.LLM_TIMEOUT))
+        with metering.counting() as calls:
+            vectors = embedder.embed(texts=[content for _, content in batch], timeout=float(settings.LLM_TIMEOUT))
+        metering.report(user_id=user_id, project_id=None, kind="embedding", calls=calls)
         with transaction.atomic():
             alive = set(Memory.objects.filter(pk__in=[pk for pk, _ in batch]).values_list("pk", flat=True))
             for (pk, _), vector in zip(batch, vectors, strict=True):
@@ -253,4 +255,7 @@ def for_text(*, user_id: int, text: str, memory_ids: list[int]) -> Meaning | Non
     vectors = vectors_of_user(user_id=user_id, memory_ids=memory_ids)
     if not vectors:
         return None
-    return meaning(query_vector=embed_query(text, timeout=float(settings.LLM_TIMEOUT)), vectors=vectors)
+    with metering.counting() as calls:
+        query_vector = embed_query(text, timeout=float(settings.LLM_TIMEOUT))
+    metering.report(user_id=user_id, project_id=None, kind="embedding", calls=calls)
+    return meaning(query_vector=query_vector, vectors=vectors)

@@ -115,7 +115,9 @@ class FakeResponse:
       argument fragments), "repeat_name" (id and complete name in every chunk, as llama.cpp does),
       "no_ids" (no ids at all), "index_zero" (every parallel call at index 0, each with its own id);
     - `finish_reason`: overrides the final chunk's (or the completion's) reason, e.g. "length";
-    - `linger`: after `[DONE]`, hold the response open instead of ending its body.
+    - `linger`: after `[DONE]`, hold the response open instead of ending its body;
+    - `usage`: the usage to report (`prompt_tokens`, `completion_tokens`) instead of the counted one;
+      `no_usage`: report none at all, as some servers do.
     """
 
     text: str = ""
@@ -132,6 +134,8 @@ class FakeResponse:
     tool_style: str = "openai"
     finish_reason: str | None = None
     linger: bool = False
+    usage: dict[str, int] | None = None
+    no_usage: bool = False
 
     def text_chunks(self) -> list[str]:
         if self.chunks is not None:
@@ -649,7 +653,7 @@ def _stream_chunks(chunk_id: str, body: dict[str, Any], response: FakeResponse) 
     for index, call in enumerate(calls):
         yield from _tool_call_chunks(chunk_id, body, index, call, response.tool_style)
     final = _chunk(chunk_id, body, {}, finish=response.finish_reason or ("tool_calls" if calls else "stop"))
-    if (body.get("stream_options") or {}).get("include_usage"):
+    if (body.get("stream_options") or {}).get("include_usage") and not response.no_usage:
         yield final
         final = {**_chunk(chunk_id, body, {}), "choices": [], "usage": _usage(body, response)}
     yield final
@@ -683,6 +687,8 @@ def context_length_refusal(tokens: int, window: int) -> FakeResponse:
 
 
 def _usage(body: dict[str, Any], response: FakeResponse) -> dict[str, int]:
+    if response.usage is not None:
+        return {**response.usage, "total_tokens": sum(response.usage.values())}
     prompt = count_tokens(body)
     completion = len(response.text_chunks())
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
@@ -711,7 +717,7 @@ def _completion(completion_id: str, body: dict[str, Any], response: FakeResponse
                 "finish_reason": response.finish_reason or ("tool_calls" if calls else "stop"),
             }
         ],
-        "usage": _usage(body, response),
+        **({} if response.no_usage else {"usage": _usage(body, response)}),
     }
 
 

@@ -89,9 +89,11 @@ class ToolCalls:
 
 @dataclass(frozen=True)
 class Usage:
-    """Emitted at most once, at the end of a streamed step, when the provider reported its prompt size."""
+    """Emitted at most once, at the end of a streamed step, when the provider reported its prompt size
+    (and, when it did, the tokens it wrote: the usage records, chat.llm.metering)."""
 
     prompt_tokens: int
+    completion_tokens: int | None = None
 
 
 StreamChunk = TextDelta | ToolCalls | Usage

@@ -18,6 +18,7 @@ from django.utils.translation import get_language, gettext_noop
 from django.utils.translation import gettext as _
 
 from chat import extensions
+from chat.llm import metering
 from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
 from chat.turn.model_input import system_prompt
 
@@ -141,7 +142,7 @@ class DemoChatModel(ChatModel):
         text = str(messages[-1].get("content", "")) if messages else ""
         said = [line[6:].strip() for line in text.splitlines() if line.startswith("User: ")]
         summary = "Earlier, the user said: " + "; ".join(s[:120] for s in said[-8:]) if said else "Nothing to note."
-        return summary[: max_tokens * 3]
+        return _noted(model, messages, summary[: max_tokens * 3])
 
     def complete_json(
         self,
@@ -156,5 +157,16 @@ class DemoChatModel(ChatModel):
         for responder in extensions.demo_json_responders():
             answer = responder(messages)
             if answer is not None:
-                return answer
-        return json.dumps({"operations": []})
+                return _noted(model, messages, answer)
+        return _noted(model, messages, json.dumps({"operations": []}))
+
+
+def _noted(model: str, messages: Messages, answer: str) -> str:
+    """`answer`, its estimated counts noted for the usage records (the demo reports no usage, and costs 0)."""
+    metering.note(
+        model=model,
+        prompt_tokens=None,
+        completion_tokens=None,
+        estimate=lambda: metering.estimate_call(model=model, messages=messages, answer=answer),
+    )
+    return answer

@@ -35,7 +35,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, server_facts, streamed_call, written
+from chat.llm import json_formats, metering, server_facts, streamed_call, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -50,6 +50,7 @@ from chat.llm.errors import clean_provider_message, deadline_error, provider_err
 from chat.llm.retry import retry_wait
 from chat.llm.sse import StreamRead, drain, sse_chunks
 from chat.llm.tools_fallback import ToolsFallback
+from chat.turn import tokens
 from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
@@ -379,6 +380,13 @@ class OpenAIEmbedder(Embedder):
             vectors = [list(item.embedding) for item in sorted(answer.data, key=lambda item: item.index)]
         except Exception as exc:
             raise _as_llm_error(exc) from exc
+        reported = getattr(answer.usage, "prompt_tokens", None) if getattr(answer, "usage", None) else None
+        metering.note(
+            model=self.model,
+            prompt_tokens=reported if isinstance(reported, int) else None,
+            completion_tokens=0,
+            estimate=lambda: (sum(tokens.estimate_text(text) for text in texts), 0),
+        )
         if len(vectors) != len(texts):
             raise LLMError("The embeddings answer has the wrong number of vectors.", kind="bad_response")
         return vectors

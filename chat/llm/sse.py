@@ -86,14 +86,17 @@ class StreamRead:
         self.calls = ToolCallAssembler()
         self.received = self.got_token = self.finished = False
         self.usage: int | None = None
+        self.completion_tokens: int | None = None
 
     def add(self, chunk: dict[str, Any], deadline: Deadline) -> list[str]:
         """The text pieces of `chunk`. The deadline moves from the first token's to the step's at the first
         token (text or a tool call), and every piece of progress after it restarts the stall timer."""
         self.received = True
-        prompt_tokens = (chunk.get("usage") or {}).get("prompt_tokens")
-        if prompt_tokens:
-            self.usage = int(prompt_tokens)
+        usage = chunk.get("usage") or {}
+        if usage.get("prompt_tokens"):
+            self.usage = int(usage["prompt_tokens"])
+            written = usage.get("completion_tokens")
+            self.completion_tokens = int(written) if isinstance(written, int) else None
         texts = self.calls.add_chunk(chunk)
         if texts or is_progress(chunk):
             if self.got_token:
@@ -112,7 +115,7 @@ class StreamRead:
             # llama.cpp answers a request longer than its context this way; the caller decides.
             raise LLMError(_("The model provider sent an empty answer."), kind="empty")
         if self.usage is not None:
-            yield Usage(self.usage)
+            yield Usage(self.usage, self.completion_tokens)
         if not self.finished:
             # The connection ended without a finish_reason: the reply was cut off, not complete.
             raise LLMError(_("The model provider stopped before the reply was complete."), kind="bad_response")

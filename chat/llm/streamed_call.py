@@ -21,7 +21,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from chat.llm import server_facts, server_load
+from chat.llm import metering, server_facts, server_load
 from chat.llm.base import LLMError
 
 
@@ -76,6 +76,7 @@ def read_answer(response: Any, request: dict[str, Any], *, end: float, timeout: 
         reported = usage.get("completion_tokens")
         written = reported if isinstance(reported, int) else chunks
         server_load.observe_speed(model=model, completion_tokens=written, seconds=time.monotonic() - first_at)
+    _noted(request, usage, "".join(parts))
     return "".join(parts), finish
 
 
@@ -98,4 +99,19 @@ def read_whole(response: Any, request: dict[str, Any], *, end: float, timeout: f
             model=model, completion_tokens=usage["completion_tokens"], seconds=time.monotonic() - started
         )
     choice = data["choices"][0] if data.get("choices") else {}
-    return (choice.get("message") or {}).get("content"), choice.get("finish_reason")
+    content = (choice.get("message") or {}).get("content")
+    _noted(request, usage, content if isinstance(content, str) else "")
+    return content, choice.get("finish_reason")
+
+
+def _noted(request: dict[str, Any], usage: dict[str, Any], answer: str) -> None:
+    """The call's counts for the usage records (chat.llm.metering): the server's, or the estimate. Noted
+    before the answer is judged: a reply cut off or malformed was paid for all the same."""
+    model = str(request.get("model"))
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    metering.note(
+        model=model,
+        prompt_tokens=prompt if isinstance(prompt, int) else None,
+        completion_tokens=completion if isinstance(completion, int) else None,
+        estimate=lambda: metering.estimate_call(model=model, messages=request["messages"], answer=answer),
+    )

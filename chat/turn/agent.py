@@ -35,6 +35,7 @@ from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage,
 from chat.models import Conversation, Message
 from chat.turn import compaction, context_budget, tokens, transactions
 from chat.turn.deadlines import Deadline
+from chat.turn.metered import TurnMeter
 from chat.turn.model_input import CUT_SHORT, TurnEvent, build_model_input
 from chat.turn.reply_text import ReplyText
 
@@ -87,11 +88,12 @@ def _begin(
     origin: services.TurnOrigin | None = None,
     regenerate: bool = False,
     replace: int | None = None,
-) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None]:
+) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None, TurnMeter]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
     conversation is looked up here too (Http404 unless it is the user's). The input is None when
-    it could not be built here; the turn builds it again, where a failure is saved as its error."""
+    it could not be built here; the turn builds it again, where a failure is saved as its error. Last, the
+    turn's meter (chat.turn.metered), which measured that input."""
     if not isinstance(conversation, Conversation):
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
@@ -102,22 +104,24 @@ def _begin(
         started = transactions.turn_start(
             user=user, conversation=conversation, content=content, origin=origin, replace=replace
         )
+    meter = TurnMeter(model=catalogue.conversation_model(started.conversation.model))
     try:
         ctx = TurnContext(
             user=started.user,
             conversation=started.conversation,
             user_message=started.user_message,
             assistant_message=started.assistant_message,
+            block_tokens=meter.block_tokens,
         )
-        return started, build_model_input(ctx, started.context)
+        return started, meter.build(ctx, started.context), meter
     except Exception:  # the turn is started and must run (and be saved) whatever happens here
         logger.exception("could not build the model input with the turn's start")
-        return started, None
+        return started, None, meter
 
 
 _begin_async = database_sync_to_async(_begin, thread_sensitive=False)
 _turn_finish = database_sync_to_async(transactions.turn_finish, thread_sensitive=False)
-_model_input = database_sync_to_async(lambda ctx, context: build_model_input(ctx, context), thread_sensitive=False)
+_model_input = database_sync_to_async(lambda meter, ctx, context: meter.build(ctx, context), thread_sensitive=False)
 # Summarizing waits for the model: off the shared ORM thread too.
 _fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=False)
 
@@ -173,6 +177,7 @@ class Turn:
     _too_long: bool = False
     _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
     _saving: bool = False
+    _meter: TurnMeter = field(default_factory=lambda: TurnMeter(model=""))  # what it consumed (chat.turn.metered)
     # Set when this turn applied a summary: where the page's "earlier messages were summarized" goes now.
     summary_divider: selectors.SummaryDivider | None = None
 
@@ -189,10 +194,10 @@ class Turn:
         """Validate, lock and save the user message (with `replace`, in place of that latest message of the
         user's: chat.edits). Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
-        started, messages = await _begin_async(
+        started, *built = await _begin_async(
             user=user, conversation=conversation, content=content, origin=origin, replace=replace
         )
-        return cls._started(started, model, messages)
+        return cls._started(started, model, *built)
 
     @classmethod
     async def begin_retry(
@@ -208,7 +213,7 @@ class Turn:
         its version kept: chat.versions), to write it again for the same user message.
         Raises services.TurnRejected (NothingToRetry when there is no such reply), writing nothing."""
         model = get_chat_model()
-        started, messages = await _begin_async(
+        started, *built = await _begin_async(
             user=user,
             conversation=conversation,
             content="",
@@ -217,16 +222,20 @@ class Turn:
             origin=origin,
             regenerate=regenerate,
         )
-        return cls._started(started, model, messages)
+        return cls._started(started, model, *built)
 
     @classmethod
     def _started(
-        cls, started: transactions.StartedTurn, model: ChatModel, messages: list[dict[str, Any]] | None
+        cls,
+        started: transactions.StartedTurn,
+        model: ChatModel,
+        messages: list[dict[str, Any]] | None,
+        meter: TurnMeter,
     ) -> Turn:
         budget = context_budget.budget_of(
             context_window=started.context_window, token_ratio=started.token_ratio, model=started.conversation.model
         )
-        return cls(started=started, model=model, _budget=budget, _first_input=messages)
+        return cls(started=started, model=model, _budget=budget, _first_input=messages, _meter=meter)
 
     @property
     def saved(self) -> bool:
@@ -242,7 +251,11 @@ class Turn:
     def ctx(self) -> TurnContext:
         s = self.started
         return TurnContext(
-            user=s.user, conversation=s.conversation, user_message=s.user_message, assistant_message=s.assistant_message
+            user=s.user,
+            conversation=s.conversation,
+            user_message=s.user_message,
+            assistant_message=s.assistant_message,
+            block_tokens=self._meter.block_tokens,
         )
 
     async def events(self) -> AsyncGenerator[TurnEvent, None]:
@@ -251,7 +264,7 @@ class Turn:
             yield TurnEvent("start", user_message=s.user_message, assistant_message=s.assistant_message)
             messages = self._first_input
             if messages is None:
-                messages = await _model_input(self.ctx, s.context)
+                messages = await _model_input(self._meter, self.ctx, s.context)
             # aclosing, here and around the model stream: a stopped turn closes the provider's stream at
             # once instead of leaving it to the garbage collector.
             async with aclosing(self._steps(messages)) as steps:
@@ -317,7 +330,7 @@ class Turn:
                     self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
                 # A tool may have changed what the providers show (flush_memory updates memories):
                 # the next step sees the blocks as they are now, not as they were before the tool ran.
-                messages = await _model_input(self.ctx, self.started.context)
+                messages = await _model_input(self._meter, self.ctx, self.started.context)
         finally:
             budget.close()
 
@@ -339,6 +352,7 @@ class Turn:
             request, size = await self._fit(tools, hard=False)
         while True:
             answered = False
+            step = self._meter.step(request, tools, self._budget.ratio)  # counted however the step ends
             try:
                 # max_tokens: the reply's room in this conversation's budget (a learned window may be smaller).
                 # In the provider's queue first (LLM_MAX_CONCURRENCY): the page says how many are ahead.
@@ -355,6 +369,7 @@ class Turn:
                         if isinstance(chunk, model_queue.Waiting):
                             yield TurnEvent("waiting", text=str(chunk.ahead))
                             continue
+                        step.saw(chunk)
                         if isinstance(chunk, Usage):
                             await self._calibrate(chunk.prompt_tokens, tokens.estimate_request(request, tools))
                             continue
@@ -367,6 +382,8 @@ class Turn:
                     self._too_long = self._too_long or (overflow and not answered)
                     raise
                 refusal = exc
+            finally:
+                step.end()
             self._refused = True
             self._budget = await database_sync_to_async(context_budget.after_refusal)(
                 conversation_id=s.conversation.pk, exc=refusal, budget=self._budget, request_tokens=size
@@ -418,6 +435,10 @@ class Turn:
             items.append({"role": "assistant", "content": partial + CUT_SHORT})
         self._finished = await _turn_finish(
             turn=self.started, status=status, content="".join(self._text).strip(), error=error, new_items=items
+        )
+        s = self.started  # counted once saved: never on the way to a first token
+        await database_sync_to_async(self._meter.report, thread_sensitive=False)(
+            user_id=s.user.pk, project_id=s.conversation.project_id, assistant_message_id=self._finished.pk
         )
         if self._too_long:  # a turn that failed for length must not leave the state bigger
             await database_sync_to_async(compaction.failed_turn_discard)(

@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat import extensions, model_queue
-from chat.llm import LLMError, tools_usable
+from chat.llm import LLMError, metering, tools_usable
 from chat.models import AgentState, Conversation, Message
 from chat.turn import tokens
 from chat.turn.context_budget import Budget, budget_for
@@ -109,6 +109,18 @@ class Fit:
     budget: Budget
 
 
+def _counted(conversation_id: Any, summarize: Callable[[], Compacted | None]) -> Compacted | None:
+    """`summarize()`, its provider calls counted against the conversation's owner (chat.llm.metering), even
+    when it fails half-way."""
+    with metering.counting() as calls:
+        try:
+            return summarize()
+        finally:
+            owner = calls and Conversation.objects.filter(pk=conversation_id).values("owner_id", "project_id").first()
+            if owner:
+                metering.report(user_id=owner["owner_id"], project_id=owner["project_id"], kind="summary", calls=calls)
+
+
 def fit_turn(
     *,
     conversation_id: Any,
@@ -135,7 +147,10 @@ def fit_turn(
     room = math.floor((budget.input - measure_without_state) / ratio)  # for the state, in raw estimate
     result: Compacted | None = None
     try:
-        result = compact(context, budget=budget, hard=hard, fixed=math.ceil(measure_without_state / ratio))
+        result = _counted(
+            conversation_id,
+            lambda: compact(context, budget=budget, hard=hard, fixed=math.ceil(measure_without_state / ratio)),
+        )
     except LLMError as exc:
         logger.warning("summarizing conversation %s failed (%s); dropping its oldest messages", conversation_id, exc)
     if result is None or tokens.estimate_messages(result.context) > room:
@@ -206,7 +221,7 @@ def compact_in_background(*, conversation_id: Any) -> str:
         AgentState.objects.filter(pk=state.pk).update(compacted_version=state.version)
         try:
             with model_queue.background():
-                result = compact(state.context, budget=budget, fixed=fixed_tokens())
+                result = _counted(conversation_id, lambda: compact(state.context, budget=budget, fixed=fixed_tokens()))
         except LLMError as exc:
             logger.warning("background summary of conversation %s failed: %s", conversation_id, exc)
             return "failed"  # the old state stays; the next turn's end tries again

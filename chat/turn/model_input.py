@@ -14,7 +14,7 @@ from chat import extensions
 from chat.extensions import TurnContext
 from chat.llm import single_system_message
 from chat.models import Message
-from chat.turn import cut
+from chat.turn import cut, tokens
 
 logger = logging.getLogger(__name__)
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
@@ -64,7 +64,8 @@ def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[d
     instructions = project_instructions(ctx)
     if instructions:
         parts.append(instructions)
-    for provider in extensions.context_providers():
+    ctx.block_tokens.clear()
+    for name, provider in extensions.named_context_providers():
         try:
             block = provider(ctx)
         except Exception:  # a broken provider must not break chat
@@ -72,6 +73,7 @@ def build_model_input(ctx: TurnContext, context: list[dict[str, Any]]) -> list[d
             continue
         if block:
             parts.append(block)
+            ctx.block_tokens[name] = tokens.estimate_text(block)
     system = {"role": "system", "content": "\n\n".join(parts)}
     replayed = [cut.framed(context[0]), *context[1:]] if context else []
     return single_system_message([system, *replayed, {"role": "user", "content": ctx.user_message.content}])

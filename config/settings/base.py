@@ -4,6 +4,7 @@ config/settings/__init__.py picks from DJANGO_DEBUG."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from datetime import timedelta
@@ -95,6 +96,7 @@ INSTALLED_APPS = [
     "ninja",
     "accounts",
     "chat",
+    "usage",
     "memory",
     "imports",
     "connect",
@@ -299,6 +301,19 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Keep trying to reach the broker through an outage of any length (every few seconds), never give up.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+
+# --- Usage, prices and quotas (usage) ---
+# Prices per million tokens, JSON: {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}, in PRICE_CURRENCY; a price
+# in the admin (Usage → Model prices) wins. A model without a price shows tokens only.
+try:
+    MODEL_PRICES = json.loads(os.environ.get("MODEL_PRICES", "").strip() or "{}")
+except ValueError as exc:
+    raise ImproperlyConfigured(f"MODEL_PRICES is not valid JSON: {exc}") from exc
+if not isinstance(MODEL_PRICES, dict):
+    raise ImproperlyConfigured("MODEL_PRICES must be a JSON object: model -> {input, output}.")
+PRICE_CURRENCY = os.environ.get("PRICE_CURRENCY", "").strip() or "USD"
+# Tokens a user may use per calendar month (UTC), every kind together; unset or 0: unlimited. Per user in the admin.
+USER_MONTHLY_TOKENS = env_int("USER_MONTHLY_TOKENS", 0)
 
 # --- Model provider (chat.llm) ---
 # The provider: key, OpenAI-compatible endpoint (empty: OpenAI), chat model, judge model (defaults to chat).

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from accounts.models import User
 from chat import model_queue
-from chat.llm import LLMError, get_chat_model
+from chat.llm import LLMError, get_chat_model, metering
 from chat.models import Message, Project
 from memory import batching, judge, judge_content
 from memory.judge_call import call_judge
@@ -160,9 +160,13 @@ def _judge_and_commit(batch: Batch) -> Result:
         return too_large(batch, LLMError(batching.budget_problem(batch.tokens, count), kind="context_length"))
     max_tokens = batching.max_tokens_for(batch.tokens)
     try:
-        with _queued(run.trigger, max_tokens):
+        with _queued(run.trigger, max_tokens), metering.counting() as calls:
             started = time.monotonic()  # the judge's time, not the queue's
-            raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
+            try:
+                raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
+            finally:  # an answer refused afterwards (cut off, malformed) was still paid for
+                project_id = batch.pending[0].project_id if batch.pending else None
+                metering.report(user_id=batch.user_id, project_id=project_id, kind="judge", calls=calls)
     except LLMError as exc:
         if exc.kind == "busy":  # the provider's queue was full for too long: nothing was sent, try later
             finish_run(run, Status.ABANDONED, error=f"{exc} The messages stay pending.")

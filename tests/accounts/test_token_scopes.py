@@ -81,3 +81,31 @@ def test_the_tokens_page_makes_a_scoped_token(client: Client, user: User, django
     assert refused.status_code == 422 and not ApiToken.objects.filter(name="none").exists()
     with django_assert_max_num_queries(12):
         assert client.get("/settings/tokens/").status_code == 200
+
+
+def test_a_token_is_limited_to_one_of_the_users_projects(client: Client, user: User, other_user: User) -> None:
+    from chat.projects import project_create
+
+    mine = project_create(user=user, name="Thesis")
+    theirs = project_create(user=other_user, name="Secret")
+    client.force_login(user)
+    made = client.post("/api/tokens", {"project_id": mine.pk}, content_type="application/json")
+    assert made.status_code == 201 and made.json()["project_id"] == mine.pk
+    refused = client.post("/api/tokens", {"project_id": theirs.pk}, content_type="application/json")
+    assert refused.status_code == 404 and set(refused.json()) == {"detail"}
+    plain = made.json()["token"]
+    assert client.get("/api/me", headers=bearer(plain)).status_code == 200
+    assert client.get("/api/conversations", headers=bearer(plain)).status_code == 403  # MCP and /v1 only
+
+
+def test_the_tokens_page_offers_the_users_projects(client: Client, user: User, other_user: User) -> None:
+    from chat.projects import project_create
+
+    mine = project_create(user=user, name="Thesis")
+    project_create(user=other_user, name="Secret")
+    client.force_login(user)
+    page = client.get("/settings/tokens/").content.decode()
+    assert "Thesis" in page and "Secret" not in page
+    client.post("/settings/tokens/", {"name": "t", "expires_in": "30", "scopes": ["chat"], "project": str(mine.pk)})
+    assert ApiToken.objects.get(name="t").project_id == mine.pk
+    assert "in the project" in client.get("/settings/tokens/").content.decode()

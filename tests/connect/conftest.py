@@ -33,7 +33,14 @@ def user(name, memories):
 
 ann = user("ann", ["I am allergic to peanuts.", "I live in Lyon.", "I play the cello in an orchestra."])
 bob = user("bob", ["I am allergic to shellfish.", "Bob keeps bees."])
+from chat.projects import project_create
+thesis = project_create(user=ann, name="Thesis", memory_mode="isolated")
+trip = project_create(user=ann, name="Trip", memory_mode="shared")
+memory_add(user=ann, content="The thesis is due in June.", project=thesis)
+memory_add(user=ann, content="The trip starts in Kyoto.", project=trip)
 tokens = {
+    "thesis": api_token_create(user=ann, name="thesis", project_id=thesis.pk)[1],
+    "trip": api_token_create(user=ann, name="trip", project_id=trip.pk)[1],
     "full": api_token_create(user=ann, name="laptop")[1],
     "read": api_token_create(user=ann, name="reader", scopes=["memory:read"])[1],
     "propose": api_token_create(user=ann, name="proposer", scopes=["memory:read", "memory:propose"])[1],

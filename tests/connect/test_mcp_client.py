@@ -128,3 +128,21 @@ async def test_reads_are_logged_with_the_clients_name(stack: dict[str, Any]) -> 
     )
     assert log[0] == "mcp" and log[2] == "reader"
     assert "I play the cello in an orchestra." in log[3]
+
+
+async def test_a_project_limited_token_sees_what_a_chat_in_its_project_would(stack: dict[str, Any]) -> None:
+    async with mcp_session(stack, stack["tokens"]["thesis"]) as session:  # an isolated project
+        isolated = {m["content"] for m in _data(await session.call_tool("list_memories", {}))["memories"]}
+        found = _data(await session.call_tool("search_memories", {"query": "when is the thesis due?"}))
+        lyon = value(stack, "from memory.models import Memory", "Memory.objects.get(content='I live in Lyon.').pk")
+        outside = await session.call_tool("forget_memory", {"id": lyon})
+        made = _data(await session.call_tool("propose_memory", {"content": "The thesis has five chapters."}))
+    assert isolated == {"The thesis is due in June."}
+    assert [m["content"] for m in found["memories"]] == ["The thesis is due in June."]
+    assert outside.is_error and f"No memory {lyon}" in outside.content[0].text  # type: ignore[union-attr]
+    project = value(stack, "from memory.models import Memory", f"Memory.objects.get(pk={made['id']}).project.name")
+    assert project == "Thesis"
+    async with mcp_session(stack, stack["tokens"]["trip"]) as session:  # a shared project
+        shared = {m["content"] for m in _data(await session.call_tool("list_memories", {}))["memories"]}
+    assert {"The trip starts in Kyoto.", "I live in Lyon."} <= shared
+    assert "The thesis is due in June." not in shared

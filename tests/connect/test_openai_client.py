@@ -142,3 +142,22 @@ def test_reads_are_logged_with_the_user_agent(stack: dict[str, Any]) -> None:
         stack, "from memory.models import MemoryAccess", "MemoryAccess.objects.filter(kind='v1').latest('at').client"
     )
     assert log.startswith("OpenAI/Python")
+
+
+def test_a_project_limited_token_chats_in_its_project(stack: dict[str, Any], provider: FakeOpenAIServer) -> None:
+    raw = client(stack, "thesis", **{"X-Memora-Conversation": "draft"}).chat.completions.with_raw_response.create(
+        model="local-model", messages=[{"role": "user", "content": "When is the thesis due? I live where?"}]
+    )
+    block = memory_block_sent(provider)
+    assert "The thesis is due in June." in block and "I live in Lyon." not in block  # isolated
+    used = set(raw.headers["x-memora-memories"].split(","))
+    thesis = value(
+        stack, "from memory.models import Memory", "[str(m.pk) for m in Memory.objects.filter(project__name='Thesis')]"
+    )
+    assert memory_ids(stack, "The thesis is due in June.") <= used <= set(thesis)
+    project = value(
+        stack,
+        "from connect.models import ClientConversation",
+        "ClientConversation.objects.get(key__endswith=':draft').conversation.project.name",
+    )
+    assert project == "Thesis"
