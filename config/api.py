@@ -40,8 +40,8 @@ from chat.project_api import router as project_router
 from chat.projects import ProjectRejected
 from chat.search.api import router as search_router
 from chat.services import TurnRejected
-from usage.api import router as usage_router
 from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER, error_response
+from usage.api import router as usage_router
 
 if TYPE_CHECKING:
     from memory.services import MemoryRejected

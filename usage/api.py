@@ -12,8 +12,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from config.api_errors import AUTH_ERRORS, PARAM_ERRORS
-from usage import selectors
-from usage import services
+from usage import selectors, services
 
 router = Router(tags=["usage"])
 MAX_DAYS = 3660  # ten years: a period is a few thousand rows at most
@@ -59,5 +58,9 @@ def usage_get(request: HttpRequest, query: Query[UsageQuery]) -> dict[str, Any]:
         raise HttpError(422, _("“from” must not be after “to”."))
     if end - start > timedelta(days=MAX_DAYS):
         raise HttpError(422, _("A period is at most ten years long."))
-    rows = selectors.usage_of_user(user_id=request.user.pk, start=start, end=end)
+    rows = selectors.usage_of_user(
+        user_id=request.user.pk,  # type: ignore[arg-type]
+        start=start,
+        end=end,
+    )
     return selectors.usage_summary(rows=rows, group=query.group)
