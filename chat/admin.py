@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from chat import services
-from chat.models import AgentState, Conversation, Message
+from chat.models import AgentState, Conversation, Message, Project
 from chat.search.index import search_index_title
 from chat.turn import context_budget
 
@@ -60,9 +60,26 @@ class AgentStateInline(StateSizeMixin, admin.StackedInline):
         return False
 
 
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    """Read only: a project is its owner's; ending one goes through its page or the API (chat.projects)."""
+
+    list_display = ("name", "owner", "memory_mode", "created_at")
+    list_filter = ("memory_mode",)
+    search_fields = ("name", "owner__username")
+    list_select_related = ("owner",)
+    readonly_fields = ("owner", "name", "instructions", "memory_mode", "created_at", "updated_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Project | None = None) -> bool:
+        return False  # the owner chooses what becomes of its memories and conversations
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("display_title", "owner", "temporary", "created_at", "updated_at")
+    list_display = ("display_title", "owner", "project", "temporary", "created_at", "updated_at")
     list_filter = ("temporary", "created_at")
     search_fields = ("title", "owner__username", "id")
     list_select_related = ("owner",)

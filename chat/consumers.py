@@ -367,7 +367,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def chat_marker(self, event: dict[str, Any]) -> None:
         """A conversation marker (chat.markers): appended to this page's timeline if it is ours."""
         if event.get("conversation_id") == str(self.conversation.pk):
-            await self.push(messages_append_html(event["html"]))
+            html = (event.get("translations") or {}).get(translation.get_language() or "", event["html"])
+            await self.push(messages_append_html(html))
 
     async def chat_fragment(self, event: dict[str, Any]) -> None:
         """Rendered out-of-band pieces for one conversation's pages (chat.tasks: the summary divider)."""

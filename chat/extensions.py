@@ -16,7 +16,8 @@ Chat works, and its pages render, with nothing registered here.
   sent by chat.push.send_event).
 - demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
   tool trigger (which tool the demo calls for a user's text) and a JSON responder (answers JSON calls).
-- conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline.
+- conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline, worded
+  in the reader's language by the renderer its app registers (`register_marker_renderer`).
 - message annotators: set attributes on saved messages before the API or a page shows them (the memory
   app sets `memories_used`, what a reply's memory block held, and fills the "reply" page slot).
 - state filters: rewrite the agent state a turn is about to save, in the save's transaction (the state
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.dispatch import Signal
 
 from chat import push
+from chat.marker_kinds import register_marker_renderer as register_marker_renderer
 from chat.push import user_group as user_group  # the notices' group, named here for other apps
 
 logger = logging.getLogger(__name__)

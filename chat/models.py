@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from chat.marker_kinds import wording
+
 
 class Project(models.Model):
     """One piece of work of a user's (a thesis, a trip, a client): its conversations, its own memories and
@@ -187,6 +189,9 @@ class ConversationMarker(models.Model):
     text = models.CharField(max_length=300)
     link = models.CharField(max_length=500, blank=True)
     link_text = models.CharField(max_length=60, blank=True)
+    # What happened, for its app to word in the reader's language (chat.marker_kinds); {} for a marker
+    # whose `text` is all it has.
+    data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -195,6 +200,10 @@ class ConversationMarker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.text[:60]}"
+
+    def shown(self) -> tuple[str, str]:
+        """(text, link text) in the active language."""
+        return wording(self)
 
 
 class TurnStart(models.Model):

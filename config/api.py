@@ -184,8 +184,10 @@ def domain_error(
 
 if apps.is_installed("memory"):  # chat works without it (config/settings/test_without_memory.py)
     from memory.api import router as memory_router
+    from memory.consolidation.api import router as consolidation_router
     from memory.services import MemoryRejected
 
+    api.add_router("/memories", consolidation_router)  # before memory_router: "/proposals" is not a memory id
     api.add_router("/memories", memory_router)
     api.exception_handler(MemoryRejected)(domain_error)
 

@@ -68,6 +68,7 @@ class MemoryAdmin(admin.ModelAdmin):
         "origin",
         "invalid_reason",
         ("owner", admin.RelatedOnlyFieldListFilter),
+        ("project", admin.RelatedOnlyFieldListFilter),
     )
     search_fields = ("content", "owner__username")
     list_select_related = ("owner",)
@@ -79,6 +80,7 @@ class MemoryAdmin(admin.ModelAdmin):
         "sensitive",
         "pinned",
         "key",
+        "project",
         "expires_at",
         "last_used_at",
         "created_at",

@@ -157,8 +157,23 @@ def markers_redact(forgotten: Forgotten) -> None:
         deleted = gettext(MARKER_DELETED)
     for marker in rows:
         text = replace_all(marker.text, forms, deleted)
-        if text != marker.text:
-            ConversationMarker.objects.filter(pk=marker.pk).update(text=text)
+        data = _marker_data_redact(marker.data, forms)
+        if text != marker.text or data != marker.data:
+            ConversationMarker.objects.filter(pk=marker.pk).update(text=text, data=data)
+
+
+def _marker_data_redact(data: Any, forms: list[str]) -> Any:
+    """The marker's data (memory.notices.marker_data) with a forgotten memory's change marked deleted and
+    its text gone; the marker then says "(deleted)" in each reader's language."""
+    if not isinstance(data, dict) or not isinstance(data.get("changes"), list):
+        return data
+    changes = []
+    for item in data["changes"]:
+        content = str(item.get("content", ""))
+        if content and replace_all(content, forms, "") != content:
+            item = {**item, "content": "", "deleted": True}
+        changes.append(item)
+    return {**data, "changes": changes}
 
 
 _MEMORY_LINE = re.compile(r"^\[(\d+)\] .*$", re.MULTILINE)

@@ -139,24 +139,51 @@ def marker_excerpts(content: str) -> list[str]:
 def marker_text(changes: list[MemoryChange]) -> str:
     """ "Memory updated · Prefers small phones, finds them easier to use… · Is vegetarian (and 1 more)";
     only suggestions: "Memora would like to remember “…”"."""
-    shown, rest = changes[:SHOWN_ITEMS], len(changes) - SHOWN_ITEMS
+    return _marker_line(changes[:SHOWN_ITEMS], len(changes) - SHOWN_ITEMS)
+
+
+def _marker_line(shown: list[MemoryChange], rest: int) -> str:
     lead = [] if all(change.suggested for change in shown) else [gettext("Memory updated")]
     text = " · ".join([*lead, *(_marker_item(change) for change in shown)])
     more = ngettext(" (and %(count)d more)", " (and %(count)d more)", rest) % {"count": rest} if rest > 0 else ""
     return text + more
 
 
-def _still_kept(changes: list[MemoryChange]) -> list[MemoryChange]:
-    """`changes` without the text of a memory deleted since the run committed (the marker is written
-    after commit: it re-checks, SPEC §8)."""
-    ids = {change.memory_id for change in changes if change.memory_id is not None}
-    kept = selectors.memory_ids_existing(ids=ids)
-    return [
-        change
-        if change.memory_id is None or change.memory_id in kept
-        else MemoryChange(change.kind, content=gettext("(deleted)"))
-        for change in changes
+def marker_data(changes: list[MemoryChange], *, deleted: set[int] | None = None) -> dict[str, Any]:
+    """What a marker keeps so it can be worded in its reader's language (`marker_wording`): the changes
+    it shows (without the text of the `deleted` memories) and how many more there were."""
+    items = []
+    for change in changes[:SHOWN_ITEMS]:
+        gone = change.memory_id is not None and change.memory_id in (deleted or set())
+        item: dict[str, Any] = {"kind": change.kind, "content": "" if gone else change.content}
+        if change.suggested:
+            item["suggested"] = True
+        if gone:
+            item["deleted"] = True
+        items.append(item)
+    return {"changes": items, "more": max(len(changes) - SHOWN_ITEMS, 0)}
+
+
+def marker_wording(data: dict[str, Any]) -> tuple[str, str]:
+    """A memory marker's (text, link text) in the active language (chat.marker_kinds calls it)."""
+    if "outcome" in data:
+        return _outcome_wording(str(data["outcome"])), ""
+    shown = [
+        MemoryChange(
+            item["kind"],
+            content=gettext("(deleted)") if item.get("deleted") else str(item.get("content", "")),
+            suggested=bool(item.get("suggested")),
+        )
+        for item in data["changes"]
     ]
+    return _marker_line(shown, int(data.get("more", 0))), gettext("Review")
+
+
+def _deleted_since(changes: list[MemoryChange]) -> set[int]:
+    """The memories of `changes` deleted since the run committed (the marker is written after commit:
+    it re-checks, SPEC §8); the marker keeps none of their text."""
+    ids = {change.memory_id for change in changes if change.memory_id is not None}
+    return ids - set(selectors.memory_ids_existing(ids=ids))
 
 
 def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any) -> None:
@@ -171,14 +198,18 @@ def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: lis
             return
         written = selectors.memory_ids_written_by_runs(run_ids=[run.pk]).get(run.pk)
         link = review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=written)
-        # A marker is kept, written once: in the user's language setting (no browser to ask here).
+        # Kept as data, worded in each reader's language when shown (marker_wording); the text, in the
+        # user's language setting, is only the fallback.
+        data = marker_data(changes, deleted=_deleted_since(changes))
         with translation.override(background_language(message.user)):
+            text, link_text = marker_wording(data)
             markers.marker_add(
                 conversation=message.conversation,
                 kind=MARKER_KIND,
-                text=marker_text(_still_kept(changes)),
+                text=text,
                 link=link,
-                link_text=gettext("Review"),
+                link_text=link_text,
+                data=data,
             )
     except Exception:  # memories are saved; a missing marker must not fail the run that sent it
         logger.exception("could not mark the conversation of run %s", run_id)
@@ -208,17 +239,21 @@ def on_memories_changed(
 
 def outcome_text(result: Result) -> str:
     """What the conversation says when an explicit request changed nothing (a change has its own marker)."""
-    if result.status == Outcome.APPLIED:
+    return _outcome_wording(result.status)
+
+
+def _outcome_wording(status: str) -> str:
+    if status == Outcome.APPLIED:
         return gettext("Memory checked: nothing from this message was remembered.")
-    if result.status == Outcome.ABANDONED:
+    if status == Outcome.ABANDONED:
         return gettext("Your memories changed meanwhile, so nothing from this message was remembered.")
-    if result.status in (Outcome.BUSY, Outcome.BACKING_OFF):
+    if status in (Outcome.BUSY, Outcome.BACKING_OFF):
         return gettext("Not remembered yet: memory is busy and will review this message shortly.")
-    if result.status == Outcome.FAILED:
+    if status == Outcome.FAILED:
         return gettext("Not remembered: the memory model's answer could not be used. It will try again shortly.")
-    if result.status == Outcome.DROPPED:
+    if status == Outcome.DROPPED:
         return gettext("Not remembered: the memory model's answers could not be used, three times in a row.")
-    if result.status == Outcome.UNAVAILABLE:
+    if status == Outcome.UNAVAILABLE:
         return gettext(
             "Not remembered yet: the model server did not answer in time. This message waits and will be "
             "reviewed once it does."
@@ -234,7 +269,12 @@ def announce_outcome(*, user_id: int, message_id: int, result: Result) -> None:
     message = selectors.message_of_user(user_id=user_id, message_id=message_id)
     if message is None:  # the conversation was deleted meanwhile
         return
-    markers.marker_add(conversation=message.conversation, kind=MARKER_KIND, text=outcome_text(result))
+    markers.marker_add(
+        conversation=message.conversation,
+        kind=MARKER_KIND,
+        text=outcome_text(result),
+        data={"outcome": result.status},
+    )
 
 
 # --- the polling fallback ------------------------------------------------------------------------

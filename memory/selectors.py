@@ -83,9 +83,8 @@ def in_scope(project_id: int | None) -> Q:
 
 def memories_suggested(*, user_id: int) -> QuerySet[Memory]:
     """The user's suggestions waiting for Keep or Discard, newest first."""
-    return Memory.objects.filter(owner_id=user_id, suggested=True, invalid_at__isnull=True).order_by(
-        "-created_at", "-id"
-    )
+    rows = Memory.objects.filter(owner_id=user_id, suggested=True, invalid_at__isnull=True).select_related("project")
+    return rows.order_by("-created_at", "-id")
 
 
 def memories_invalid(*, user_id: int) -> QuerySet[Memory]:

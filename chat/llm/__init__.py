@@ -40,6 +40,7 @@ __all__ = [
     "get_embedder",
     "single_system_message",
     "tools_usable",
+    "warm_up",
 ]
 
 _BACKENDS = {"openai": "chat.llm.openai_adapter.OpenAIChatModel", "demo": "chat.llm.demo.DemoChatModel"}
@@ -58,6 +59,14 @@ EMBEDDING_SETTINGS = frozenset(
 def get_chat_model() -> ChatModel:
     """The configured model, built once per process and shared (it holds the provider's HTTP client)."""
     return _build()
+
+
+def warm_up() -> None:
+    """Build the configured model (and embedder) now, before the first turn needs it: the OpenAI adapter's
+    build imports `openai` and makes its HTTP client, about a second of CPU on a fresh process, which the
+    first turns (a burst of them) otherwise all waited for."""
+    get_chat_model()
+    get_embedder()
 
 
 def tools_usable() -> bool:

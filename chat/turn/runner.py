@@ -55,7 +55,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
 from chat import selectors, services
-from chat.llm import written
+from chat.llm import warm_up, written
 from chat.models import Conversation, Message
 from chat.turn import leases, pages
 from chat.turn.agent import Turn
@@ -404,9 +404,14 @@ async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            # Before serving: the replies a crashed predecessor left are closed, their conversations free.
+            # Before serving: the replies a crashed predecessor left are closed, their conversations free, and
+            # the model is built (chat.llm.warm_up), so the first turns do not wait for it.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(recover_once(), SHUTDOWN_SECONDS)
+            try:
+                await asyncio.to_thread(warm_up)
+            except Exception:  # a misconfigured provider fails its turns with their own error, not the start
+                logger.exception("could not build the chat model at startup")
             if _sweeper is None:
                 _sweeper = asyncio.create_task(recover_forever(), name="turn-recovery")
             await send({"type": "lifespan.startup.complete"})

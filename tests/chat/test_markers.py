@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
-from chat import markers, push
+from chat import marker_kinds, markers, push
 from chat.consumers import user_group
 from chat.models import Conversation, ConversationMarker, Message
 
@@ -59,3 +60,21 @@ def test_markers_go_with_their_conversation(conversation: Conversation) -> None:
     markers.marker_add(conversation=conversation, kind="note", text="Noted")
     conversation.delete()
     assert not ConversationMarker.objects.exists()
+
+
+def test_a_pushed_marker_carries_each_languages_wording(
+    conversation: Conversation, django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[dict[str, Any]] = []
+
+    class Layer:
+        async def group_send(self, group: str, event: dict[str, Any]) -> None:
+            sent.append(event)
+
+    monkeypatch.setattr(push, "get_channel_layer", Layer)
+    monkeypatch.setattr(
+        marker_kinds, "_renderers", {"note": lambda data: (f"{translation.get_language()}:{data['n']}", "")}
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        markers.marker_add(conversation=conversation, kind="note", text="Stored", data={"n": 3})
+    assert "en:3" in sent[0]["html"] and "zh-hans:3" in sent[0]["translations"]["zh-hans"]

@@ -22,7 +22,7 @@ from tests.e2e.browser import PASSWORD, running_stack
 pytestmark = pytest.mark.browser
 
 # Words that stay as they are in Chinese: the product's name, key names, and technical names.
-ALLOWED_WORDS = {"Memora", "AI", "API", "JSON", "Enter", "Shift", "Esc", "Python", "MCP", "OpenAI"}
+ALLOWED_WORDS = {"Memora", "AI", "API", "JSON", "Markdown", "Enter", "Shift", "Esc", "Python", "MCP", "OpenAI"}
 # What the user wrote, or data: never interface text.
 USER_CONTENT = ", ".join([
     "script", "style", "noscript", "code", "pre", "textarea", "option", "[lang]:not(html)", ".message-text",

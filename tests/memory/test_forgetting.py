@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connection
 from django.test import Client
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from accounts.models import User
 from chat.models import AgentState, ConversationMarker
@@ -239,3 +239,22 @@ def test_the_admins_delete_of_a_user_deletes_the_account_like_the_user_would(adm
 
     assert response.status_code == 302
     assert scan_for("My words, to be deleted with me.") == []
+
+
+@pytest.mark.django_db
+def test_deleting_a_memory_takes_its_text_out_of_the_markers_data_too(user: Any, conversation: Any) -> None:
+    message = say(conversation, "bees")
+    record = ExtractionRun.objects.create(owner=user, trigger="flush", status="applied", message_ids=[message.pk])
+    memory = make_memory(owner=user, content=SENTENCE)
+    mark_conversation(
+        None, user_id=user.pk, run_id=record.pk, changes=[MemoryChange("add", memory_id=memory.pk, content=SENTENCE)]
+    )
+    assert SENTENCE in str(ConversationMarker.objects.get().data)
+
+    services.memory_delete(user=user, memory=memory)
+
+    marker = ConversationMarker.objects.get()
+    assert SENTENCE not in str(marker.data) and SENTENCE not in marker.text
+    assert marker.data["changes"][0]["deleted"] is True
+    with translation.override("zh-hans"):
+        assert marker.shown()[0] == "记忆已更新 · （已删除）"

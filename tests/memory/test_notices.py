@@ -10,9 +10,11 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext
 
 from accounts.models import User
-from chat import extensions, push
+from chat import extensions, markers, push
 from memory import chat_fragments, notices
 from memory.changes import MemoryChange
 from memory.models import ExtractionRun, Memory
@@ -265,3 +267,54 @@ def test_marker_text_names_up_to_two_changes() -> None:
         MemoryChange("add", content="Likes tea"),
     ]
     assert notices.marker_text(three) == "Memory updated · Is vegetarian · Forgot “Lives in Paris” (and 1 more)"
+
+
+@pytest.mark.django_db
+def test_a_memory_marker_is_worded_in_the_readers_language_not_the_one_it_was_written_in(
+    client: Client, user: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    conversation = make_conversation(owner=user)
+    message = say(conversation, "Remember that I prefer small phones.")
+    with django_capture_on_commit_callbacks(execute=True):
+        run(user, up_to=message)
+    marker = conversation.markers.get()
+    assert marker.text.startswith("Memory updated · ")  # written for the default language
+    assert marker.data["changes"][0]["kind"] == "add" and marker.data["more"] == 0
+    client.force_login(user)
+    url = reverse("chat:conversation", args=[conversation.pk])
+    page = client.get(url, headers={"Accept-Language": "zh-CN"}).content.decode()
+    assert "记忆已更新 · " in page and ">查看</a>" in page and "Memory updated" not in page
+    assert "Memory updated · " in client.get(url, headers={"Accept-Language": "en"}).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_marker_without_data_shows_the_text_it_was_stored_with(client: Client, user: User) -> None:
+    conversation = make_conversation(owner=user)
+    marker = markers.marker_add(
+        conversation=conversation, kind="memory", text="Memory updated · Likes tea", link="/x/", link_text="Review"
+    )
+    assert marker.data == {}
+    client.force_login(user)
+    page = client.get(reverse("chat:conversation", args=[conversation.pk]), headers={"Accept-Language": "zh-CN"})
+    assert "Memory updated · Likes tea" in page.content.decode()
+
+
+def test_marker_wording_follows_the_active_language_for_changes_deletions_and_outcomes() -> None:
+    three = [
+        MemoryChange("add", content="Is vegetarian"),
+        MemoryChange("retract", memory_id=8, content="Lives in Paris"),
+        MemoryChange("add", content="Likes tea"),
+    ]
+    data = notices.marker_data(three, deleted={8})
+    assert "Lives in Paris" not in str(data)
+    assert notices.marker_wording(data) == (
+        "Memory updated · Is vegetarian · Forgot “(deleted)” (and 1 more)",
+        "Review",
+    )
+    with translation.override("zh-hans"):
+        text, link_text = notices.marker_wording(data)
+        assert text.startswith("记忆已更新 · Is vegetarian · 已忘记") and link_text == "查看"
+        assert notices.marker_wording({"outcome": "applied"})[0] == gettext(
+            "Memory checked: nothing from this message was remembered."
+        )
+        assert "Memory" not in notices.marker_wording({"outcome": "applied"})[0]

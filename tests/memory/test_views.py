@@ -276,12 +276,12 @@ def test_summary_says_which_memories_every_chat_uses(alice: Client, user: User, 
 
 
 def test_summary_says_when_pinned_memories_do_not_fit(alice: Client, user: User, settings: Any) -> None:
-    settings.MEMORY_PROMPT_MAX_CHARS = 300
+    settings.MEMORY_PROMPT_MAX_CHARS = 250
     for n in range(4):
         make_memory(owner=user, content=f"Fact {n} " + "x" * 40, pinned=True)
     page = body(alice.get(PAGE))
     assert "don’t all fit" in page and "left out of every chat" in page
-    assert "of 300 characters" in page
+    assert "of 250 characters" in page
 
 
 def test_pinned_memories_come_first_with_when_each_was_last_used(alice: Client, user: User) -> None:
