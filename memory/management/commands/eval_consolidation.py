@@ -1,7 +1,7 @@
 """Score the consolidation judge on memory/evals/consolidation.yaml: precision and recall of its merges.
 
-    python manage.py eval_consolidation           # the configured provider and MEMORY_MODEL
-    python manage.py eval_consolidation --demo    # the offline demo judge's rules
+python manage.py eval_consolidation           # the configured provider and MEMORY_MODEL
+python manage.py eval_consolidation --demo    # the offline demo judge's rules
 """
 
 from __future__ import annotations
