@@ -72,3 +72,8 @@ def test_a_reply_carries_its_memory_block_tokens(user: User) -> None:
     annotate_messages([reply, other])
 
     assert reply.memory_tokens == 312 and other.memory_tokens == 0  # type: ignore[attr-defined]
+
+
+def test_the_user_menu_links_to_the_usage_page(client: Client, user: User) -> None:
+    client.force_login(user)
+    assert 'href="/settings/usage/"' in client.get("/").content.decode()
