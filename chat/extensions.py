@@ -106,6 +106,22 @@ def named_context_providers() -> list[tuple[str, ContextProvider]]:
     return list(_context_providers.items())
 
 
+# Whether a user may spend tokens now (usage quotas): each gate raises a TurnRejected (429 with Retry-After)
+# when not. Checked when a turn, a retry or an API request starts, and before background memory work.
+SpendGate = Callable[[int], None]
+_spend_gates: dict[str, SpendGate] = {}
+
+
+def register_spend_gate(name: str, gate: SpendGate) -> None:
+    _spend_gates[name] = gate
+
+
+def spend_check(user_id: int) -> None:
+    """Raise the first gate's TurnRejected if the user may not spend tokens now."""
+    for gate in list(_spend_gates.values()):
+        gate(user_id)
+
+
 def register_tool(tool: Tool) -> None:
     _tools[tool.name] = tool
 

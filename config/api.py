@@ -41,6 +41,7 @@ from chat.projects import ProjectRejected
 from chat.search.api import router as search_router
 from chat.services import TurnRejected
 from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER, error_response
+from usage.api import router as usage_router
 
 if TYPE_CHECKING:
     from memory.services import MemoryRejected
@@ -130,6 +131,7 @@ api.add_router("/conversations", chat_router)
 api.add_router("/models", chat_models_router)
 api.add_router("/projects", project_router)
 api.add_router("/search", search_router)
+api.add_router("/me/usage", usage_router)
 
 
 # Django Ninja's own words (its stock errors), in the request's language.
@@ -182,8 +184,10 @@ def domain_error(
 
 if apps.is_installed("memory"):  # chat works without it (config/settings/test_without_memory.py)
     from memory.api import router as memory_router
+    from memory.consolidation.api import router as consolidation_router
     from memory.services import MemoryRejected
 
+    api.add_router("/memories", consolidation_router)  # before memory_router: "/proposals" is not a memory id
     api.add_router("/memories", memory_router)
     api.exception_handler(MemoryRejected)(domain_error)
 

@@ -14,6 +14,8 @@ class MemoryConfig(AppConfig):
         from memory import data as memory_data
         from memory.changes import MARKER_KIND
         from memory.chat_fragments import conversation_page_block, project_end_block, project_page_block
+        from memory.consolidation import demo as consolidation_demo
+        from memory.consolidation import services as consolidation_services
         from memory.context import memory_block, record_uses_on_save
         from memory.edits import on_user_message_edited
         from memory.history import demo_tool_trigger as demo_search_trigger
@@ -47,6 +49,7 @@ class MemoryConfig(AppConfig):
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
         memories_changed.connect(on_memories_written, dispatch_uid="memory.on_memories_written")
         extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
+        extensions.register_demo_json_responder("memory-consolidation", consolidation_demo.demo_consolidation_judge)
         # A question about something said before ("do you remember what I said about …") searches
         # rather than flushes: tried first.
         extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
@@ -56,7 +59,10 @@ class MemoryConfig(AppConfig):
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.
         forgetting.register_defaults()
-        forgetting.register_redactor("replay", replay.replay_redact)  # by id: the teaching turn, search results
+        forgetting.register_redactor("replay", replay.replay_redact)
+        forgetting.register_redactor(
+            "tidy-up", consolidation_services.proposals_redact
+        )  # by id: the teaching turn, search results
         extensions.register_state_filter("memory-forgetting", forgetting.state_filter)
         extensions.register_conversation_eraser("memory-runs", memory_data.runs_messages_erase)
         # Ending a project moves its memories to the user or deletes them permanently (memory.moves).

@@ -38,6 +38,7 @@ class Memory(models.Model):
         RESTORED = "restored", _("Restored by the user")
         CLIENT = "client", _("Proposed by a connected tool")
         IMPORTED = "imported", _("Learned from imported chats")
+        MERGED = "merged", _("Merged in a tidy-up")
 
     class InvalidReason(models.TextChoices):
         UPDATED = "updated", _("Updated from a later message")
@@ -48,6 +49,8 @@ class Memory(models.Model):
         EXPIRED = "expired", _("Expired (its end date passed)")
         MOVED = "moved", _("Moved to another scope")
         SOURCE_EDITED = "source_edited", _("Its source message was edited")
+        MERGED = "merged", _("Merged into one memory (tidy-up)")
+        SUPERSEDED = "superseded", _("Superseded by a newer memory (tidy-up)")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     content = models.CharField(max_length=CONTENT_MAX)
@@ -83,6 +86,8 @@ class Memory(models.Model):
     )
     # The connected tool that proposed it (origin "client"): its MCP clientInfo name or User-Agent.
     client = models.CharField(max_length=100, blank=True, default="")
+    # The memories an accepted tidy-up merge made this one from (memory.consolidation), oldest first.
+    merged_from = models.JSONField(default=list, blank=True)
 
     class Meta:
         verbose_name_plural = _("memories")
@@ -300,6 +305,68 @@ class MemoryClaim(models.Model):
 
     def __str__(self) -> str:
         return f"Extraction claim of user {self.user_id}"
+
+
+class ConsolidationPass(models.Model):
+    """One tidy-up pass over a user's memories (memory.consolidation): what it cost and found."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    clusters = models.PositiveIntegerField(default=0)
+    judge_calls = models.PositiveIntegerField(default=0)
+    # Characters sent to the judge and received from it, all clusters together.
+    chars = models.PositiveIntegerField(default=0)
+    proposals = models.PositiveIntegerField(default=0)
+    failed_clusters = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Tidy-up pass {self.pk} of user {self.owner_id}"
+
+
+class ConsolidationProposal(models.Model):
+    """A change the consolidation judge proposes; nothing changes until the user accepts it (SPEC §9)."""
+
+    class Op(models.TextChoices):
+        MERGE = "merge", _("Merge")
+        SUPERSEDE = "supersede", _("Supersede")
+        EXPIRE = "expire", _("Expire")
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Waiting for review")
+        ACCEPTED = "accepted", _("Accepted")
+        REJECTED = "rejected", _("Rejected")
+        UNDONE = "undone", _("Undone")
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("chat.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    op = models.CharField(max_length=16, choices=Op.choices)
+    # The memories it is about, oldest first (a supersede: [old, new]; an expire: [one]).
+    member_ids = models.JSONField(default=list)
+    content = models.CharField(max_length=CONTENT_MAX, blank=True)  # a merge's sentence
+    by_id = models.BigIntegerField(null=True, blank=True)  # a supersede's newer memory
+    expires_at = models.DateTimeField(null=True, blank=True)  # an expire's end date
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # Op and member set: a set proposed once (and rejected, say) is never proposed again.
+    fingerprint = models.CharField(max_length=64)
+    # What Undo needs that the rows do not keep (an expire's previous end date).
+    undo = models.JSONField(default=dict, blank=True)
+    # The memory an accepted merge created.
+    result = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "fingerprint"], name="consolidation_fingerprint_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.member_ids} ({self.status})"
 
 
 class MemoryUser(User):

@@ -55,6 +55,7 @@ class MemoryOut(Schema):
     # SPEC §9: its scope.
     project_id: int | None = Field(description="The project it is about, or null: about you, everywhere")
     client: str = Field(description='The connected tool that proposed it (origin "client"), or empty')
+    merged_from: list[int] = Field(default_factory=list, description="The memories an accepted tidy-up merged into it")
 
     @staticmethod
     def resolve_status(memory: Memory) -> str:

@@ -16,6 +16,7 @@ from django.utils import timezone
 from chat.llm import LLMError
 from config.tasks import send_task, send_task_on_commit
 from memory import embeddings, lifecycle, notices, pipeline, recovery, retention, retries
+from memory.consolidation import tasks as consolidation_tasks  # registers the tidy-up task with the worker
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,8 @@ def sweep_extractions_task() -> int:
     memories whose end date passed to history and delete unanswered suggestions (memory/lifecycle.py);
     embed memories whose vector is missing (a lost message, an existing user's memories once embeddings run,
     or EMBEDDING_MODEL changed); strip the text
-    of runs past their retention (memory/retention.py)."""
+    of runs past their retention (memory/retention.py); send the tidy-up passes that are due
+    (memory.consolidation.tasks)."""
     now = timezone.now()
     lifecycle.memories_expire(now=now)
     lifecycle.suggestions_expire(now=now)
@@ -84,6 +86,10 @@ def sweep_extractions_task() -> int:
         retention.runs_text_strip()
     except Exception:  # retention waits for the next sweep; extraction recovery must still run
         logger.exception("could not strip the text of old extraction runs")
+    try:
+        consolidation_tasks.sweep_due(now=now)
+    except Exception:  # the next sweep tries again; extraction recovery must still run
+        logger.exception("could not send the tidy-up passes that are due")
     work = recovery.pending_work()
     for user_id, message_id in work:
         _send(user_id, message_id, None, ExtractionRun.Trigger.BACKGROUND)

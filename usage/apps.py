@@ -8,8 +8,12 @@ class UsageConfig(AppConfig):
 
     def ready(self) -> None:
         """Count what chat.llm.metering reports (chat works on its own without this app)."""
+        from chat import extensions
         from chat.llm import metering
+        from usage.quotas import quota_check
         from usage.receivers import on_provider_used, on_reply_metered
+
+        extensions.register_spend_gate("usage-quota", quota_check)
 
         metering.provider_used.connect(on_provider_used, dispatch_uid="usage.on_provider_used")
         metering.reply_metered.connect(on_reply_metered, dispatch_uid="usage.on_reply_metered")

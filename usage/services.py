@@ -11,7 +11,7 @@ from django.utils import timezone
 from usage.models import NO_PROJECT, DailyUsage, Kind, ReplyMemoryTokens
 
 
-def _today() -> date:
+def today() -> date:
     """Used for mocking."""
     return timezone.localdate()
 
@@ -38,7 +38,7 @@ def usage_record(
         "project_key": project_id or NO_PROJECT,
         "model": (model or "")[:200],
         "kind": kind,
-        "day": day or _today(),
+        "day": day or today(),
     }
     with transaction.atomic():
         row, created = DailyUsage.objects.get_or_create(

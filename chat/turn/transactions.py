@@ -67,6 +67,7 @@ def _turn_claim(
     user.memory_enabled = row.memory_enabled
     turn_rate_check(user=user, now=now, recent=row.user_turns)
     address_rate_check(address=origin.address, now=now, recent=row.address_turns)
+    extensions.spend_check(user.pk)  # a monthly token quota (the usage app)
     token = uuid.uuid4()
     free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
     expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
@@ -96,6 +97,7 @@ def turn_count_only(*, user: User, origin: TurnOrigin | None = None) -> None:
         raise AccessEnded()
     turn_rate_check(user=user, now=now, recent=row.user_turns)
     address_rate_check(address=origin.address, now=now, recent=row.address_turns)
+    extensions.spend_check(user.pk)
     TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
 
 

@@ -61,3 +61,6 @@ MEMORY_RETRY_HOURS = float(os.environ.get("MEMORY_RETRY_HOURS", "24"))
 MEMORY_FLUSH_WAIT_SECONDS = 10.0
 # A background task that found the user's claim taken tries again after this many seconds (memory/tasks.py).
 MEMORY_BUSY_RETRY_SECONDS = 20.0
+# Tidy-up (memory.consolidation): a background pass this many days after a user's last one (or first
+# memory), for users with memories new since; 0 turns the background pass off ("Tidy up" still works).
+MEMORY_CONSOLIDATE_DAYS = env_int("MEMORY_CONSOLIDATE_DAYS", 7)

@@ -13,9 +13,10 @@ from typing import Any
 from django.conf import settings
 
 from accounts.models import User
-from chat import model_queue
+from chat import extensions, model_queue
 from chat.llm import LLMError, get_chat_model, metering
 from chat.models import Message, Project
+from chat.rejections import TurnRejected
 from memory import batching, judge, judge_content
 from memory.judge_call import call_judge
 from memory.models import ExtractionRun
@@ -51,6 +52,10 @@ def extract(
         return Result(Outcome.MEMORY_OFF)
     if wait_quiet and not quiet(user_id=user_id):
         return Result(Outcome.WAITING)
+    try:
+        extensions.spend_check(user_id)  # over a token quota: wait, messages pending, for the sweep to resume
+    except TurnRejected as exc:
+        return Result(Outcome.WAITING, error=str(exc))
     total = Result(Outcome.NOTHING_PENDING)
     for _ in range(max_batches):
         result = _run_batch(user_id=user_id, trigger=trigger, up_to=up_to_message_id, min_pending=min_pending)

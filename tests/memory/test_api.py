@@ -50,6 +50,7 @@ def test_list_returns_the_public_shape_with_sources(api_client: Any, sourced: Me
         "last_used_at": None,
         "project_id": None,
         "client": "",
+        "merged_from": [],
     }
 
 
