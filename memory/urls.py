@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.views import edits, notices, page, replies, scopes, suggestions
+from memory.views import edits, notices, page, replies, scopes, suggestions, tidy
 
 app_name = "memory"
 urlpatterns = [
@@ -11,6 +11,10 @@ urlpatterns = [
     path("settings/memory/export/", page.memory_export, name="export"),
     path("settings/memory/notices/", notices.memory_notices, name="notices"),
     path("settings/memory/review/", suggestions.memory_review_setting, name="review"),
+    path("settings/memory/tidy/", tidy.tidy_run, name="tidy"),
+    path("settings/memory/tidy/<int:proposal_id>/accept/", tidy.tidy_accept, name="tidy_accept"),
+    path("settings/memory/tidy/<int:proposal_id>/reject/", tidy.tidy_reject, name="tidy_reject"),
+    path("settings/memory/tidy/<int:proposal_id>/undo/", tidy.tidy_undo, name="tidy_undo"),
     path("settings/memory/<int:memory_id>/keep/", suggestions.memory_keep, name="keep"),
     path("settings/memory/<int:memory_id>/discard/", suggestions.memory_discard, name="discard"),
     path("settings/memory/<int:memory_id>/pin/", edits.memory_pin, name="pin"),

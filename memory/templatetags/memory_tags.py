@@ -43,3 +43,20 @@ def reason_label(memory: Memory) -> str:
 @register.filter
 def excerpt(message: Message) -> str:
     return selectors.source_excerpt(message)
+
+
+@register.inclusion_tag("memory/_tidy.html", takes_context=True)
+def tidy_section(context: template.Context) -> dict[str, object]:
+    """Settings → Memory's "Tidy-up suggestions": the estimate, the waiting suggestions (before and after,
+    with sources) and the accepted ones that can still be undone."""
+    from memory.consolidation.candidates import user_clusters
+    from memory.consolidation.selectors import proposals_shown
+
+    user = context["request"].user
+    shown = proposals_shown(user=user)
+    return {
+        "waiting": [p for p in shown if p["status"] == "pending"],
+        "accepted": [p for p in shown if p["status"] == "accepted"][:10],
+        "estimate": len(user_clusters(user_id=user.pk)),
+        "csrf_token": context.get("csrf_token"),
+    }

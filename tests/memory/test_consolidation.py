@@ -192,3 +192,20 @@ def test_the_background_pass_is_due_only_for_users_with_new_memories(user: Any, 
     assert users_due(now=now) == [user.pk]
     settings.MEMORY_CONSOLIDATE_DAYS = 0
     assert users_due(now=now) == []
+
+
+def test_the_page_shows_the_suggestion_and_accepts_it_and_another_users_id_is_a_404(
+    fake_openai: FakeOpenAIServer, user: Any, conversation: Any, client: Any
+) -> None:
+    rows = three_duplicates(user, conversation)
+    fake_openai.queue(merge_answer(rows))
+    client.force_login(user)
+    assert client.post("/settings/memory/tidy/").status_code == 302
+    proposal = ConsolidationProposal.objects.get(owner=user)
+    page = client.get("/settings/memory/").content.decode()
+    assert "Likes green tea" in page and all(text in page for text in DUPLICATES)
+    client.force_login(make_user())
+    assert client.post(f"/settings/memory/tidy/{proposal.pk}/accept/").status_code == 404
+    client.force_login(user)
+    assert client.post(f"/settings/memory/tidy/{proposal.pk}/accept/").status_code == 302
+    assert Memory.objects.get(owner=user, invalid_at__isnull=True).content == "Likes green tea"
