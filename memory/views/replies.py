@@ -14,16 +14,21 @@ from memory.models import Memory
 from memory.views.common import memory_view, page_url
 
 
-def _reply_item(request: HttpRequest, memory: Memory, outcome: str) -> HttpResponse:
+def _reply_item(request: HttpRequest, memory: Memory, outcome: str, **extra: bool) -> HttpResponse:
     """The memory's line under the reply, saying what was done (the whole list stays as it was)."""
-    message_id = request.POST.get("message", "")
+    message_id = request.POST.get("message", "") or request.GET.get("message", "")
     context = {"memory": memory, "message": {"pk": message_id if message_id.isdigit() else ""}, "outcome": outcome}
-    return render(request, "memory/chat/_reply_memory.html", context)
+    return render(request, "memory/chat/_reply_memory.html", {**context, **extra})
 
 
-@memory_view("POST")
+@memory_view("GET", "POST")
 def reply_wrong(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
-    """ "Wrong": delete the memory (and its earlier versions) permanently; the next turn goes without it."""
+    """ "Wrong": delete the memory (and its earlier versions) permanently; the next turn goes without it.
+    GET asks first, in the line itself (or, with `cancel`, puts the line back with focus on Wrong)."""
+    if request.method == "GET":
+        if request.GET.get("cancel"):
+            return _reply_item(request, memory, "", refocus=True)
+        return _reply_item(request, memory, "", confirm=True)
     services.memory_delete(user=user, memory=memory)
     if not request.htmx:
         messages.success(request, gettext("Memory deleted permanently."))

@@ -79,5 +79,7 @@ def memory_review_setting(request: HttpRequest) -> HttpResponse:
         messages.success(request, text)
         return redirect(page_url("memory-suggested"))
     return fragments.response(
-        fragments.part(request, "memory/_review.html", **fragments.review_context(user)), fragments.status_html(text)
+        # Focus stays on Apply (the setting it saved), not on whatever memory comes first.
+        fragments.part(request, "memory/_review.html", **fragments.review_context(user), applied=True),
+        fragments.status_html(text),
     )

@@ -23,6 +23,25 @@
     });
   });
 
+  // --- Under a reply, "Used N memories": focus follows Wrong (its question), Delete and Outdated (their
+  // outcome) and Cancel (back to Wrong); Escape cancels the question ---
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var item = document.querySelector(".reply-memory [data-reply-focus]");
+    if (!item) return;
+    item.removeAttribute("data-reply-focus");
+    if (window.htmx) window.htmx.process(item.closest(".reply-memory"));
+    item.focus();
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape" || !e.target.closest) return;
+    var cancel = e.target.closest(".reply-memory-confirm");
+    cancel = cancel && cancel.querySelector("[data-cancel]");
+    if (!cancel) return;
+    e.preventDefault();
+    e.stopPropagation();
+    cancel.click();
+  }, true);
+
   var page = document.querySelector(".memory-page");
   if (!page) return;
 
@@ -127,8 +146,13 @@
   // A link naming several (?review=12,13) highlights them all (.is-reviewed); focus goes to the first.
   if (target) {
     target.scrollIntoView({ block: "center" });
-    var control = target.querySelector("[data-row-focus]");
-    if (!control) { target.setAttribute("tabindex", "-1"); control = target; }
+    var control = target.querySelector("[data-row-focus]") || target;
+    // The browser focuses the fragment's element itself once it has loaded (after this script), which
+    // would take focus from the control: the row takes that focus, and hands it on to its control.
+    target.setAttribute("tabindex", "-1");
+    target.addEventListener("focus", function (e) {
+      if (e.target === target && control !== target) control.focus({ preventScroll: true });
+    });
     control.focus({ preventScroll: true });
   }
 

@@ -1,5 +1,6 @@
 """The fourth walkthrough's remaining paper cuts, in Chromium, in English and Chinese: conversation markers
-in the reader's language (live and after a reload)."""
+in the reader's language (live and after a reload); focus after Review, Apply, Wrong and Outdated, and
+Wrong asking in the page."""
 
 from __future__ import annotations
 
@@ -51,4 +52,74 @@ def test_a_memory_marker_speaks_the_readers_language_live_and_after_a_reload(
     expect(marker).to_contain_text(lead + "Is vegetarian")
     expect(marker.get_by_role("link", name=review)).to_be_visible()
     audit(page, f"a memory marker in the reader's language ({lang})")
+    context.close()
+
+
+def add_memory(page: Any, base: str, text: str) -> Any:
+    page.goto(f"{base}/settings/memory/")
+    page.fill("#memory-add-input", text)
+    page.locator("#memory-add-input").press("Control+Enter")
+    row = page.locator("#memory-list > .memory-row", has_text=text)
+    expect(row).to_have_count(1)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("lang", "wrong", "delete", "outdated", "apply"),
+    [("en", "Wrong", "Delete", "Outdated", "Apply"), ("zh", "有误", "删除", "已过时", "应用")],
+)
+def test_focus_follows_wrong_outdated_review_and_apply_and_wrong_confirms_in_the_page(
+    browser: Any, live_server_url: str, lang: str, wrong: str, delete: str, outdated: str, apply: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    base = live_server_url
+    sign_up(page, base, f"focus-{lang}")
+    first = add_memory(page, base, "Is allergic to peanuts").get_attribute("id")
+    second = add_memory(page, base, "Likes peanut-free cereal bars").get_attribute("id")
+
+    # Review naming several memories: focus on the first highlighted one, and it stays there once the
+    # browser has handled the fragment.
+    ids = f"{first},{second}".replace("memory-", "")
+    page.goto(f"{base}/settings/memory/?review={ids}#{first}")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    expect(page.locator(f"#{first} [data-row-focus]")).to_be_focused()
+
+    # Apply: focus stays on the setting just saved, not on some memory.
+    page.locator("#memory-review input[type=radio]").last.check()
+    page.locator("#memory-review").get_by_role("button", name=apply).click()
+    expect(page.locator("#memory-status")).not_to_be_empty()
+    expect(page.locator("#memory-review").get_by_role("button", name=apply)).to_be_focused()
+
+    page.goto(f"{base}/")
+    page.fill("#start-input", "Is peanut butter a good snack?")
+    page.keyboard.press("Enter")
+    reply = page.locator(".message-assistant").first
+    expect(reply).to_have_attribute("data-status", "complete", timeout=20_000)
+    used = reply.locator("details.reply-memories")
+    used.locator("summary").click()
+    dialogs: list[str] = []
+
+    def refuse(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", refuse)
+    items = used.locator(".reply-memory")
+    # Wrong asks in the page, focus on the question's safe choice; Delete then focuses the outcome.
+    items.first.get_by_role("button", name=wrong).click()
+    confirm = items.first.locator(".reply-memory-confirm")
+    expect(confirm).to_be_visible()
+    audit(page, f"Wrong asks in the page ({lang})")
+    confirm.get_by_role("button", name=delete).click()
+    expect(items.first.locator(".reply-memory-outcome")).to_be_focused()
+    assert dialogs == []
+    # Outdated: focus on its outcome.
+    items.nth(1).get_by_role("button", name=outdated).click()
+    expect(items.nth(1).locator(".reply-memory-outcome")).to_be_focused()
+    audit(page, f"focus after Wrong and Outdated ({lang})")
     context.close()

@@ -61,8 +61,8 @@ def test_used_memories_show_under_the_reply_and_wrong_and_outdated_work(
     link = used.locator("a", has_text="Is allergic to peanuts")
     expect(link).to_have_attribute("href", re.compile(r"/settings/memory/#memory-\d+$"))
 
-    page.once("dialog", lambda dialog: dialog.accept())
-    used.get_by_role("button", name="Wrong").click()
+    used.get_by_role("button", name="Wrong").click()  # asks in the line itself
+    used.locator(".reply-memory-confirm").get_by_role("button", name="Delete").click()
     expect(used.locator(".reply-memory-outcome")).to_contain_text("Deleted")
 
     second = send(page, "Any peanut snacks for the trip then?")

@@ -123,3 +123,20 @@ def test_wrong_deletes_and_outdated_retracts_from_under_a_reply(client: Client, 
     for name in ("memory:reply_wrong", "memory:reply_outdated"):
         assert client.post(reverse(name, args=[theirs.pk]), headers=htmx).status_code == 404
     assert Memory.objects.get(pk=theirs.pk).invalid_at is None
+
+
+@pytest.mark.django_db
+def test_wrong_asks_in_the_line_first_and_cancel_puts_it_back(client: Client, user: User, other_user: User) -> None:
+    client.force_login(user)
+    memory = make_memory(owner=user, content="Has two dogs.")
+    theirs = make_memory(owner=other_user, content="Lives in Nice.")
+    url, htmx = reverse("memory:reply_wrong", args=[memory.pk]), {"HX-Request": "true"}
+
+    asked = client.get(url, {"message": "7"}, headers=htmx).content.decode()
+    assert 'class="reply-memory-confirm"' in asked and "Delete this memory permanently?" in asked
+    assert 'id="message-7-memory-' in asked and "hx-confirm" not in asked
+    assert Memory.objects.filter(pk=memory.pk).exists()  # asking deletes nothing
+
+    back = client.get(url, {"message": "7", "cancel": "1"}, headers=htmx).content.decode()
+    assert "reply-memory-confirm" not in back and "data-reply-focus" in back
+    assert client.get(reverse("memory:reply_wrong", args=[theirs.pk]), headers=htmx).status_code == 404
