@@ -98,7 +98,9 @@ async def _background_extraction_end_to_end(fake_openai: FakeOpenAIServer) -> No
     chat_request = [r for r in fake_openai.requests if r.get("stream") and not r.get("response_format")][-1]
     (system,) = [m["content"] for m in chat_request["messages"] if m["role"] == "system"]
     blocks = [part for part in system.split("\n\n") if part.startswith(HEADER)]
-    assert blocks == [f"{HEADER}\n- {SMALL}"]
+    # The one memory, with when it was learned (a background line carries its date).
+    assert len(blocks) == 1 and blocks[0].startswith(f"{HEADER}\n- {SMALL} (learned ")
+    assert blocks[0].count("\n- ") == 1
 
 
 @pytest.mark.skipif(bool(settings.REDIS_URL), reason="the Redis pass runs the Redis variant")
