@@ -20,6 +20,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
 ]
 if apps.is_installed("memory"):  # chat works without it (config/settings/test_without_memory.py)
     urlpatterns.append(path("", include("memory.urls")))
+urlpatterns.append(path("", include("usage.urls")))
 if apps.is_installed("imports"):
     urlpatterns.append(path("", include("imports.urls")))
 if apps.is_installed("connect"):  # the OpenAI-compatible endpoint (the MCP server is in config/asgi.py)

@@ -12,8 +12,11 @@ class UsageConfig(AppConfig):
         from chat.llm import metering
         from usage.quotas import quota_check
         from usage.receivers import on_provider_used, on_reply_metered
+        from usage.selectors import memory_tokens_annotate
 
         extensions.register_spend_gate("usage-quota", quota_check)
+        extensions.register_message_annotator("usage-memory-tokens", memory_tokens_annotate)
+        extensions.register_page_block("user-menu", "usage", "usage/chat/_user_menu.html")
 
         metering.provider_used.connect(on_provider_used, dispatch_uid="usage.on_provider_used")
         metering.reply_metered.connect(on_reply_metered, dispatch_uid="usage.on_reply_metered")

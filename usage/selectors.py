@@ -10,7 +10,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.db.models import QuerySet, Sum
 
-from usage.models import DailyUsage, ModelPrice
+from usage.models import DailyUsage, ModelPrice, ReplyMemoryTokens
 
 Group = Literal["kind", "model", "project", "day"]
 GROUP_FIELDS: dict[str, str] = {"kind": "kind", "model": "model", "project": "project_key", "day": "day"}
@@ -109,3 +109,16 @@ def month_tokens(*, user_id: int, today: date) -> int:
         prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
     )
     return int(totals["prompt"] or 0) + int(totals["completion"] or 0)
+
+
+def memory_tokens_annotate(messages: list[Any]) -> None:
+    """chat.extensions message annotator: `memory_tokens` on each reply, the memory block's tokens in its
+    prompts ("memory: N tokens" beside "Used N memories"), in one query; 0 when none were recorded."""
+    replies = {m.pk: m for m in messages if m.role == "assistant"}
+    for message in replies.values():
+        message.memory_tokens = 0
+    if replies:
+        for message_id, tokens in ReplyMemoryTokens.objects.filter(message_id__in=list(replies)).values_list(
+            "message_id", "tokens"
+        ):
+            replies[message_id].memory_tokens = tokens
