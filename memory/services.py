@@ -283,6 +283,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     if current.invalid_at is None:
         raise MemoryConflict(_("This memory is already active."))
     from memory.consolidation.services import undo_for_memory  # merged or superseded in a tidy-up: undo it
+
     if undo_for_memory(user=user, memory=current):
         return Memory.objects.get(pk=current.pk)
     head = _chain_head(user=user, memory=current)
