@@ -8,6 +8,28 @@
   function $(selector, root) { return (root || document).querySelector(selector); }
   function composer() { return $("#composer-input") || $("#start-input"); }
 
+  // --- A form pushed over the WebSocket was rendered without a request, so it has no CSRF token: one
+  // submitted before htmx wires it (a quick Enter on a loaded machine) posts natively, and gets the
+  // page's token here rather than a 403.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!(form instanceof HTMLFormElement) || (form.method || "").toLowerCase() !== "post") return;
+    if (form.querySelector('input[name="csrfmiddlewaretoken"]')) {
+      if (form.querySelector('input[name="csrfmiddlewaretoken"]').value) return;
+    }
+    var token;
+    try { token = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"]; } catch (e) { return; }
+    if (!token) return;
+    var field = form.querySelector('input[name="csrfmiddlewaretoken"]');
+    if (!field) {
+      field = document.createElement("input");
+      field.type = "hidden";
+      field.name = "csrfmiddlewaretoken";
+      form.appendChild(field);
+    }
+    field.value = token;
+  }, true);
+
   // --- Copy buttons: on each reply (rendered hidden) and on each code block (added here) ---
   function copyText(text, button) {
     function done() {
