@@ -35,6 +35,12 @@ def notice_html(*, run_id: int, description: str, review: str = "", suggestions:
     return render_to_string("memory/_updated_notice.html", context)
 
 
+def marker_replace_html(marker: ConversationMarker) -> SafeString:
+    """A marker that changed, swapped in place of the one the page shows (by its id)."""
+    html = markers.marker_html(marker).replace("<p ", '<p hx-swap-oob="true" data-replace ', 1)
+    return SafeString(html)
+
+
 def markers_html(rows: list[ConversationMarker]) -> SafeString:
     """Memory markers, ready to append to the open conversation's timeline."""
     return SafeString("".join(messages_append_html(markers.marker_html(marker)) for marker in rows))

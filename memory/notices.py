@@ -158,6 +158,7 @@ def marker_data(changes: list[MemoryChange], *, deleted: set[int] | None = None)
         item: dict[str, Any] = {"kind": change.kind, "content": "" if gone else change.content}
         if change.suggested:
             item["suggested"] = True
+            item["id"] = change.memory_id  # Keep turns it into a change (`marker_suggestion_kept`)
         if gone:
             item["deleted"] = True
         items.append(item)
@@ -177,6 +178,28 @@ def marker_wording(data: dict[str, Any]) -> tuple[str, str]:
         for item in data["changes"]
     ]
     return _marker_line(shown, int(data.get("more", 0))), gettext("Review")
+
+
+def marker_suggestion_kept(*, user_id: int, memory_id: int) -> list[Any]:
+    """After Keep: the markers that asked about the suggestion now say it was remembered (the reader's
+    language still decides the wording). Returns the markers changed, to show them at once."""
+    changed = []
+    for marker in selectors.memory_markers_of_user(user_id=user_id):
+        items = (marker.data or {}).get("changes") or []
+        if not any(item.get("id") == memory_id and item.get("suggested") for item in items):
+            continue
+        items = [
+            {key: value for key, value in item.items() if key not in ("suggested", "id")}
+            if item.get("id") == memory_id
+            else item
+            for item in items
+        ]
+        marker.data = {**marker.data, "changes": items}
+        with translation.override(background_language(marker.conversation.owner)):
+            marker.text, marker.link_text = marker_wording(marker.data)
+        marker.save(update_fields=["data", "text", "link_text"])
+        changed.append(marker)
+    return changed
 
 
 def _deleted_since(changes: list[MemoryChange]) -> set[int]:

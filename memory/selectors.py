@@ -443,3 +443,13 @@ def memory_uses_annotate(messages: list[Message]) -> None:
         message = replies[use.message_id]
         message.memories_used.append(use.memory_id)  # type: ignore[attr-defined]
         message.used_memories.append(use.memory)  # type: ignore[attr-defined]
+
+
+def memory_markers_of_user(*, user_id: int) -> list[ConversationMarker]:
+    """The user's memory markers that keep data (memory.notices), newest first."""
+    return list(
+        ConversationMarker.objects.filter(conversation__owner_id=user_id, kind=MARKER_KIND)
+        .exclude(data={})
+        .select_related("conversation__owner")
+        .order_by("-created_at", "-id")
+    )

@@ -203,6 +203,18 @@ def proposal_undo(*, user: User, proposal: ConsolidationProposal) -> Consolidati
     return proposal
 
 
+def undo_for_memory(*, user: User, memory: Memory) -> bool:
+    """Restoring a memory an accepted tidy-up merged or superseded undoes that proposal (its originals back,
+    the merged memory gone). False when no accepted proposal holds it (then it is restored as any other)."""
+    if memory.invalid_reason not in (Memory.InvalidReason.MERGED, Memory.InvalidReason.SUPERSEDED):
+        return False
+    for proposal in proposals_of(user=user).filter(status=Status.ACCEPTED, op__in=[Op.MERGE, Op.SUPERSEDE]):
+        if memory.pk in proposal.member_ids:
+            proposal_undo(user=user, proposal=proposal)
+            return True
+    return False
+
+
 def proposals_redact(forgotten: forgetting.Forgotten) -> None:
     """A memory deleted for good leaves no copy in any proposal: waiting ones about it go, decided ones
     lose their sentence (forgetting's redactor registry)."""

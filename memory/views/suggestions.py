@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from accounts.models import User
 from accounts.services import user_set_memory_review
 from config.http import HttpRequest
-from memory import fragments, services
+from memory import chat_fragments, fragments, notices, services
 from memory.models import Memory
 from memory.views.common import history, memory_view, page_url, rejected, request_user, search_query, summary_oob
 
@@ -31,7 +31,10 @@ def _answered(request: HttpRequest, *, memory_id: int, content: str, kept: bool,
         return redirect(page_url(f"memory-{memory_id}" if kept else "memory-suggested"))
     if request.GET.get("from") == "notice":
         context = {"memory_id": memory_id, "content": content, "kept": kept, "link": page_url(f"memory-{memory_id}")}
-        return render(request, "memory/_suggestion_done.html", context)
+        # The conversation's marker that asked now says it was remembered, in place.
+        changed = notices.marker_suggestion_kept(user_id=request_user(request).pk, memory_id=memory_id) if kept else []
+        updated = "".join(chat_fragments.marker_replace_html(marker) for marker in changed)
+        return HttpResponse(render(request, "memory/_suggestion_done.html", context).content.decode() + updated)
     user = request_user(request)
     active = fragments.list_context(user, search_query(request))
     return fragments.response(
@@ -51,6 +54,8 @@ def memory_keep(request: HttpRequest, user: User, memory: Memory) -> HttpRespons
     except services.MemoryRejected as exc:
         return rejected(request, exc, anchor="memory-suggested")
     text = gettext("Kept. Memora uses it from your next message.")
+    if request.GET.get("from") != "notice":
+        notices.marker_suggestion_kept(user_id=user.pk, memory_id=kept.pk)
     return _answered(request, memory_id=kept.pk, content=kept.content, kept=True, text=text)
 
 

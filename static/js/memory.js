@@ -18,7 +18,7 @@
       seenRuns[run] = true;
     });
     // A conversation marker may arrive both pushed (socket) and polled: keep the first.
-    fragment.querySelectorAll(".conversation-marker[id]").forEach(function (marker) {
+    fragment.querySelectorAll(".conversation-marker[id]:not([data-replace])").forEach(function (marker) {
       if (document.getElementById(marker.id)) marker.remove();
     });
   });

@@ -123,3 +123,28 @@ def test_focus_follows_wrong_outdated_review_and_apply_and_wrong_confirms_in_the
     expect(items.nth(1).locator(".reply-memory-outcome")).to_be_focused()
     audit(page, f"focus after Wrong and Outdated ({lang})")
     context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "keep", "lead"), [("en", "Keep", "Memory updated · "), ("zh", "保留", "记忆已更新 · ")]
+)
+def test_the_marker_of_a_suggestion_says_it_was_remembered_after_keep(
+    browser: Any, demo_server_url: str, lang: str, keep: str, lead: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    sign_up(page, demo_server_url, f"keeper-marker-{lang}")
+    page.fill("#start-input", "I'm diabetic now.")  # sensitive: waits as a suggestion
+    page.keyboard.press("Enter")
+    marker = page.locator(".conversation-marker.marker-memory")
+    expect(marker).to_contain_text("“Is diabetic”")
+    expect(marker).not_to_contain_text(lead)
+    page.locator(".notice-memory").last.get_by_role("button", name=keep).click()
+    expect(marker).to_contain_text(lead + "Is diabetic")
+    audit(page, f"a kept suggestion's marker ({lang})")
+    page.reload()
+    expect(page.locator(".conversation-marker.marker-memory")).to_contain_text(lead + "Is diabetic")
+    context.close()

@@ -209,3 +209,16 @@ def test_the_page_shows_the_suggestion_and_accepts_it_and_another_users_id_is_a_
     client.force_login(user)
     assert client.post(f"/settings/memory/tidy/{proposal.pk}/accept/").status_code == 302
     assert Memory.objects.get(owner=user, invalid_at__isnull=True).content == "Likes green tea"
+
+
+def test_restoring_one_original_from_history_undoes_the_merge(
+    fake_openai: FakeOpenAIServer, user: Any, conversation: Any
+) -> None:
+    rows = three_duplicates(user, conversation)
+    fake_openai.queue(merge_answer(rows))
+    tidy.consolidation_pass(user_id=user.pk)
+    proposal = tidy.proposal_accept(user=user, proposal=ConsolidationProposal.objects.get(owner=user))
+    restored = services.memory_restore(user=user, memory=Memory.objects.get(pk=rows[1].pk))
+    assert restored.pk == rows[1].pk and restored.invalid_at is None
+    assert Memory.objects.filter(owner=user, invalid_at__isnull=True).count() == 3
+    assert ConsolidationProposal.objects.get(pk=proposal.pk).status == "undone"

@@ -318,3 +318,18 @@ def test_marker_wording_follows_the_active_language_for_changes_deletions_and_ou
             "Memory checked: nothing from this message was remembered."
         )
         assert "Memory" not in notices.marker_wording({"outcome": "applied"})[0]
+
+
+@pytest.mark.django_db
+def test_keeping_a_suggestion_turns_its_marker_into_a_change(client: Client, user: User) -> None:
+    conversation = make_conversation(owner=user)
+    memory = make_memory(owner=user, content="Is diabetic", suggested=True)
+    change = MemoryChange("add", memory_id=memory.pk, content="Is diabetic", suggested=True)
+    marker = markers.marker_add(
+        conversation=conversation, kind="memory", text=notices.marker_text([change]), data=notices.marker_data([change])
+    )
+    client.force_login(user)
+    assert client.post(reverse("memory:keep", args=[memory.pk]), headers={"HX-Request": "true"}).status_code == 200
+    marker.refresh_from_db()
+    assert marker.text == "Memory updated · Is diabetic" and marker.link_text == "Review"
+    assert marker.data["changes"] == [{"kind": "add", "content": "Is diabetic"}]
