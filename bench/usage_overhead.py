@@ -103,7 +103,8 @@ def main() -> None:
             firsts, ends = [t[0] for t in timings], [t[1] for t in timings]
             print(
                 f"usage records {side:>3}: first token median {statistics.median(firsts):6.1f} ms, "
-                f"p95 {p95(firsts):6.1f} ms; saved reply median {statistics.median(ends):6.1f} ms, p95 {p95(ends):6.1f} ms"
+                f"p95 {p95(firsts):6.1f} ms; saved reply median {statistics.median(ends):6.1f} ms, "
+                f"p95 {p95(ends):6.1f} ms"
             )
         print(
             f"usage rows written: {DailyUsage.objects.count()} (turns recorded: {sum(r.calls for r in DailyUsage.objects.all())})"
