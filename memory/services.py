@@ -282,6 +282,10 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
     current = Memory.objects.select_for_update().get(pk=memory.pk)
     if current.invalid_at is None:
         raise MemoryConflict(_("This memory is already active."))
+    from memory.consolidation.services import undo_for_memory  # merged or superseded in a tidy-up: undo it
+
+    if undo_for_memory(user=user, memory=current):
+        return Memory.objects.get(pk=current.pk)
     head = _chain_head(user=user, memory=current)
     scope = memories_active(user_id=user.pk).filter(in_scope(current.project_id))  # back in the scope it had
     same = scope.filter(content=current.content).exclude(pk=head.pk)

@@ -209,3 +209,38 @@ def test_the_page_shows_the_suggestion_and_accepts_it_and_another_users_id_is_a_
     client.force_login(user)
     assert client.post(f"/settings/memory/tidy/{proposal.pk}/accept/").status_code == 302
     assert Memory.objects.get(owner=user, invalid_at__isnull=True).content == "Likes green tea"
+
+
+def test_restoring_one_original_from_history_undoes_the_merge(
+    fake_openai: FakeOpenAIServer, user: Any, conversation: Any
+) -> None:
+    rows = three_duplicates(user, conversation)
+    fake_openai.queue(merge_answer(rows))
+    tidy.consolidation_pass(user_id=user.pk)
+    proposal = tidy.proposal_accept(user=user, proposal=ConsolidationProposal.objects.get(owner=user))
+    restored = services.memory_restore(user=user, memory=Memory.objects.get(pk=rows[1].pk))
+    assert restored.pk == rows[1].pk and restored.invalid_at is None
+    assert Memory.objects.filter(owner=user, invalid_at__isnull=True).count() == 3
+    assert ConsolidationProposal.objects.get(pk=proposal.pk).status == "undone"
+
+
+def test_the_sweep_runs_a_pass_for_a_user_who_is_due(
+    user: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import ConsolidationPass
+    from memory.tasks import sweep_extractions_task
+
+    settings.CELERY_TASK_ALWAYS_EAGER, settings.LLM_BACKEND = True, "demo"
+    rows = [make_memory(owner=user, content=text) for text in ("I like green tea", "Likes green tea")]
+    Memory.objects.filter(pk__in=[m.pk for m in rows]).update(created_at=timezone.now() - timedelta(days=8))
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep_extractions_task()
+    assert ConsolidationPass.objects.filter(owner=user).count() == 1
+    assert ConsolidationProposal.objects.get(owner=user).member_ids == [m.pk for m in rows]
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep_extractions_task()  # nothing new since: no second pass
+    assert ConsolidationPass.objects.filter(owner=user).count() == 1
