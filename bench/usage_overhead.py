@@ -106,9 +106,8 @@ def main() -> None:
                 f"p95 {p95(firsts):6.1f} ms; saved reply median {statistics.median(ends):6.1f} ms, "
                 f"p95 {p95(ends):6.1f} ms"
             )
-        print(
-            f"usage rows written: {DailyUsage.objects.count()} (turns recorded: {sum(r.calls for r in DailyUsage.objects.all())})"
-        )
+        recorded = sum(row.calls for row in DailyUsage.objects.all())
+        print(f"usage rows written: {DailyUsage.objects.count()} (turns recorded: {recorded})")
     finally:
         server.stop()
         shutil.rmtree(var_dir, ignore_errors=True)
