@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat.llm import ChatModel, LLMError
+from chat.llm import ChatModel, LLMError, metering
 from memory import forgetting
 from memory.consolidation import judging
 from memory.consolidation.candidates import Cluster, user_clusters
@@ -78,7 +78,11 @@ def consolidation_pass(*, user_id: int, chat_model: ChatModel | None = None) -> 
         record.chars += sum(len(m["content"]) for m in messages)
         record.judge_calls += 1
         try:
-            raw = judging.ask(messages, chat_model=chat_model)
+            with metering.counting() as calls:
+                try:
+                    raw = judging.ask(messages, chat_model=chat_model)
+                finally:  # counted for the user whatever the answer is worth (chat.llm.metering)
+                    metering.report(user_id=user_id, project_id=None, kind="consolidation", calls=calls)
             record.chars += len(raw)
             proposed = judging.parse(raw, cluster)
         except (LLMError, judging.ClusterFailed) as exc:

@@ -148,3 +148,18 @@ def test_the_marker_of_a_suggestion_says_it_was_remembered_after_keep(
     page.reload()
     expect(page.locator(".conversation-marker.marker-memory")).to_contain_text(lead + "Is diabetic")
     context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_on_a_phone_the_memories_come_before_the_settings(browser: Any, live_server_url: str, lang: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 800}, extra_http_headers=ZH if lang == "zh" else {})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"phone-{lang}")
+    row = add_memory(page, live_server_url, "Prefers aisle seats")
+    page.reload()
+    top = (row.bounding_box() or {})["y"]
+    for setting in ("#memory-review", "#memory-tidy"):
+        assert top < (page.locator(setting).bounding_box() or {})["y"], setting
+    audit(page, f"Settings → Memory on a phone ({lang})")
+    context.close()

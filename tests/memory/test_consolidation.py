@@ -222,3 +222,25 @@ def test_restoring_one_original_from_history_undoes_the_merge(
     assert restored.pk == rows[1].pk and restored.invalid_at is None
     assert Memory.objects.filter(owner=user, invalid_at__isnull=True).count() == 3
     assert ConsolidationProposal.objects.get(pk=proposal.pk).status == "undone"
+
+
+def test_the_sweep_runs_a_pass_for_a_user_who_is_due(
+    user: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import ConsolidationPass
+    from memory.tasks import sweep_extractions_task
+
+    settings.CELERY_TASK_ALWAYS_EAGER, settings.LLM_BACKEND = True, "demo"
+    rows = [make_memory(owner=user, content=text) for text in ("I like green tea", "Likes green tea")]
+    Memory.objects.filter(pk__in=[m.pk for m in rows]).update(created_at=timezone.now() - timedelta(days=8))
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep_extractions_task()
+    assert ConsolidationPass.objects.filter(owner=user).count() == 1
+    assert ConsolidationProposal.objects.get(owner=user).member_ids == [m.pk for m in rows]
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep_extractions_task()  # nothing new since: no second pass
+    assert ConsolidationPass.objects.filter(owner=user).count() == 1

@@ -77,3 +77,18 @@ def test_a_reply_carries_its_memory_block_tokens(user: User) -> None:
 def test_the_user_menu_links_to_the_usage_page(client: Client, user: User) -> None:
     client.force_login(user)
     assert 'href="/settings/usage/"' in client.get("/").content.decode()
+
+
+@pytest.mark.needs_memory
+def test_used_n_memories_says_what_the_memory_block_cost(user: User) -> None:
+    from django.template.loader import render_to_string
+
+    from tests.helpers import make_memory
+
+    reply = make_message(conversation=make_conversation(owner=user), role=Message.Role.ASSISTANT, content="Hi")
+    reply.used_memories = [make_memory(owner=user, content="I live in Lyon.")]  # type: ignore[attr-defined]
+    reply.memory_tokens = 312  # type: ignore[attr-defined]
+
+    html = render_to_string("memory/chat/_reply.html", {"message": reply})
+
+    assert "Used 1 memory" in html and "memory: 312 tokens" in html

@@ -211,3 +211,20 @@ async def test_summaries_are_counted_for_the_conversations_owner(
 
     row = await DailyUsage.objects.aget(user=user, kind="summary")
     assert row.calls >= 1 and (row.prompt_tokens, row.completion_tokens) == (777 * row.calls, 33 * row.calls)
+
+
+@pytest.mark.needs_memory
+def test_consolidation_calls_are_counted_as_the_provider_reported(fake_openai: FakeOpenAIServer, user: User) -> None:
+    import json
+
+    from memory.consolidation import services as tidy
+    from tests.helpers import make_memory
+
+    rows = [make_memory(owner=user, content=text) for text in ("I like green tea", "I really like green tea")]
+    answer = json.dumps({"proposals": [{"op": "merge", "ids": [m.pk for m in rows], "content": "Likes green tea"}]})
+    fake_openai.queue(FakeResponse(answer, usage={"prompt_tokens": 410, "completion_tokens": 21}))
+
+    done = tidy.consolidation_pass(user_id=user.pk)
+
+    row = DailyUsage.objects.get(user=user, kind="consolidation")
+    assert (row.prompt_tokens, row.completion_tokens, row.calls) == (410, 21, done.judge_calls)
