@@ -250,10 +250,11 @@ def test_turn_start_takes_the_lock_and_saves_the_message_in_one_transaction_of_f
 ) -> None:
     # Lock the user row (counting recent turn starts in the same statement), take the conversation lock
     # (touching and titling the conversation in the same statement), count run slots, record the turn
-    # start, insert both messages at once, read the agent state: six statements, in one transaction (its
+    # start, insert both messages at once, read the agent state, and read the user's monthly quota (the
+    # usage app's check, one indexed row): seven statements, in one transaction (its
     # savepoint pair here, inside the test's own transaction). Nothing is indexed for search yet: the
     # message and the title are indexed with the reply, off the way to the first token.
-    with django_assert_num_queries(8) as captured:
+    with django_assert_num_queries(9) as captured:
         started = turn_start(user=user, conversation=conversation, content="Hello there")
     statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
     assert (statements[0], statements[-1]) == ("SAVEPOINT", "RELEASE")

@@ -267,8 +267,9 @@ def test_conversation_page_query_count_does_not_grow(
 ) -> None:
     url = reverse("chat:conversation", args=[conversation.pk])
     make_message(conversation=conversation, role="assistant")  # replies are annotated (what they used) in one query
-    # (12: the pinned conversations and the projects are queries of their own, on top of the list)
-    with django_assert_max_num_queries(12) as few:
+    # (13: the pinned conversations and the projects are queries of their own, on top of the list, and the
+    # replies' memory tokens are read in one query for "memory: N tokens")
+    with django_assert_max_num_queries(13) as few:
         alice_client.get(url)
     for i in range(15):
         make_conversation(owner=user)
