@@ -34,6 +34,10 @@ async def run_turn(user: Any, conversation: Any) -> tuple[list[str], float]:
 def model(settings: Any, monkeypatch: pytest.MonkeyPatch) -> type[WrittenModel]:
     settings.LLM_BACKEND = "tests.chat.fake_tools.WrittenModel"
     monkeypatch.setattr(WrittenModel, "log", [])
+    # A hold and a think far longer than the turn's own start (its transaction, slow on a loaded machine), so
+    # "as soon as written" and "at the hold's end" stay apart whatever the machine is doing.
+    monkeypatch.setattr(runner, "START_HOLD_SECONDS", 1.0)
+    monkeypatch.setattr(WrittenModel, "think", 2.0)
     return WrittenModel
 
 
@@ -43,7 +47,7 @@ async def test_the_start_is_announced_when_the_request_is_written_before_the_rep
     got, start_after = await run_turn(user, conversation)
     assert got == ["start", "delta", "done"]
     assert model.log == ["written", "listener: start", "first piece"]
-    assert start_after < runner.START_HOLD_SECONDS  # as soon as written (0.02 s), not at the hold's end
+    assert start_after < runner.START_HOLD_SECONDS  # as soon as written (0.02 s), not at the hold's end (1 s)
 
 
 async def test_a_request_never_reported_written_holds_the_start_no_longer_than_the_hold(
