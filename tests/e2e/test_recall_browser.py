@@ -55,7 +55,7 @@ def test_used_memories_show_under_the_reply_and_wrong_and_outdated_work(
     assert "Is allergic to peanuts" in last_system_prompt(provider)
 
     used = reply.locator("details.reply-memories")
-    expect(used.locator("summary")).to_have_text("Used 1 memory")
+    expect(used.locator("summary")).to_have_text(re.compile(r"^Used 1 memory( · memory: \d+ tokens)?$"))
     expect(used.locator("a", has_text="Is allergic to peanuts")).to_be_hidden()  # collapsed
     used.locator("summary").click()
     link = used.locator("a", has_text="Is allergic to peanuts")
@@ -80,7 +80,9 @@ def test_used_memories_show_under_the_reply_and_wrong_and_outdated_work(
 
     # A reload shows what each reply used as it was (the deleted memory's record went with it).
     page.reload()
-    expect(page.locator("details.reply-memories summary")).to_have_text(["Used 1 memory"])
+    expect(page.locator("details.reply-memories summary")).to_have_text(
+        [re.compile(r"^Used 1 memory( · memory: \d+ tokens)?$")]
+    )
     page.locator("details.reply-memories summary").click()
     audit(page, "a reply's used memories, opened")
     page.goto(f"{base}/settings/memory/")
