@@ -67,7 +67,7 @@ app.steps["worker"].add(ExtractionSweep)
 
 @worker_init.connect
 def _refuse_without_secret_key(**kwargs: object) -> None:
-    from config.security import require_secret_key
+    from core.security import require_secret_key
 
     require_secret_key()
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import ConversationMarker, Message
-from config.sql import column, table
+from core.sql import column, table
 from memory.changes import MARKER_KIND
 from memory.models import ExtractionRun, Memory, MemoryUse, MemoryVector
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat.llm import LLMError
-from config.tasks import send_task, send_task_on_commit
+from core.tasks import send_task, send_task_on_commit
 from memory import embeddings, lifecycle, notices
 from memory.consolidation import tasks as consolidation_tasks  # registers the tidy-up task with the worker
 from memory.extraction import batches, recovery, retention, retries

@@ -151,7 +151,7 @@ def main() -> int:
     django.setup()
     from django.conf import settings
 
-    from config.security import require_secret_key
+    from core.security import require_secret_key
 
     require_secret_key()  # one line and exit, before starting anything, when debug is off without a key
 
