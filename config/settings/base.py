@@ -102,21 +102,21 @@ INSTALLED_APPS = [
     "connect",
 ]
 
-# Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
+# Some of Django's middleware with its hooks run on the event loop under ASGI (core/middleware.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "config.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
-    "config.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
+    "core.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
+    "core.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "config.middleware.LocaleMiddleware",  # Accept-Language, else LANGUAGE_CODE
-    "config.middleware.CommonMiddleware",
+    "core.middleware.LocaleMiddleware",  # Accept-Language, else LANGUAGE_CODE
+    "core.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "config.middleware.AuthenticationMiddleware",
+    "core.middleware.AuthenticationMiddleware",
     "accounts.middleware.UserLanguageMiddleware",  # a signed-in user's own language setting wins
-    "config.middleware.MessageMiddleware",
+    "core.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "config.middleware.CSPMiddleware",
+    "core.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -136,7 +136,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "chat.context_processors.model_info",
-                "config.i18n.javascript_catalogue",
+                "core.i18n.javascript_catalogue",
             ],
         },
     },
@@ -261,16 +261,16 @@ if REDIS_URL:
         }
     }
     CELERY_BROKER_URL = REDIS_URL
-    # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (config/broker.py).
-    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
+    # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (core/broker.py).
+    CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     # Rate-limit counters shared by every process (see accounts/throttle.py), through one connection
-    # pool per process rather than one per request (config/cache.py).
+    # pool per process rather than one per request (core/cache.py).
     # Short timeouts: the counters fail open when Redis is away (accounts/throttle.py), and an unreachable
     # host must cost a request a second, not the operating system's minutes-long connect timeout.
     CACHES = {
         "default": {
-            "BACKEND": "config.cache.SharedRedisCache",
+            "BACKEND": "core.cache.SharedRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
         }
@@ -278,10 +278,10 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # kombu's filesystem transport: a real broker between processes that needs no server; written
-    # atomically and skipping unreadable files (config/broker.py).
+    # atomically and skipping unreadable files (core/broker.py).
     BROKER_DIR = VAR_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT = "config.broker:FilesystemTransport"
+    CELERY_BROKER_TRANSPORT = "core.broker:FilesystemTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

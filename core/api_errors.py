@@ -4,7 +4,7 @@ Every 4xx and 5xx under /api/ answers `ErrorOut`: `{"detail": "…"}`, plus `err
 refused field) when a request failed validation. Routes declare every status they answer by merging
 the shared groups below into their `response={…}`, so the OpenAPI document lists them:
 
-    from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, WRITE_ERRORS
+    from core.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, WRITE_ERRORS
 
     @router.get("/{thing_id}", response={200: ThingOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
     @router.post("", response={201: ThingOut, **WRITE_ERRORS, **BODY_ERRORS, 409: ErrorOut})

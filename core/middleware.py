@@ -15,7 +15,7 @@ from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext_lazy
 from whitenoise.middleware import WhiteNoiseMiddleware
 
-from config.api_errors import error_response, is_api_request
+from core.api_errors import error_response, is_api_request
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
@@ -108,7 +108,7 @@ class CSPMiddleware(_InlineHooks, csp.CSPMiddleware):
 
 
 class ApiErrorMiddleware(_InlineHooks, MiddlewareMixin):
-    """Under /api/, Django's own failures answer the API's one error shape (config/api_errors.py), not HTML.
+    """Under /api/, Django's own failures answer the API's one error shape (core/api_errors.py), not HTML.
 
     The routes answer ErrorOut themselves; what reaches here in another form comes from Django around
     them: an unknown path (404), a method the route does not have (405, ninja's empty answer), a request

@@ -1,4 +1,4 @@
-"""The JavaScript catalogue at an address a browser keeps (config/i18n.py): each page names its language
+"""The JavaScript catalogue at an address a browser keeps (core/i18n.py): each page names its language
 and the catalogues' version, and the answer may be cached for a year."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from config.i18n import catalogue_version
+from core.i18n import catalogue_version
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.redis
 
 
 def test_concurrent_requests_reuse_the_processes_redis_connections(settings: Any) -> None:
-    settings.CACHES = {"default": {"BACKEND": "config.cache.SharedRedisCache", "LOCATION": settings.REDIS_URL}}
+    settings.CACHES = {"default": {"BACKEND": "core.cache.SharedRedisCache", "LOCATION": settings.REDIS_URL}}
     server = redis.Redis.from_url(settings.REDIS_URL)
     prefix = uuid.uuid4().hex
     pools: set[int] = set()

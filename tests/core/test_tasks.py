@@ -1,4 +1,4 @@
-"""config.tasks: the one way chat and memory send a Celery task."""
+"""core.tasks: the one way chat and memory send a Celery task."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from config.tasks import send_task, send_task_on_commit
+from core.tasks import send_task, send_task_on_commit
 
 
 class Recorded:
