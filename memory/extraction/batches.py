@@ -17,15 +17,16 @@ from chat import extensions, model_queue
 from chat.llm import LLMError, get_chat_model, metering
 from chat.models import Message, Project
 from chat.rejections import TurnRejected
-from memory import batching, judge, judge_content
-from memory.judge_call import call_judge
+from memory.extraction import batching, judge
+from memory.extraction.claim import claim_release, claim_take
+from memory.extraction.commit import Abandon, commit
+from memory.extraction.judge.call import call_judge
+from memory.extraction.judge.content import recorded_output
+from memory.extraction.outcomes import Outcome, Result
+from memory.extraction.reads import backoff, pending_batch, quiet
+from memory.extraction.retries import may_start, server_unavailable, slot_wait
+from memory.extraction.runs import Batch, answer_cut, fail, finish_run, start_run, too_large, unavailable
 from memory.models import ExtractionRun
-from memory.outcomes import Outcome, Result
-from memory.pipeline.claim import claim_release, claim_take
-from memory.pipeline.commit import Abandon, commit
-from memory.pipeline.reads import backoff, pending_batch, quiet
-from memory.pipeline.runs import Batch, answer_cut, fail, finish_run, start_run, too_large, unavailable
-from memory.retries import may_start, server_unavailable, slot_wait
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: in
 
 
 def _pending_learnable(*, user_id: int, up_to: int | None) -> tuple[list[judge.PendingMessage], bool, int]:
-    """The next batch (memory.pipeline.reads.pending_batch), after skipping the messages of projects whose
+    """The next batch (memory.extraction.reads.pending_batch), after skipping the messages of projects whose
     memory was switched off since they were sent: such a project learns nothing."""
     while True:
         pending, more, total = pending_batch(user_id=user_id, up_to_message_id=up_to)
@@ -121,7 +122,7 @@ def judge_in_pieces(
     attempt: int,
 ) -> tuple[Result, Batch]:
     """Judge and commit the oldest messages that fit; a batch the model refuses as too large is split
-    and the first half tried at once, never dropped (see memory.batching)."""
+    and the first half tried at once, never dropped (see memory.extraction.batching)."""
     limit = len(pending)
     while True:
         batch = start_run(
@@ -186,7 +187,7 @@ def _judge_and_commit(batch: Batch) -> Result:
         return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
     run.judge_ms = int((time.monotonic() - started) * 1000)
     # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).
-    run.raw_output = judge_content.recorded_output(raw if isinstance(raw, str) else repr(raw))
+    run.raw_output = recorded_output(raw if isinstance(raw, str) else repr(raw))
     try:
         operations = judge.parse_output(raw)
     except judge.MalformedOutput as exc:

@@ -8,21 +8,21 @@ from django.db import transaction
 
 from accounts.models import User
 from chat.models import Message
-from memory import judge, lexicon, lifecycle
+from memory import lexicon, lifecycle
 from memory.changes import MemoryChange
-from memory.judge_validation import REVIEW_ALL, REVIEW_SENSITIVE, Plan, Review, Scopes, Write, validate
+from memory.extraction import clock, judge
+from memory.extraction.claim import claim_release
+from memory.extraction.judge.validation import REVIEW_ALL, REVIEW_SENSITIVE, Plan, Review, Scopes, Write, validate
+from memory.extraction.outcomes import Outcome, Result
+from memory.extraction.reads import active_memories, known_memories
+from memory.extraction.runs import Batch, finish_run
 from memory.models import ExtractionRun, Memory, MemorySource
-from memory.outcomes import Outcome, Result
-from memory.pipeline import clock
-from memory.pipeline.claim import claim_release
-from memory.pipeline.reads import active_memories, known_memories
-from memory.pipeline.runs import Batch, finish_run
 from memory.scopes import ScopeView, scope_filter, scope_of_batch
 from memory.selectors import in_scope, memories_active, messages_pending
 from memory.signals import memories_changed
 
 Status = ExtractionRun.Status
-# Learning from imported chats (memory.pipeline.learn) only proposes: an old chat's "forget that" or an
+# Learning from imported chats (memory.extraction.learn) only proposes: an old chat's "forget that" or an
 # update of what it says now is not the user speaking today.
 IMPORT_REFUSED = "learning from imported chats only proposes new memories; {op} is not applied"
 
@@ -45,7 +45,7 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             raise Abandon("The extraction claim expired and was taken by another run; nothing was applied.")
         if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
             raise Abandon("Memory was switched off during the run; nothing was applied.")
-        # Imported messages are never pending: learning from them marks nothing (memory.pipeline.learn).
+        # Imported messages are never pending: learning from them marks nothing (memory.extraction.learn).
         marked = (
             len(batch.ids)
             if learning

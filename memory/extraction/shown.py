@@ -15,12 +15,12 @@ Shown, in this order of priority and then oldest first as the judge reads them:
    all the rest: "forget my screen preference" names a memory by what it is about, which its words need
    not share (rare, so it costs little).
 
-At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.batching), and no more than
+At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.extraction.batching), and no more than
 the batch's messages leave, down to `MIN_SHARE`: more memories never mean more judge calls.
 
 Validation still knows every active memory: a duplicate of one not shown is dropped, a second value of a
 key becomes an update of its holder, and an `update` or `retract` naming a memory the judge was not shown
-is dropped with a reason (memory.judge_validation).
+is dropped with a reason (memory.extraction.judge.validation).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 
 from chat.turn.tokens import estimate_text
-from memory import batching, judge
+from memory.extraction import batching, judge
 from memory.lexicon import is_explicit_request
 from memory.recall import Candidate
 from memory.relevance import relevant

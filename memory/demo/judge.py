@@ -14,8 +14,8 @@ Two hooks plug into the offline demo model (`chat.llm.demo`) through chat.extens
   longer", "actually …"). A preference said in passing is left to the background run, which reviews
   it once three messages are pending (SPEC §1 step 2).
 
-The rules that read a sentence are in memory/demo_rules.py; what the demo model says about the flush
-tool's result, in memory/demo_wording.py. Real models follow `memory/prompts/judge.md`; nothing here is
+The rules that read a sentence are in memory/demo/rules.py; what the demo model says about the flush
+tool's result, in memory/demo/wording.py. Real models follow `memory/prompts/judge.md`; nothing here is
 used with a real provider.
 """
 
@@ -28,7 +28,7 @@ from datetime import date
 from typing import Any
 
 from memory import grants, lexicon
-from memory.demo_rules import (
+from memory.demo.rules import (
     CLEAR,
     FORGET,
     REMEMBER,
@@ -41,7 +41,7 @@ from memory.demo_rules import (
     statement_content,
     time_bound,
 )
-from memory.judge import CONVERSATION_BREAK, PROJECT_NOTE
+from memory.extraction.judge import CONVERSATION_BREAK, PROJECT_NOTE
 
 JUDGE_MARKER = "# Memory judge"
 
@@ -49,7 +49,7 @@ JUDGE_MARKER = "# Memory judge"
 
 _MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:scope|key|until): [^()]*\))?$")
 _PROJECT_SCOPE = re.compile(r"\(scope: project\b")
-# The first words of the note a project's batch begins with (memory.judge.PROJECT_NOTE).
+# The first words of the note a project's batch begins with (memory.extraction.judge.PROJECT_NOTE).
 _PROJECT_BATCH = PROJECT_NOTE["shared"].split('"', 1)[0]
 _MESSAGE_LINE = re.compile(r"^(\d+)\. (?:\[(\d{4}-\d{2}-\d{2})\] )?(.*)$")
 

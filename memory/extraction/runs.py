@@ -12,14 +12,14 @@ from django.db import transaction
 
 from chat.llm import LLMError, get_chat_model
 from chat.models import Message
-from memory import batching, forgetting, judge, lexicon
+from memory import forgetting, lexicon
+from memory.extraction import batching, clock, judge
+from memory.extraction.claim import claim_release
+from memory.extraction.outcomes import Outcome, Result
+from memory.extraction.reads import unavailable_runs
+from memory.extraction.retries import MAX_ATTEMPTS, is_last_attempt, retry_delay, unavailable_retry_in
+from memory.extraction.shown import memories_for_batch
 from memory.models import ExtractionRun, MemoryClaim
-from memory.outcomes import Outcome, Result
-from memory.pipeline import clock
-from memory.pipeline.claim import claim_release
-from memory.pipeline.reads import unavailable_runs
-from memory.pipeline.shown import memories_for_batch
-from memory.retries import MAX_ATTEMPTS, is_last_attempt, retry_delay, unavailable_retry_in
 from memory.selectors import messages_pending
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class Batch:
     tokens: int = 0  # the judge request's estimated size
     # What the judge is sent; the run records it with secrets masked (judge_input_masked).
     judge_messages: list[dict[str, str]] = field(default_factory=list)
-    # The memories the judge was shown (memory.pipeline.shown): an update or retract may name only these.
+    # The memories the judge was shown (memory.extraction.shown): an update or retract may name only these.
     shown: frozenset[int] = frozenset()
 
     @property
@@ -64,7 +64,7 @@ def start_run(
 ) -> Batch:
     today = clock.now().date()
     # The batch first, as if there were no memories; then the memories in the room it leaves (at least
-    # a share of the window: memory.pipeline.shown), and the batch again, shorter if they need it.
+    # a share of the window: memory.extraction.shown), and the batch again, shorter if they need it.
     alone = batching.fit(memories=[], pending=pending, today=today)
     room = batching.request_budget(len(alone.pending)) - alone.tokens
     memories = memories_for_batch(user_id=user_id, pending=alone.pending, room=room)
@@ -152,7 +152,7 @@ def answer_cut(batch: Batch, max_tokens: int) -> Result:
 
 def unavailable(batch: Batch, error: str) -> Result:
     """The server did not answer usably in time (timeout, connection, 5xx): the messages stay pending and
-    the batch is tried again later, for MEMORY_RETRY_HOURS, without counting an attempt (memory.retries)."""
+    the batch is tried again later, for MEMORY_RETRY_HOURS, without counting an attempt (memory.extraction.retries)."""
     run = batch.run
     logger.warning("memory extraction run %s: the model server is unavailable: %s", run.pk, error)
     finish_run(run, Status.UNAVAILABLE, error=f"{error} The messages stay pending; tried again later.")

@@ -15,33 +15,8 @@ Guarantees:
 
 The steps live in submodules: claim.py (the per-user claim), reads.py, batches.py (the batch loop),
 runs.py (a run's record and how it ends), commit.py (the one transaction); clock.py is the tests'
-seam for time. The public names are imported from here.
+seam for time. Modules import what they use from each other directly; this package imports nothing.
 
 Retries back off; the policy (attempt limit, backoff window, who may start within it) is
-memory.retries, shared with the Celery task and the flush tool.
+memory.extraction.retries, shared with the Celery task and the flush tool.
 """
-
-from memory.outcomes import Outcome, Result
-from memory.pipeline.batches import extract, extraction_params
-from memory.pipeline.claim import STALE_RUN_ERROR, claim_release, claim_take, claim_ttl
-from memory.pipeline.reads import BATCH_SIZE, active_memories, pending_batch
-from memory.pipeline.runs import dropped_batch_retry, judge_model_label
-from memory.retries import MAX_ATTEMPTS, retry_delay
-
-__all__ = [
-    "BATCH_SIZE",
-    "MAX_ATTEMPTS",
-    "STALE_RUN_ERROR",
-    "Outcome",
-    "Result",
-    "active_memories",
-    "claim_release",
-    "claim_take",
-    "claim_ttl",
-    "dropped_batch_retry",
-    "extract",
-    "extraction_params",
-    "judge_model_label",
-    "pending_batch",
-    "retry_delay",
-]

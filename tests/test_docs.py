@@ -1,0 +1,117 @@
+"""The README stays short enough to read in ten minutes, and every page's relative links, anchors and
+commands point at something that exists.
+
+Links are checked as GitHub renders them: a relative target is a path from the page's own folder, and
+`#anchor` is a heading's slug (lower case, punctuation dropped, spaces to hyphens, `-1`, `-2` for
+repeats). Fenced code and inline code are not read for links.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from django.core.management import get_commands
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+README_MAX_LINES = 350
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def prose_lines(text: str) -> list[str]:
+    """The page's lines outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if not fenced:
+            lines.append(line)
+    return lines
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading's text."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link in a heading keeps its text
+    text = re.sub(r"<[^>]+>", "", text).lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for line in prose_lines(page.read_text(encoding="utf-8")):
+        match = HEADING.match(line)
+        if not match:
+            continue
+        base = slug(match[2])
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def links(page: Path) -> list[str]:
+    targets = []
+    for line in prose_lines(page.read_text(encoding="utf-8")):
+        targets += LINK.findall(INLINE_CODE.sub("", line))
+    return targets
+
+
+def broken_links(page: Path) -> list[str]:
+    broken = []
+    for target in links(page):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):  # http:, https:, mailto:
+            continue
+        path_part, _, anchor = target.partition("#")
+        path = (page.parent / unquote(path_part)).resolve() if path_part else page
+        if not path.exists():
+            broken.append(f"{target} (no such file)")
+        elif anchor and path.suffix == ".md" and unquote(anchor) not in anchors(path):
+            broken.append(f"{target} (no heading #{anchor} in {path.name})")
+    return broken
+
+
+def test_the_readme_is_at_most_350_lines() -> None:
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move detail to docs/"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(page: Path) -> None:
+    assert links(page) or page.name != "README.md", "the page links to nothing"
+    assert broken_links(page) == []
+
+
+def test_every_page_in_docs_is_reached_from_the_index() -> None:
+    index = ROOT / "docs" / "README.md"
+    linked = {(index.parent / target.partition("#")[0]).resolve() for target in links(index)}
+    unlisted = [page.name for page in PAGES[1:] if page != index and page.resolve() not in linked]
+    assert unlisted == []
+
+
+def test_the_commands_the_readme_shows_exist() -> None:
+    """`make X` is a target of the Makefile, `manage.py X` a management command, a script a file."""
+    text = README.read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.MULTILINE))
+    assert set(re.findall(r"\bmake ([a-z][\w-]*)", text)) <= targets
+    shown = set(re.findall(r"manage\.py ([a-z_]+)", text))
+    assert shown and shown <= set(get_commands())
+    scripts = set(re.findall(r"\b((?:scripts|bench)/[\w/]+\.py)\b", text))
+    assert [script for script in scripts if not (ROOT / script).exists()] == []
+
+
+def test_the_slugs_follow_github() -> None:
+    assert slug("The contract: `/api/docs`") == "the-contract-apidocs"
+    assert slug("Settings → Memory") == "settings--memory"
+    assert slug("中文演示（两分钟，离线）") == "中文演示两分钟离线"
+    assert slug("Production: more than one process") == "production-more-than-one-process"
