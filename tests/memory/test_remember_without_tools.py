@@ -145,12 +145,13 @@ def test_tools_offered_again_are_turned_off_again_when_the_turn_fails_before_any
     from chat.llm import get_chat_model
     from tests.fake_openai import FakeResponse
 
-    settings.LLM_FIRST_TOKEN_TIMEOUT = 0.5
+    settings.LLM_FIRST_TOKEN_TIMEOUT = 2
     monkeypatch.setattr(tools_fallback, "TOOLS_RETRY_SECONDS", 0.2)
     model = get_chat_model()
     model.tools.disable("an empty answer when tools were offered")  # type: ignore[attr-defined]
     time.sleep(0.3)
     assert tools_usable()  # offered again after the pause
+    monkeypatch.setattr(tools_fallback, "TOOLS_RETRY_SECONDS", 600)
     if fails == "hang":  # the server works through its tool grammar past the first-token deadline
         fake_openai.queue(FakeResponse(hang=True))
     else:  # empty with tools, and empty again without them

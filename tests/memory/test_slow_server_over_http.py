@@ -16,9 +16,10 @@ from django.db import connections
 from chat.models import ConversationMarker, Message, ProviderTicket
 from chat.services import conversation_create
 from chat.turn.agent import Turn
-from memory import pipeline, tasks
+from memory import tasks
+from memory.extraction import clock as extraction_clock
+from memory.extraction.outcomes import Outcome
 from memory.models import ExtractionRun, Memory
-from memory.pipeline import Outcome
 from memory.tasks import extract_memories_task
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import run, say
@@ -41,7 +42,7 @@ def test_three_judge_calls_past_their_timeout_leave_the_batch_pending_and_it_is_
     server: FakeOpenAIServer, user: Any, conversation: Any, monkeypatch: Any
 ) -> None:
     clock = Clock()
-    monkeypatch.setattr(pipeline.clock, "now", lambda: clock.now)
+    monkeypatch.setattr(extraction_clock, "now", lambda: clock.now)
     message = say(conversation, "I've always liked small phones")
     server.queue(*[FakeResponse('{"operations": []}', delay_before=1.6) for _ in range(3)])
     outcomes = []
