@@ -500,12 +500,12 @@ def main() -> int:
         DJANGO_DEBUG="1",  # as the Makefile's run target sets it
     )  # fmt: skip
     if args.database_url:
-        # The documented production command (README, "Production: more than one process"): debug off, a
+        # The documented production command (docs/configuration.md, "Production: more than one process"): debug off, a
         # secret key, a connection pool per process.
         env.pop("DJANGO_DEBUG")
         env.update(
             DATABASE_URL=args.database_url, REDIS_URL=args.redis_url, DATABASE_POOL="1",
-            # Web and worker processes × pool size below PostgreSQL's 100 connections, as README advises.
+            # Web and worker processes × pool size below PostgreSQL's 100 connections, as docs/configuration.md advises.
             DATABASE_POOL_MAX_SIZE="12",
             DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         )  # fmt: skip

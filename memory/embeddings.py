@@ -15,7 +15,7 @@ the embedded model (chat.llm.local_embedder), "off" for none, or a named model a
   turn's path (until they are, a turn ranks with the user's memories alone).
 
 Vectors are stored normalised as packed float32 and compared by brute force: at ≤ 500 memories a user
-that is a few milliseconds, far below what an index would save (README, "Recall").
+that is a few milliseconds, far below what an index would save (docs/recall.md).
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def _project_memories_to_user(*, user_id: int, project_id: int) -> None:
 
 
 def _project_name_redact(*, user_id: int, project_id: int) -> None:
-    """Extraction-run records name the project their batch came from (memory.judge.PROJECT_NOTE): a deleted
+    """Extraction-run records name the project their batch came from (memory.extraction.judge.PROJECT_NOTE): a deleted
     project leaves its name in none of them."""
     name = Project.objects.filter(pk=project_id).values_list("name", flat=True).first()
     if not name:

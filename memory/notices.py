@@ -37,8 +37,8 @@ from accounts.models import User
 from chat import extensions, markers
 from memory import chat_fragments, selectors
 from memory.changes import MARKER_KIND, MemoryChange
+from memory.extraction.outcomes import Outcome, Result
 from memory.models import ExtractionRun, Memory
-from memory.outcomes import Outcome, Result
 
 logger = logging.getLogger(__name__)
 

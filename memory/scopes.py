@@ -26,7 +26,7 @@ from typing import Literal
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from chat.models import Conversation, Project
-from memory.judge import PendingMessage
+from memory.extraction.judge import PendingMessage
 from memory.models import Memory
 from memory.selectors import memories_active
 
@@ -68,7 +68,7 @@ class ScopeView:
 
 
 def scope_of_batch(pending: Sequence[PendingMessage]) -> ScopeView:
-    """The scope of an extraction batch (all its messages share one, memory.pipeline.reads.pending_batch)."""
+    """The scope of an extraction batch (all its messages share one, memory.extraction.reads.pending_batch)."""
     if not pending or pending[0].project_id is None:
         return ScopeView()
     return ScopeView(project_id=pending[0].project_id, mode=pending[0].project_mode)

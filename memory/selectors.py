@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import ConversationMarker, Message
-from config.sql import column, table
+from core.sql import column, table
 from memory.changes import MARKER_KIND
 from memory.models import ExtractionRun, Memory, MemoryUse, MemoryVector
 
@@ -223,7 +223,7 @@ def memory_history_restorations(*, user: User, rows: list[Memory]) -> list[Memor
 
 
 def _changed_runs(*, user: User) -> QuerySet[ExtractionRun]:
-    # Only an applied run with at least one applied operation changed memories (memory.pipeline.commit).
+    # Only an applied run with at least one applied operation changed memories (memory.extraction.commit).
     return ExtractionRun.objects.filter(owner=user, status=ExtractionRun.Status.APPLIED).exclude(applied_ops=[])
 
 

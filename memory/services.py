@@ -33,7 +33,7 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat.models import Message, Project
 from memory import forgetting, lifecycle
-from memory.judge_content import is_storable
+from memory.extraction.judge.content import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource, MemoryUse
 from memory.selectors import in_scope, memories_active, messages_pending
 from memory.tasks import embed_memories_later

@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from config.http import HttpRequest
+from core.http import HttpRequest
 from memory import chat_fragments, notices, selectors
 from memory.views.common import request_user
 

@@ -1,0 +1,199 @@
+"""The batch loop: claim, read, check the backoff, judge in pieces that fit, commit; batch after batch
+until the messages up to the trigger are covered."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.conf import settings
+
+from accounts.models import User
+from chat import extensions, model_queue
+from chat.llm import LLMError, get_chat_model, metering
+from chat.models import Message, Project
+from chat.rejections import TurnRejected
+from memory.extraction import batching, judge
+from memory.extraction.claim import claim_release, claim_take
+from memory.extraction.commit import Abandon, commit
+from memory.extraction.judge.call import call_judge
+from memory.extraction.judge.content import recorded_output
+from memory.extraction.outcomes import Outcome, Result
+from memory.extraction.reads import backoff, pending_batch, quiet
+from memory.extraction.retries import may_start, server_unavailable, slot_wait
+from memory.extraction.runs import Batch, answer_cut, fail, finish_run, start_run, too_large, unavailable
+from memory.models import ExtractionRun
+
+logger = logging.getLogger(__name__)
+
+Status = ExtractionRun.Status
+Trigger = ExtractionRun.Trigger
+
+
+def extract(
+    *,
+    user_id: int,
+    trigger: str,
+    up_to_message_id: int | None,
+    min_pending: int = 1,
+    max_batches: int = 3,
+    wait_quiet: bool = False,
+) -> Result:
+    """Run batches for one user until the messages up to `up_to_message_id` are covered.
+
+    `min_pending` is the background threshold, checked on the first batch only. With `wait_quiet` (a
+    background run at the threshold) nothing is judged while the user is still writing (`reads.quiet`):
+    the task sent by their latest turn, or the sweep, covers the burst in one call.
+    """
+    if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
+        return Result(Outcome.MEMORY_OFF)
+    if wait_quiet and not quiet(user_id=user_id):
+        return Result(Outcome.WAITING)
+    try:
+        extensions.spend_check(user_id)  # over a token quota: wait, messages pending, for the sweep to resume
+    except TurnRejected as exc:
+        return Result(Outcome.WAITING, error=str(exc))
+    total = Result(Outcome.NOTHING_PENDING)
+    for _ in range(max_batches):
+        result = _run_batch(user_id=user_id, trigger=trigger, up_to=up_to_message_id, min_pending=min_pending)
+        total = total.absorb(result)
+        if result.status != Outcome.APPLIED or not result.more:
+            break
+        min_pending = 1
+    return total
+
+
+def extraction_params(*, trigger: str) -> dict[str, Any]:
+    """Threshold and batch limit for each trigger."""
+    if trigger == Trigger.BACKGROUND:
+        return {"min_pending": settings.MEMORY_EXTRACT_MIN_TURNS, "max_batches": 3, "wait_quiet": True}
+    if trigger == Trigger.FLUSH:
+        return {"min_pending": 1, "max_batches": 3}
+    return {"min_pending": 1, "max_batches": 25}
+
+
+def _run_batch(*, user_id: int, trigger: str, up_to: int | None, min_pending: int) -> Result:
+    token = claim_take(user_id=user_id)
+    if token is None:
+        return Result(Outcome.BUSY)
+    released = False
+    try:
+        pending, more, total = _pending_learnable(user_id=user_id, up_to=up_to)
+        if not pending:
+            return Result(Outcome.NOTHING_PENDING)
+        if total < min_pending:
+            return Result(Outcome.BELOW_THRESHOLD)
+        failures, wait = backoff(user_id=user_id, first_message_id=pending[0].id)
+        if not may_start(trigger=trigger, failures=failures, wait=wait):
+            return Result(Outcome.BACKING_OFF, attempt=failures, retry_in=wait)
+        result, batch = judge_in_pieces(
+            user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending, attempt=failures + 1
+        )
+        released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
+        result.more = more or len(batch.pending) < len(pending)
+        return result
+    finally:
+        if not released:
+            claim_release(user_id=user_id, token=token)
+
+
+def _pending_learnable(*, user_id: int, up_to: int | None) -> tuple[list[judge.PendingMessage], bool, int]:
+    """The next batch (memory.extraction.reads.pending_batch), after skipping the messages of projects whose
+    memory was switched off since they were sent: such a project learns nothing."""
+    while True:
+        pending, more, total = pending_batch(user_id=user_id, up_to_message_id=up_to)
+        if not pending or pending[0].project_mode != Project.MemoryMode.OFF:
+            return pending, more, total
+        skipped = Message.objects.filter(pk__in=[m.id for m in pending], memory_status=Message.MemoryStatus.PENDING)
+        skipped.update(memory_status=Message.MemoryStatus.SKIPPED)
+
+
+def judge_in_pieces(
+    *,
+    user_id: int,
+    token: uuid.UUID,
+    trigger: str,
+    up_to: int | None,
+    pending: list[judge.PendingMessage],
+    attempt: int,
+) -> tuple[Result, Batch]:
+    """Judge and commit the oldest messages that fit; a batch the model refuses as too large is split
+    and the first half tried at once, never dropped (see memory.extraction.batching)."""
+    limit = len(pending)
+    while True:
+        batch = start_run(
+            user_id=user_id, token=token, trigger=trigger, up_to=up_to, pending=pending[:limit], attempt=attempt
+        )
+        try:
+            result = _judge_and_commit(batch)
+        except Exception as exc:  # a bug or a database error: count it as a failed attempt
+            # The class only at ERROR: a database error's message can quote a memory (PostgreSQL's
+            # "Key (owner_id, content)=…"); the traceback is at DEBUG, the message on the run's record.
+            logger.error("memory extraction run %s crashed (%s)", batch.run.pk, exc.__class__.__name__)
+            logger.debug("memory extraction run %s crashed", batch.run.pk, exc_info=True)
+            result = fail(batch, f"Unexpected error: {exc.__class__.__name__}: {exc}")
+        if result.status != Outcome.SPLIT:
+            return result, batch
+        limit = max(1, len(batch.pending) // 2)
+
+
+@contextmanager
+def _queued(trigger: str, max_tokens: int) -> Iterator[None]:
+    """The judge request's turn in the provider's queue (chat.model_queue), taken before every call: a
+    flush is a person waiting and goes with chat; other runs wait behind chat. A call given up at its
+    deadline keeps the turn until the server is done with it."""
+    priority = model_queue.Priority.CHAT if trigger == Trigger.FLUSH else model_queue.Priority.BACKGROUND
+    lease = float(settings.MEMORY_JUDGE_TIMEOUT) + model_queue.LEASE_MARGIN_SECONDS
+    with model_queue.slot(
+        get_chat_model(),
+        lease=lease,
+        wait=slot_wait(trigger),
+        priority=priority,
+        max_tokens=max_tokens,
+        model_name=settings.MEMORY_MODEL,
+    ):
+        yield
+
+
+def _judge_and_commit(batch: Batch) -> Result:
+    run = batch.run
+    count = len(batch.pending)
+    if batch.tokens > batching.request_budget(count):
+        return too_large(batch, LLMError(batching.budget_problem(batch.tokens, count), kind="context_length"))
+    max_tokens = batching.max_tokens_for(batch.tokens)
+    try:
+        with _queued(run.trigger, max_tokens), metering.counting() as calls:
+            started = time.monotonic()  # the judge's time, not the queue's
+            try:
+                raw = call_judge(batch.judge_messages or run.judge_input, max_tokens=max_tokens)
+            finally:  # an answer refused afterwards (cut off, malformed) was still paid for
+                project_id = batch.pending[0].project_id if batch.pending else None
+                metering.report(user_id=batch.user_id, project_id=project_id, kind="judge", calls=calls)
+    except LLMError as exc:
+        if exc.kind == "busy":  # the provider's queue was full for too long: nothing was sent, try later
+            finish_run(run, Status.ABANDONED, error=f"{exc} The messages stay pending.")
+            return Result(Outcome.BUSY, run_ids=[run.pk], attempt=run.attempt)
+        run.judge_ms = int((time.monotonic() - started) * 1000)
+        if exc.kind == "length" and count == 1:  # the answer, not the request, was too long
+            return answer_cut(batch, max_tokens)
+        if exc.too_long:
+            return too_large(batch, exc)
+        if server_unavailable(exc):  # slow is not poison: waited for, never counted toward skipping
+            return unavailable(batch, f"Judge call failed ({exc.kind}): {exc}")
+        return fail(batch, f"Judge call failed ({exc.kind}): {exc}")
+    run.judge_ms = int((time.monotonic() - started) * 1000)
+    # The record never keeps a secret the judge repeated (the operation itself is dropped by validation).
+    run.raw_output = recorded_output(raw if isinstance(raw, str) else repr(raw))
+    try:
+        operations = judge.parse_output(raw)
+    except judge.MalformedOutput as exc:
+        return fail(batch, f"Malformed judge output: {exc}.")
+    try:
+        return commit(batch, operations)
+    except Abandon as exc:
+        finish_run(run, Status.ABANDONED, error=str(exc))
+        return Result(Outcome.ABANDONED, run_ids=[run.pk], attempt=run.attempt, error=str(exc))
