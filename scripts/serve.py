@@ -10,7 +10,7 @@ A restarted web server first closes the replies its dead predecessor was writing
 socket reconnects on its own. A restarted worker sweeps for extraction work left behind
 (memory/extraction/recovery.py).
 
-Production, more than one process (README, "Production"): with PostgreSQL and Redis configured,
+Production, more than one process (docs/configuration.md, "Production"): with PostgreSQL and Redis configured,
 
     scripts/serve.py --workers 4 --celery-concurrency 4
 

@@ -1,6 +1,6 @@
 """The memory app's settings (part of base.py, which imports them all): extraction, recall, the judge,
-and the worker's sweeps. Everything an operator may change comes from the environment (README,
-"Configuration")."""
+and the worker's sweeps. Everything an operator may change comes from the environment
+(docs/configuration.md)."""
 
 from __future__ import annotations
 

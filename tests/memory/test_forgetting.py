@@ -192,7 +192,7 @@ def test_the_admin_shows_a_run_lost_its_text_to_retention(user: Any, admin_clien
 @pytest.mark.django_db
 def test_sqlite_overwrites_deleted_rows() -> None:
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite only; PostgreSQL's vacuum is described in the README")
+        pytest.skip("SQLite only; PostgreSQL's vacuum is described in docs/security.md")
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA secure_delete")
         assert cursor.fetchone()[0] == 1
