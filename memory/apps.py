@@ -10,7 +10,7 @@ class MemoryConfig(AppConfig):
         """Plug memory into chat's extension points (chat works on its own without them)."""
         from accounts import data, scopes
         from chat import extensions
-        from memory import connected, forgetting, moves, replay
+        from memory import connected, embeddings, forgetting, moves, replay
         from memory import data as memory_data
         from memory.changes import MARKER_KIND
         from memory.chat_fragments import conversation_page_block, project_end_block, project_page_block
@@ -29,6 +29,7 @@ class MemoryConfig(AppConfig):
         from memory.tools import flush_memory
 
         extensions.register_context_provider("memory", memory_block)
+        extensions.register_turn_prefetch("memory-query-vector", embeddings.prefetch)
         extensions.register_tool(flush_memory)
         extensions.register_marker_renderer(MARKER_KIND, marker_wording)
         extensions.register_tool(search_history)
