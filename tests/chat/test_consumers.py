@@ -393,7 +393,6 @@ async def test_a_notice_sent_to_the_users_group_reaches_the_page(alice: Any, con
     assert "Memory updated" in frame
 
 
-
 async def test_a_change_to_the_list_makes_every_page_ask_for_its_list_and_its_own_page_for_the_title(
     alice: Any, conversation: Conversation
 ) -> None:
@@ -407,6 +406,7 @@ async def test_a_change_to_the_list_makes_every_page_ask_for_its_list_and_its_ow
 
     assert f"/c/list/?refresh=1&amp;current={conversation.pk}" in own and f"/c/{conversation.pk}/rename/" in own
     assert f"/c/list/?refresh=1&amp;current={other.pk}" in elsewhere and "/rename/" not in elsewhere
+
 
 @pytest.mark.redis
 class TestOverRedisChannelLayer:
