@@ -36,11 +36,7 @@ def extract_memories_task(
     request the chat model could not flush), the final outcome is shown in the message's conversation."""
     if trigger not in ExtractionRun.Trigger.values:
         trigger = ExtractionRun.Trigger.BACKGROUND
-    params = batches.extraction_params(trigger=trigger)
-    if min_pending is not None:  # a run for this message (a flush's follow-up, an admin's retry): no waiting
-        params["min_pending"] = min_pending
-        params["wait_quiet"] = False
-    result = batches.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, **params)
+    result = batches.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, min_pending=min_pending)
     countdown = retries.task_countdown(result, retries=self.request.retries)
     # An announced flush says at once why it waits or failed, and again when its task tries no more.
     if announce and (countdown is None or not self.request.retries):

@@ -119,7 +119,6 @@ class FlushMemoryTool:
                 user_id=ctx.user.pk,
                 trigger=ExtractionRun.Trigger.FLUSH,
                 up_to_message_id=ctx.user_message.pk,
-                **batches.extraction_params(trigger=ExtractionRun.Trigger.FLUSH),
             )
             if result.status != Outcome.BUSY or time.monotonic() >= deadline:
                 break

@@ -57,7 +57,7 @@ def pending_work() -> list[tuple[int, int]]:
     # Overdue: quiet for the grace and the idle wait (memory.extraction.reads.quiet), or waiting for too long.
     grace = timedelta(seconds=max(settings.MEMORY_SWEEP_GRACE_SECONDS, settings.MEMORY_EXTRACT_IDLE_SECONDS))
     longest = timedelta(seconds=settings.MEMORY_EXTRACT_MAX_WAIT_SECONDS)
-    pending = messages_pending_all_users().filter(user__memory_enabled=True)
+    pending = messages_pending_all_users(memory_on=True)
     rows = (
         pending.values("user_id")
         .annotate(count=Count("id"), newest=Max("id"), newest_at=Max("created_at"), oldest_at=Min("created_at"))
