@@ -214,9 +214,7 @@ def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
     assert last is not None
     claim.claim_release(user_id=user.pk, token=claim.claim_take(user_id=user.pk))  # type: ignore[arg-type]
     with CaptureQueriesContext(connection) as captured:
-        result = batches.extract(
-            user_id=user.pk, trigger="manual", up_to_message_id=last.pk, min_pending=1, max_batches=25
-        )
+        result = batches.extract(user_id=user.pk, trigger="manual", up_to_message_id=last.pk, min_pending=1)
     assert result.added == 1 and result.batches == len(result.run_ids), result
     return len(captured), len(result.run_ids)
 
@@ -236,7 +234,6 @@ def throughput(users: int, backlog: int = 3) -> tuple[float, int, set[int]]:
     from memory.extraction import batches, outcomes
     from memory.models import ExtractionRun
 
-    params = batches.extraction_params(trigger="background")
     people = User.objects.bulk_create([User(username=f"bench-throughput-{i}", password="!") for i in range(users)])
     conversations = Conversation.objects.bulk_create([Conversation(owner=u, title="Backlog") for u in people])
     AgentState.objects.bulk_create([AgentState(conversation=c) for c in conversations])
@@ -254,7 +251,7 @@ def throughput(users: int, backlog: int = 3) -> tuple[float, int, set[int]]:
         # What the worker's task does for one user (memory.tasks.extract_memories_task), without Celery's tracing.
         connection.queries_log.clear()  # a bounded log (9,000 entries): counting needs room
         with CaptureQueriesContext(connection) as captured:
-            result = batches.extract(user_id=user.pk, trigger="background", up_to_message_id=last[user.pk], **params)
+            result = batches.extract(user_id=user.pk, trigger="background", up_to_message_id=last[user.pk])
         assert result.status == outcomes.Outcome.APPLIED, result
         counts.add(len(captured))
     elapsed = time.perf_counter() - started

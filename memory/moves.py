@@ -16,6 +16,8 @@ version lives elsewhere and keeps its history).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.db import transaction
 from django.http import Http404
 from django.utils.translation import gettext
@@ -30,9 +32,8 @@ from memory.services import (
     DUPLICATE,
     MemoryConflict,
     _create_active,
-    _lock_user,
     _now,
-    pending_messages_skip,
+    lock_active,
 )
 
 
@@ -43,13 +44,13 @@ def memory_move(*, user: User, memory: Memory, project: Project | None) -> Memor
         raise Http404("No Memory matches the given query.")
     target = project.pk if project is not None else None
     now = _now()
-    pending_messages_skip(user=user, before=now)  # the user's own placement wins over an old backlog
-    _lock_user(user)
-    current = Memory.objects.select_for_update().get(pk=memory.pk)
-    if current.invalid_at is not None:
-        raise MemoryConflict(gettext("Only active memories can be moved; restore this one first."))
-    if current.suggested:
-        raise MemoryConflict(gettext("This is a suggestion: keep it first, then move it."))
+    current = lock_active(
+        user=user,
+        memory=memory,
+        now=now,
+        inactive=gettext("Only active memories can be moved; restore this one first."),
+        suggested=gettext("This is a suggestion: keep it first, then move it."),
+    )
     if current.project_id == target:
         return current
     there = memories_active(user_id=user.pk).filter(in_scope(target))
@@ -116,20 +117,21 @@ def _project_name_redact(*, user_id: int, project_id: int) -> None:
             ExtractionRun.objects.filter(pk=run.pk).update(judge_input=redacted)
 
 
+def _head(pk: int, chains: Mapping[int, int | None]) -> int:
+    """The latest version of the memory `pk` (its chain followed through `superseded_by`)."""
+    head, seen = pk, {pk}
+    while chains.get(head) is not None and chains[head] not in seen:
+        head = chains[head]  # type: ignore[assignment]
+        seen.add(head)
+    return head
+
+
 def _project_memories_delete(*, user_id: int, project_id: int) -> None:
     _project_name_redact(user_id=user_id, project_id=project_id)
     chains = dict(Memory.objects.filter(owner_id=user_id).values_list("pk", "superseded_by_id"))
     scopes = dict(Memory.objects.filter(owner_id=user_id).values_list("pk", "project_id"))
-    doomed: set[int] = set()
-    for pk, scope in scopes.items():
-        if scope != project_id:
-            continue
-        head, seen = pk, {pk}
-        while chains.get(head) is not None and chains[head] not in seen:
-            head = chains[head]  # type: ignore[assignment]
-            seen.add(head)
-        if scopes.get(head) == project_id:  # a row since moved out of the project stays with its later version
-            doomed.add(pk)
+    # A row since moved out of the project stays with its later version.
+    doomed = {pk for pk, scope in scopes.items() if scope == project_id and scopes.get(_head(pk, chains)) == project_id}
     earlier = {pk for pk, later in chains.items() if later in doomed}
     while earlier - doomed:  # every earlier version of a deleted memory goes with it, whatever its scope
         doomed |= earlier

@@ -115,14 +115,3 @@ def memories_for_conversation(*, user_id: int, conversation: Conversation) -> Qu
     if conversation.temporary:
         return Memory.objects.none()
     return memories_for_scope(user_id=user_id, view=scope_of_conversation(conversation))
-
-
-def memory_scope_rows(*, user_id: int, project: int | Literal["user"] | None) -> QuerySet[Memory]:
-    """A user's memories of one scope, whatever their status (the API's and the page's filter):
-    "user" for the user's own, a project's id for that project's, None for every scope."""
-    rows = Memory.objects.filter(owner_id=user_id)
-    if project == "user":
-        return rows.filter(project__isnull=True)
-    if project is not None:
-        return rows.filter(project_id=project)
-    return rows

@@ -50,9 +50,7 @@ def run(user: Any, *, up_to: Message | None = None, trigger: str = "flush", **kw
     """One extraction run for `user`, as a flush (or `trigger`) up to the message `up_to`."""
     from memory.extraction import batches
 
-    params = batches.extraction_params(trigger=trigger)
-    params.update(kwargs)
-    return batches.extract(user_id=user.pk, trigger=trigger, up_to_message_id=up_to.pk if up_to else None, **params)
+    return batches.extract(user_id=user.pk, trigger=trigger, up_to_message_id=up_to.pk if up_to else None, **kwargs)
 
 
 SETTINGS_PACKAGE = "config.settings"

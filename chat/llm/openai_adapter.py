@@ -11,6 +11,8 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 - the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
   server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout
   (the retry policy: `chat.llm.retry`);
+- an empty answer (nothing, or only blanks) to a request without tools is asked once more before it is
+  the turn's error (small models sometimes end at once);
 - a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
   is asked again without them, and not offered tools again for a while (see `tools_supported`): a server
   restarted with another chat format, or a passing fault, gets its tools back (the tools fallback policy:
@@ -202,6 +204,7 @@ class OpenAIChatModel(ChatModel):
         end = started + float(settings.CHAT_TURN_TIMEOUT)
         tools_fallback = self.tools.request(request)
         attempt = 0
+        asked_again = False  # an empty answer without tools is asked once more
         while True:
             received = False
             try:
@@ -209,6 +212,8 @@ class OpenAIChatModel(ChatModel):
                 # aclosing: a consumer that stops early closes the provider's response at once.
                 async with aclosing(once):
                     async for chunk in once:
+                        if not received and isinstance(chunk, TextDelta) and not chunk.text.strip():
+                            continue  # blanks before the answer: an answer of nothing else is empty
                         if not received and not isinstance(chunk, Usage):
                             received = True
                             tools_fallback.answered()
@@ -218,6 +223,9 @@ class OpenAIChatModel(ChatModel):
                     raise
                 if tools_fallback.drop_tools(exc):
                     continue
+                if exc.kind == "empty" and not asked_again and time.monotonic() < first_by:
+                    asked_again = True
+                    continue
                 wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=first_by)
                 if wait is None:
                     tools_fallback.failed(exc)
@@ -226,6 +234,11 @@ class OpenAIChatModel(ChatModel):
                 await asyncio.sleep(wait)
                 continue
             if not received and tools_fallback.drop_tools(None):
+                continue
+            if not received and not asked_again and time.monotonic() < first_by:
+                # A small model may end its answer at once (an end-of-turn token sampled first); asked
+                # again, it answers. Only once: an empty answer twice is the turn's error, with Retry.
+                asked_again = True
                 continue
             if not received:
                 tools_fallback.failed(None)

@@ -27,7 +27,7 @@ def learn(*, user_id: int, messages: list[judge.PendingMessage], attempt: int = 
         return Result(Outcome.BUSY), 0
     released = False
     try:
-        result, batch = judge_in_pieces(
+        result, run = judge_in_pieces(
             user_id=user_id,
             token=token,
             trigger=ExtractionRun.Trigger.IMPORT,
@@ -36,7 +36,7 @@ def learn(*, user_id: int, messages: list[judge.PendingMessage], attempt: int = 
             attempt=attempt,
         )
         released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
-        covered = len(batch.pending) if result.status in (Outcome.APPLIED, Outcome.DROPPED) else 0
+        covered = len(run.pending) if result.status in (Outcome.APPLIED, Outcome.DROPPED) else 0
         return result, covered
     finally:
         if not released:

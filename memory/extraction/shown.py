@@ -97,30 +97,36 @@ def choose(
     *, user_id: int, memories: Sequence[Candidate], pending: Sequence[judge.PendingMessage], budget: int
 ) -> list[judge.ActiveMemory]:
     """Of `memories` (oldest first), the ones to show within `budget` tokens and SHOWN_MAX, oldest first."""
-    texts = [m.content for m in pending]
     in_project = any(m.project_id is not None for m in pending)  # then each memory says its scope
-    touched = keys_touched(texts)
-    keyed = [c for c in memories if c.key and c.key in touched]
-    pinned = [c for c in memories if c.pinned]
-    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts), limit=SHOWN_MAX) if memories else []
-    patterns = [_KEY_PATTERNS[key] for key in sorted(touched)]
-    about = [c for c in memories if any(p.search(c.content) for p in patterns)]
-    newest = list(reversed(memories))
-    if not any(is_explicit_request(t) for t in texts):
-        newest = newest[:SHOWN_NEWEST]
-    chosen: dict[int, Candidate] = {}
+    chosen: set[int] = set()
     used = 0
-    for candidate in (*keyed, *pinned, *ranked, *about, *newest):
+    for candidate in _by_priority(user_id=user_id, memories=memories, texts=[m.content for m in pending]):
         if len(chosen) >= SHOWN_MAX:
             break
         if candidate.id in chosen:
             continue
         cost = estimate_text(_shown(candidate, in_project=in_project).line()) + 1
-        if used + cost > budget:
-            continue  # a shorter one after it may still fit
-        chosen[candidate.id] = candidate
-        used += cost
+        if used + cost <= budget:  # else a shorter one after it may still fit
+            chosen.add(candidate.id)
+            used += cost
     return [_shown(c, in_project=in_project) for c in memories if c.id in chosen]
+
+
+def _by_priority(*, user_id: int, memories: Sequence[Candidate], texts: list[str]) -> list[Candidate]:
+    """The candidates in the module docstring's order of priority (a memory may come more than once)."""
+    keyed, about = _touched(memories, keys_touched(texts))
+    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts), limit=SHOWN_MAX) if memories else []
+    newest = list(reversed(memories))
+    if not any(is_explicit_request(t) for t in texts):
+        newest = newest[:SHOWN_NEWEST]
+    return [*keyed, *(c for c in memories if c.pinned), *ranked, *about, *newest]
+
+
+def _touched(memories: Sequence[Candidate], keys: set[str]) -> tuple[list[Candidate], list[Candidate]]:
+    """The memories holding one of `keys`, and those whose words are about one of them."""
+    patterns = [_KEY_PATTERNS[key] for key in sorted(keys)]
+    keyed = [c for c in memories if c.key and c.key in keys]
+    return keyed, [c for c in memories if any(p.search(c.content) for p in patterns)]
 
 
 def _shown(candidate: Candidate, *, in_project: bool = False) -> judge.ActiveMemory:

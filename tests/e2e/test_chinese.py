@@ -393,7 +393,7 @@ def test_enter_while_an_input_method_composes_never_sends(zh_page: Any, live_ser
 
 
 def test_the_demo_models_chinese_has_no_stray_particle_and_no_english_end_date(zh_page: Any, demo_url: str) -> None:
-    """"我现在更喜欢大屏手机了" is remembered as 偏好大屏手机 (not 偏好大屏手机了), everywhere it shows; a memory's
+    """ "我现在更喜欢大屏手机了" is remembered as 偏好大屏手机 (not 偏好大屏手机了), everywhere it shows; a memory's
     end date in a Chinese reply is written the Chinese way, never "(until 2026-12-06)"."""
     from playwright.sync_api import expect
 
@@ -427,3 +427,60 @@ def test_the_demo_models_chinese_has_no_stray_particle_and_no_english_end_date(z
     expect(said).not_to_contain_text(re.compile(r"[A-Za-z]+ \(|\d{4}-\d\d-\d\d"))
     assert_chinese(page, "a reply that names a memory's end date")
     audit_phone(page, "a reply that names a memory's end date")
+
+
+def test_the_conversation_list_its_date_groups_filter_and_rename_are_chinese(
+    zh_page: Any, live_server_url: str, live_server_env: dict[str, str]
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.e2e.browser import manage
+
+    page, base = zh_page, live_server_url
+    sign_up(page, base, "小周")
+    for text in ("去里斯本旅行", "学习做饺子"):
+        page.goto(f"{base}/")
+        page.fill("#start-input", text)
+        page.keyboard.press("Enter")
+        expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+        expect(reply(page, 0)).to_have_attribute("data-status", "complete")
+    code = (
+        "from datetime import timedelta; from django.utils import timezone; from chat.models import Conversation; "
+        "Conversation.objects.filter(title='去里斯本旅行').update(updated_at=timezone.now() - timedelta(days=1))"
+    )
+    manage(live_server_env, "shell", "-c", code)
+    page.reload()
+    nav = page.locator("#conversation-nav")
+    expect(nav.get_by_role("heading", name="今天")).to_be_visible()
+    expect(nav.get_by_role("heading", name="昨天")).to_be_visible()
+    assert_chinese(page, "the list under its date headings")
+
+    # The filter box, by keyboard: the count is said in Chinese, Escape lists everything again.
+    box = page.get_by_role("searchbox", name="按标题筛选对话")
+    box.focus()
+    page.keyboard.type("里斯本")
+    expect(page.locator("#sidebar-filter-status")).to_have_text("有 1 个对话的标题包含“里斯本”。")
+    expect(nav.locator(".conversation-item")).to_have_count(1)
+    assert_chinese(page, "the list filtered by title")
+    audit_phone(page, "the list filtered by title")
+    box.focus()
+    page.keyboard.press("Escape")
+    expect(page.locator("#sidebar-filter-status")).to_have_text("已清除筛选：列出全部对话。")
+    expect(nav.locator(".conversation-item")).to_have_count(2)
+
+    # Rename in place from the list, by keyboard.
+    actions = nav.locator(".conversation-item", has_text="去里斯本旅行").locator("summary")
+    expect(actions).to_have_accessible_name("去里斯本旅行 操作")
+    actions.focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    expect(page.locator(":focus")).to_have_text("重命名")
+    page.keyboard.press("Enter")
+    title = page.get_by_role("textbox", name="新标题")
+    expect(title).to_be_focused()
+    assert_chinese(page, "renaming a conversation in the list")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("里斯本行程")
+    page.keyboard.press("Enter")
+    expect(nav.locator(".conversation-item", has_text="里斯本行程").locator("summary")).to_be_focused()
+    assert_chinese(page, "the list after a rename")

@@ -5,7 +5,6 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memory.demo.judge import message_days
 from memory.extraction.judge import (
     CONVERSATION_BREAK,
     ActiveMemory,
@@ -16,6 +15,7 @@ from memory.extraction.judge import (
     parse_output,
     render_input,
 )
+from memory.extraction.judge.request import message_days
 from memory.extraction.judge.validation import KnownMemory, validate
 
 

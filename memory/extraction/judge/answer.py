@@ -76,27 +76,39 @@ def _operation(index: int, item: object) -> Operation:
     return Operation(op=op, id=item.get("id") if op == "retract" else None)
 
 
+# The optional fields' types, and how a wrong one is reported.
+_OPTIONAL: dict[str, tuple[type, str]] = {
+    "expires": (str, 'an "expires" that is not a "YYYY-MM-DD" string'),
+    "key": (str, 'a "key" that is not a string'),
+    "scope": (str, 'a "scope" that is not a string'),
+    "sensitive": (bool, 'a "sensitive" that is not true or false'),
+    "pin": (bool, 'a "pin" that is not true or false'),
+}
+
+
 def _check_fields(where: str, op: str, item: dict[str, Any]) -> None:
     """Raise MalformedOutput when a field the op needs is missing, or any field has the wrong type."""
-    memory_id = item.get("id")
-    content = item.get("content")
+    problem = _missing(op, item) or _mistyped(item)
+    if problem:
+        raise MalformedOutput(f"{where} {problem}")
+
+
+def _missing(op: str, item: dict[str, Any]) -> str | None:
+    if op in ("update", "retract") and not _int(item.get("id")):
+        return f"({op}) needs an integer id"
+    if op in ("add", "update") and not isinstance(item.get("content"), str):
+        return f"({op}) needs a string content"
+    return None
+
+
+def _mistyped(item: dict[str, Any]) -> str | None:
     sources = item.get("sources")
-    if op in ("update", "retract") and not _int(memory_id):
-        raise MalformedOutput(f"{where} ({op}) needs an integer id")
-    if op in ("add", "update") and not isinstance(content, str):
-        raise MalformedOutput(f"{where} ({op}) needs a string content")
     if sources is not None and (not isinstance(sources, list) or not all(_int(s) for s in sources)):
-        raise MalformedOutput(f"{where} has sources that are not a list of message numbers")
-    expires, key = item.get("expires"), item.get("key")
-    if expires is not None and not isinstance(expires, str):
-        raise MalformedOutput(f'{where} has an "expires" that is not a "YYYY-MM-DD" string')
-    if key is not None and not isinstance(key, str):
-        raise MalformedOutput(f'{where} has a "key" that is not a string')
-    if item.get("scope") is not None and not isinstance(item.get("scope"), str):
-        raise MalformedOutput(f'{where} has a "scope" that is not a string')
-    for flag in ("sensitive", "pin"):
-        if item.get(flag) is not None and not isinstance(item.get(flag), bool):
-            raise MalformedOutput(f'{where} has a "{flag}" that is not true or false')
+        return "has sources that are not a list of message numbers"
+    for name, (kind, problem) in _OPTIONAL.items():
+        if item.get(name) is not None and not isinstance(item[name], kind):
+            return f"has {problem}"
+    return None
 
 
 def parse_output(raw: str) -> list[Operation]:

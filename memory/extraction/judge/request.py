@@ -10,6 +10,7 @@ assistant replies or tool output: what the assistant said is not what the user i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import cache
@@ -108,20 +109,7 @@ def render_input(
     sent before today with the day it was sent."""
     project = next(((m.project_name, m.project_mode) for m in pending if m.project_mode in PROJECT_NOTE), None)
     memory_lines = [m.line() for m in memories] or ["(none)"]
-    message_lines: list[str] = []
-    numbers: dict[int, int] = {}
-    previous: Any = None
-    for message in pending:
-        if not message.content.strip():
-            continue  # nothing to judge; the message is still marked processed with its batch
-        if previous is not None and message.conversation_id != previous:
-            message_lines.append(CONVERSATION_BREAK)
-        previous = message.conversation_id
-        number = len(numbers) + 1
-        numbers[number] = message.id
-        # Only an earlier day is shown: most messages are today's, and the judge is told which day that is.
-        day = f"[{message.day.isoformat()}] " if message.day is not None and message.day != today else ""
-        message_lines.append(f"{number}. {day}{_indent_continuation(message.content)}")
+    message_lines, numbers = _numbered(pending, today)
     text = "\n".join(
         [
             *([f"Today (UTC): {today.isoformat()}", ""] if today is not None else []),
@@ -138,3 +126,73 @@ def render_input(
         numbers=numbers,
         memory_ids=frozenset(m.id for m in memories),
     )
+
+
+def _numbered(pending: list[PendingMessage], today: date | None) -> tuple[list[str], dict[int, int]]:
+    """The messages' numbered lines, a break line wherever the conversation changes; and number -> id."""
+    lines: list[str] = []
+    numbers: dict[int, int] = {}
+    previous: Any = None
+    for message in pending:
+        if not message.content.strip():
+            continue  # nothing to judge; the message is still marked processed with its batch
+        if previous is not None and message.conversation_id != previous:
+            lines.append(CONVERSATION_BREAK)
+        previous = message.conversation_id
+        number = len(numbers) + 1
+        numbers[number] = message.id
+        # Only an earlier day is shown: most messages are today's, and the judge is told which day that is.
+        day = f"[{message.day.isoformat()}] " if message.day is not None and message.day != today else ""
+        lines.append(f"{number}. {day}{_indent_continuation(message.content)}")
+    return lines, numbers
+
+
+# --- reading it back: the demo judge answers from it, and a run's scrub finds what it showed -------
+
+_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:scope|key|until): [^()]*\))?$")
+_PROJECT_SCOPE = re.compile(r"\(scope: project\b")
+_MESSAGE_LINE = re.compile(r"^(\d+)\. (?:\[(\d{4}-\d{2}-\d{2})\] )?(.*)$")
+_TODAY_LINE = re.compile(r"^Today \(UTC\): (\d{4}-\d{2}-\d{2})$", re.M)
+
+
+def message_days(text: str) -> dict[int, date]:
+    """The day each numbered message was sent, from the judge's user message: a message shown without a
+    day was sent today."""
+    today = _TODAY_LINE.search(text)
+    days = {}
+    for line in text.splitlines():
+        if m := _MESSAGE_LINE.match(line):
+            if m[2]:
+                days[int(m[1])] = date.fromisoformat(m[2])
+            elif today:
+                days[int(m[1])] = date.fromisoformat(today[1])
+    return days
+
+
+def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]:
+    """Active memories (id -> content) and numbered messages from the judge's user message."""
+    memories: dict[int, str] = {}
+    messages: list[tuple[int, str]] = []
+    section = ""
+    for line in text.splitlines():
+        if line.startswith(("Active memories", "New messages")):
+            section = "memories" if line.startswith("Active") else "messages"
+        elif section == "memories" and (m := _MEMORY_LINE.match(line)):
+            memories[int(m[1])] = m[2]
+        elif section == "messages" and line != CONVERSATION_BREAK:
+            _message_line(messages, line)
+    return memories, messages
+
+
+def _message_line(messages: list[tuple[int, str]], line: str) -> None:
+    """A numbered message's line, or a continuation of the one before (indented by `_indent_continuation`)."""
+    if m := _MESSAGE_LINE.match(line):
+        messages.append((int(m[1]), m[3]))
+    elif line.startswith("   ") and messages:
+        number, previous = messages[-1]
+        messages[-1] = (number, previous + " " + line.strip())
+
+
+def project_memories(text: str) -> set[int]:
+    """The ids of the memories shown as the project's (a project's batch says each memory's scope)."""
+    return {int(m[1]) for line in text.splitlines() if (m := _MEMORY_LINE.match(line)) and _PROJECT_SCOPE.search(line)}

@@ -22,9 +22,7 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"No user named {username!r}.")
         trigger = ExtractionRun.Trigger.MANUAL
-        result = batches.extract(
-            user_id=user.pk, trigger=trigger, up_to_message_id=None, **batches.extraction_params(trigger=trigger)
-        )
+        result = batches.extract(user_id=user.pk, trigger=trigger, up_to_message_id=None)
         changes = f"added {result.added}, updated {result.updated}, retracted {result.retracted}"
         if result.cleared:
             changes += ", cleared everything"
