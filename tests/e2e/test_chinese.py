@@ -269,7 +269,7 @@ def test_suggestions_and_conversation_search_are_chinese(zh_page: Any, demo_url:
     from playwright.sync_api import expect
 
     page, base = zh_page, demo_url
-    sign_up(page, base, "小林")
+    sign_up(page, base, "大屏手机用户")
     # The marker kept in the conversation is written in the user's own setting (memory.notices).
     page.goto(f"{base}/settings/account/")
     page.select_option("#language-select", "zh-hans")
@@ -391,6 +391,43 @@ def test_enter_while_an_input_method_composes_never_sends(zh_page: Any, live_ser
     page.keyboard.press("Enter")  # the composition ended: this Enter sends, as always
     expect(page.locator(".message-user")).to_have_count(2)
     expect(composer).to_have_value("")
+
+
+def test_the_demo_models_chinese_has_no_stray_particle_and_no_english_end_date(zh_page: Any, demo_url: str) -> None:
+    """ "我现在更喜欢大屏手机了" is remembered as 偏好大屏手机 (not 偏好大屏手机了), everywhere it shows; a memory's
+    end date in a Chinese reply is written the Chinese way, never "(until 2026-12-06)"."""
+    from playwright.sync_api import expect
+
+    page, base = zh_page, demo_url
+    sign_up(page, base, "大屏手机用户")
+    page.fill("#start-input", "请记住：我一直喜欢小屏手机，平时单手用着方便。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
+    page.fill("#composer-input", "我现在更喜欢大屏手机了。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 1)).to_have_attribute("data-status", "complete", timeout=20_000)
+    expect(reply(page, 1)).to_contain_text("偏好大屏手机")
+    expect(reply(page, 1)).not_to_contain_text("偏好大屏手机了")
+    marker = page.locator(".conversation-marker.marker-memory").last
+    expect(marker).to_contain_text("偏好大屏手机", timeout=15_000)
+    expect(marker).not_to_contain_text("偏好大屏手机了")
+    page.goto(f"{base}/settings/memory/")
+    expect(page.locator("#memory-list > .memory-row .memory-content")).to_have_text(["偏好大屏手机"])
+
+    # A time-bound fact: its end date in the next reply, in Chinese.
+    page.goto(f"{base}/")
+    page.fill("#start-input", "请记住：我这周在东京出差。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
+    page.fill("#composer-input", "帮我想想晚饭吃什么。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 1)).to_have_attribute("data-status", "complete", timeout=20_000)
+    said = reply(page, 1).locator(".message-text")
+    expect(said).to_contain_text(re.compile(r"这周在东京（到 20\d\d年\d{1,2}月\d{1,2}日）"))
+    expect(said).not_to_contain_text("until")
+    expect(said).not_to_contain_text(re.compile(r"[A-Za-z]+ \(|\d{4}-\d\d-\d\d"))
+    assert_chinese(page, "a reply that names a memory's end date")
+    audit_phone(page, "a reply that names a memory's end date")
 
 
 def test_the_conversation_list_its_date_groups_filter_and_rename_are_chinese(
