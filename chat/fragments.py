@@ -18,7 +18,7 @@ from chat import extensions
 from chat.models import Conversation, ConversationMarker, Message
 from chat.selectors import SummaryDivider
 from chat.turn.compaction import SUMMARIZING
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 
 RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
 

@@ -15,7 +15,7 @@ two requests are ever at the server at once, abandoned ones included.
 
 Tickets are leases a dead process cannot hold: a waiting ticket is renewed at each look
 (WAIT_LEASE_SECONDS), a sending one for as long as its call may take, and whoever looks next deletes a
-ticket whose lease ran out or whose process is gone from this host (chat.turn.process).
+ticket whose lease ran out or whose process is gone from this host (chat.process).
 
 Without LLM_MAX_CONCURRENCY (0, the default) chat does not queue at all; background calls still take
 turns, at most MEMORY_JUDGE_CONCURRENCY at once (an alias kept for one release, as is
@@ -40,9 +40,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from chat.llm import ChatModel, LLMError, StreamChunk, TextDelta, server_load
+from chat.llm import server_load
+from chat.llm.base import ChatModel, LLMError, StreamChunk, TextDelta
 from chat.models import ProviderTicket
-from chat.turn.process import owner, owner_is_dead
+from chat.process import owner, owner_is_dead
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from accounts.http import AuthedHttpRequest
 from accounts.models import User
 from chat import extensions, markers, selectors, services, sidebar, versions
 from chat.export import markdown_response
@@ -30,7 +31,6 @@ from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
 from chat.search.query import SearchRejected
 from chat.search.query import search as search_conversations
-from core.http import HttpRequest
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
 SUGGESTIONS = [
@@ -38,10 +38,6 @@ SUGGESTIONS = [
     _("Suggest a weekend trip for someone who hates crowds."),
     _("Explain Python decorators with a short example."),
 ]
-
-
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
 
 
 def with_retry(messages: Iterable[Message]) -> list[Message]:
@@ -82,8 +78,8 @@ def layout_sidebar(user: User) -> dict[str, Any]:
     return {**sidebar_context(user), "current": None}
 
 
-def _chat_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
-    sidebar = sidebar_context(_user(request), current=conversation)
+def _chat_context(request: AuthedHttpRequest, conversation: Conversation | None) -> dict[str, Any]:
+    sidebar = sidebar_context(request.user, current=conversation)
     return {
         **sidebar,
         "all_projects": sidebar["sidebar_projects"],  # the start page's and the header's choice of project
@@ -95,19 +91,19 @@ def _chat_context(request: HttpRequest, conversation: Conversation | None) -> di
 
 @login_required
 @require_GET
-def conversation_more(request: HttpRequest) -> HttpResponse:
+def conversation_more(request: AuthedHttpRequest) -> HttpResponse:
     """The sidebar's next page: its items and, when there are more, the next "Show more" button."""
     try:
         before = (datetime.fromisoformat(request.GET["before"]), UUID(request.GET["id"]))
     except (KeyError, ValueError):
         return HttpResponseBadRequest(_("Expected the `before` and `id` of the last conversation shown."))
-    context = sidebar_context(_user(request), before=before, group=request.GET.get("group", ""))
+    context = sidebar_context(request.user, before=before, group=request.GET.get("group", ""))
     return render(request, "chat/_conversation_more.html", context)
 
 
 @login_required
 @require_GET
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthedHttpRequest) -> HttpResponse:
     chosen = request.GET.get("project", "")
     form = ConversationCreateForm(
         initial={"temporary": request.GET.get("temporary") == "1", "project": int(chosen) if chosen.isdigit() else None}
@@ -117,7 +113,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def conversation_new(request: HttpRequest) -> HttpResponse:
+def conversation_new(request: AuthedHttpRequest) -> HttpResponse:
     form = ConversationCreateForm(request.POST)
     if not form.is_valid():
         return render(request, "chat/index.html", {**_chat_context(request, None), "form": form}, status=400)
@@ -125,10 +121,10 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
         # A conversation starts with its first message: no empty conversations pile up.
         return redirect(reverse("chat:index") + ("?temporary=1" if form.cleaned_data["temporary"] else ""))
     chosen = form.cleaned_data["project"]
-    project = selectors.project_get_for_user(user=_user(request), project_id=chosen) if chosen else None
+    project = selectors.project_get_for_user(user=request.user, project_id=chosen) if chosen else None
     try:
         conversation = services.conversation_create(
-            user=_user(request),
+            user=request.user,
             temporary=form.cleaned_data["temporary"],
             model=form.cleaned_data["model"],
             project=project,
@@ -143,8 +139,8 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_detail(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
     chat_messages = with_retry(extensions.annotate_messages(list(selectors.message_list(conversation=conversation))))
     # Opened mid-reply (the turn runs on without any page): Stop is offered, the reply follows live.
@@ -166,8 +162,8 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_rename(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     if request.method == "GET" and request.GET.get("cancel") and request.htmx:
         return render(request, "chat/_title.html", {"conversation": conversation})
     form = ConversationRenameForm(request.POST or None, initial={"title": conversation.title})
@@ -186,9 +182,9 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
 
 @login_required
 @require_POST
-def conversation_pin(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_pin(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """Pin the conversation on top of the list, or unpin it (the conversation's menu)."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     services.conversation_update(conversation=conversation, pinned=not conversation.pinned)
     if request.htmx:  # the list changes its groups: the page is drawn again
         return HttpResponseClientRedirect(reverse("chat:conversation", args=[conversation.pk]))
@@ -197,17 +193,17 @@ def conversation_pin(request: HttpRequest, conversation_id: UUID) -> HttpRespons
 
 @login_required
 @require_GET
-def conversation_export(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_export(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """The conversation as a Markdown file (the conversation's menu)."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     return markdown_response(conversation)
 
 
 @login_required
 @require_POST
-def conversation_model(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_model(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """Switch the conversation's model, from its next reply on (the header's picker)."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     error = ""
     try:
         conversation = services.conversation_update(conversation=conversation, model=request.POST.get("model", ""))
@@ -221,8 +217,8 @@ def conversation_model(request: HttpRequest, conversation_id: UUID) -> HttpRespo
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_delete(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     if request.method == "GET":  # the confirmation page, for browsers without JavaScript
         context = {**_chat_context(request, conversation), "conversation": conversation}
         return render(request, "chat/delete.html", context)
@@ -234,9 +230,9 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResp
 
 @login_required
 @require_POST
-def message_version(request: HttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
+def message_version(request: AuthedHttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
     """Show another version of the latest reply (‹ › under it): the message, as it now reads."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     message = get_object_or_404(selectors.message_list(conversation=conversation), pk=message_id)
     try:
         version = int(request.POST.get("version", ""))
@@ -252,9 +248,9 @@ def message_version(request: HttpRequest, conversation_id: UUID, message_id: int
 
 @login_required
 @require_GET
-def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
+def message_detail(request: AuthedHttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
     """One message, re-fetched by a page that was loaded while its reply was still being written."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     messages = selectors.message_list(conversation=conversation)
     message = get_object_or_404(messages, pk=message_id)
     latest = not messages.filter(pk__gt=message.pk).exists()
@@ -266,19 +262,19 @@ SEARCH_SIDEBAR_HITS = 20  # while typing, in the sidebar; the page shows more
 SEARCH_PAGE_HITS = 50
 
 
-def _search_current(request: HttpRequest) -> Conversation | None:
+def _search_current(request: AuthedHttpRequest) -> Conversation | None:
     """The conversation open beside the search (searched even when temporary), when it is the user's; a
     value that is not a conversation id is ignored."""
     try:
         conversation_id = UUID(request.GET["current"])
-        return selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+        return selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     except (KeyError, ValueError, Http404):
         return None
 
 
 @login_required
 @require_GET
-def search(request: HttpRequest) -> HttpResponse:
+def search(request: AuthedHttpRequest) -> HttpResponse:
     """Search results: for the sidebar while typing (HTMX: the results partial), or as a plain page."""
     current = _search_current(request)
     text = request.GET.get("q", "")
@@ -290,7 +286,7 @@ def search(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"search_query": text, "search_current": current, "hits": [], "total": 0}
     if text.strip():
         try:
-            page = search_conversations(user=_user(request), text=text, limit=limit, offset=offset, current=current)
+            page = search_conversations(user=request.user, text=text, limit=limit, offset=offset, current=current)
         except SearchRejected as exc:
             context["search_error"] = str(exc)
         else:

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Min, Q
 
-from chat.turn.process import owner_is_dead
+from chat.process import owner_is_dead
 from memory.models import ExtractionRun, MemoryClaim
 from memory.pipeline import STALE_RUN_ERROR, clock
 from memory.selectors import messages_pending_all_users

@@ -35,7 +35,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, metering, server_facts, streamed_call, written
+from chat.llm import json_formats, metering, server_facts, streamed_call, tokens, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -46,12 +46,11 @@ from chat.llm.base import (
     Usage,
     single_system_message,
 )
+from chat.llm.deadlines import Deadline
 from chat.llm.errors import clean_provider_message, deadline_error, provider_error_code, provider_error_text
 from chat.llm.retry import retry_wait
 from chat.llm.sse import StreamRead, drain, sse_chunks
 from chat.llm.tools_fallback import ToolsFallback
-from chat.turn import tokens
-from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +186,7 @@ class OpenAIChatModel(ChatModel):
             "stream": True,
             # The reply's room in the context budget (chat.turn.context_budget): at most half the window.
             "max_tokens": max_tokens or min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
-            # The prompt size the provider counted calibrates our token estimate (chat.turn.tokens).
+            # The prompt size the provider counted calibrates our token estimate (chat.llm.tokens).
             "stream_options": {"include_usage": True},
         }
         if tools and self.tools_supported and settings.CHAT_TOOLS != "off":

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from chat.llm.base import LLMError, StreamChunk, ToolCalls, Usage
+from chat.llm.deadlines import Deadline
 from chat.llm.errors import clean_provider_message, provider_error_text
 from chat.llm.toolcalls import ToolCallAssembler
-from chat.turn.deadlines import Deadline
 
 DRAIN_SECONDS = 0.5  # see drain
 

@@ -47,16 +47,6 @@ UNINSTALL = [
 ]
 
 
-def install(schema_editor: Any) -> None:
-    for statement in INSTALL:
-        schema_editor.execute(statement)
-
-
-def uninstall(schema_editor: Any) -> None:
-    for statement in UNINSTALL:
-        schema_editor.execute(statement)
-
-
 def fts_query(terms: list[str], *, prefix: bool) -> str:
     """An FTS5 query: every term (each quoted, so no word is read as an operator), the last one as a
     prefix when `prefix`. Terms are letters and digits only (chat.terms)."""
@@ -82,13 +72,6 @@ def matching(
         return entries.filter(user_id=user_id, pk__in=rows)
     mine = RawSQL(f'+"{ENTRIES}"."user_id" = %s', [user_id], output_field=BooleanField())
     return entries.filter(mine, pk__in=rows)
-
-
-def compact(connection: Any) -> None:
-    """Merge the index into one segment: what deleted entries left in older segments is dropped (FTS5
-    records a deletion as a marker until its segments are merged)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {TABLE}({TABLE}) VALUES ('optimize')")
 
 
 def size_bytes(connection: Any) -> int:

@@ -31,9 +31,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat import extensions, model_queue
-from chat.llm import LLMError, metering, tools_usable
+from chat.llm import LLMError, metering, tokens, tools_usable
 from chat.models import AgentState, Conversation, Message
-from chat.turn import tokens
 from chat.turn.context_budget import Budget, budget_for
 from chat.turn.cut import drop_oldest
 from chat.turn.model_input import system_prompt

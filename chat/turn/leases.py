@@ -10,7 +10,7 @@ closes the turn: the assistant message is saved `interrupted` with its persisted
 state gets the user's message and the partial reply (so the next turn sees what happened), and the
 lock and the user's run slot are released.
 
-The lock also records its owner, "host:pid:boot" (chat/turn/process.py). A process that starts on the
+The lock also records its owner, "host:pid:boot" (chat/process.py). A process that starts on the
 same host knows the turns of a process that is gone (or of an earlier life of its own pid) are dead: it recovers them at
 once instead of waiting for their lease to run out, so a restarted server answers the next turn in
 that conversation straight away. The other way round, a lease that ran out while its process still
@@ -36,10 +36,10 @@ from django.utils.translation import gettext_noop as _
 
 from chat import services
 from chat.models import AgentState, Conversation, Message
+from chat.process import owner_is_alive, owner_is_dead
 from chat.search.index import search_index_messages
 from chat.turn import transactions
 from chat.turn.model_input import CUT_SHORT  # the agent's own marker for a reply cut short
-from chat.turn.process import owner_is_alive, owner_is_dead
 
 logger = logging.getLogger(__name__)
 

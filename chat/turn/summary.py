@@ -12,8 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from chat import model_queue
-from chat.llm import get_chat_model
-from chat.turn import tokens
+from chat.llm import get_chat_model, tokens
 from chat.turn.context_budget import Budget
 from chat.turn.cut import (
     KEEP_SHARE,

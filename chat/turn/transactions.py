@@ -19,10 +19,10 @@ from accounts.models import User
 from chat import edits, extensions, versions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
 from chat.models import AgentState, Conversation, Message, Project, TurnStart
+from chat.process import owner
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
 from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
-from chat.turn.process import owner
 
 
 def _now() -> Any:

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from chat.models import Message
-from chat.turn.process import owner
+from chat.process import owner
 from memory import pipeline, recovery
 from memory.models import ExtractionRun, MemoryClaim
 from tests.helpers import make_user, say
