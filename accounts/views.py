@@ -156,20 +156,12 @@ def account_export(request: AuthedHttpRequest) -> StreamingHttpResponse:
 @require_http_methods(["GET", "POST"])
 def account_page(request: AuthedHttpRequest) -> HttpResponse:
     """Settings → Account. POST deletes the account (password confirmed), then signs out."""
-    user = request.user
     form = AccountDeleteForm(request.POST or None)
-    status = 200
-    retry_after = None
+    status, retry_after = 200, None
     if request.method == "POST":
         if form.is_valid():
-            try:
-                account_delete(user=user, password=form.cleaned_data["password"], address=client_address(request))
-            except AccountDeleteRefused as exc:
-                form.add_error("password", str(exc))
-            except throttle.PasswordChecksThrottled as exc:
-                form.add_error("password", str(exc))
-                retry_after = exc.retry_after
-            else:
+            retry_after = _account_delete(request, form)
+            if retry_after is None and not form.errors:
                 logout(request)
                 return redirect("account_deleted")
         status = 403 if form.has_error("password") and form.data.get("password") else 422
@@ -185,6 +177,18 @@ def account_page(request: AuthedHttpRequest) -> HttpResponse:
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
+
+
+def _account_delete(request: AuthedHttpRequest, form: AccountDeleteForm) -> int | None:
+    """Delete the account; a refusal is added to the form. The seconds to wait when throttled."""
+    try:
+        account_delete(user=request.user, password=form.cleaned_data["password"], address=client_address(request))
+    except AccountDeleteRefused as exc:
+        form.add_error("password", str(exc))
+    except throttle.PasswordChecksThrottled as exc:
+        form.add_error("password", str(exc))
+        return exc.retry_after
+    return None
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):

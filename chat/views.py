@@ -168,16 +168,21 @@ def conversation_rename(request: AuthedHttpRequest, conversation_id: UUID) -> Ht
         return render(request, "chat/_title.html", {"conversation": conversation})
     form = ConversationRenameForm(request.POST or None, initial={"title": conversation.title})
     if request.method == "POST" and form.is_valid():
-        conversation = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
-        if not request.htmx:
-            return redirect("chat:conversation", conversation_id=conversation.pk)
-        return render(request, "chat/_title_renamed.html", {"conversation": conversation, "current": conversation})
+        return _renamed(
+            request, services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
+        )
     if request.htmx:
         # In place of the title; a refused title comes back with its error (422, swapped by page.js).
         context = {"conversation": conversation, "form": form, "inline": True}
         return render(request, "chat/_rename_form.html", context, status=422 if form.is_bound else 200)
     context = {**_chat_context(request, conversation), "conversation": conversation, "form": form}
     return render(request, "chat/rename.html", context, status=400 if form.is_bound else 200)
+
+
+def _renamed(request: AuthedHttpRequest, conversation: Conversation) -> HttpResponse:
+    if not request.htmx:
+        return redirect("chat:conversation", conversation_id=conversation.pk)
+    return render(request, "chat/_title_renamed.html", {"conversation": conversation, "current": conversation})
 
 
 @login_required

@@ -46,7 +46,7 @@ class StaticFilesMiddleware(BothChains, WhiteNoiseMiddleware):
     """WhiteNoise, able to run in an async middleware chain.
 
     WhiteNoise's middleware is synchronous only: under ASGI Django would then run every request
-    (chat turns included) through a thread and back, a few milliseconds on the way to each first token.
+    (chat turns included) through a thread and back, on the way to each first token.
     Here a request outside the static prefix goes straight on; only a static file is looked up and
     served in a thread, by WhiteNoise as before.
     """

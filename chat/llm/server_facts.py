@@ -51,10 +51,13 @@ def _get(url: str, body: dict[str, Any] | None = None) -> Any:
 
 
 def _vllm(base: str, model: str) -> int | None:
-    models = _get(f"{base}/models").get("data") or []
-    lengths = [m.get("max_model_len") for m in models if isinstance(m, dict) and m.get("id") in (model, None)]
-    lengths = lengths or [m.get("max_model_len") for m in models if isinstance(m, dict)]
-    return next((int(n) for n in lengths if isinstance(n, int) and n > 0), None)
+    models = [m for m in _get(f"{base}/models").get("data") or [] if isinstance(m, dict)]
+    return _max_model_len([m for m in models if m.get("id") in (model, None)] or models)
+
+
+def _max_model_len(models: list[dict[str, Any]]) -> int | None:
+    lengths = [m.get("max_model_len") for m in models]
+    return next((n for n in lengths if isinstance(n, int) and n > 0), None)
 
 
 def _llama_cpp(root: str, model: str) -> int | None:

@@ -36,6 +36,12 @@ def _title_entry(conversation: Conversation) -> SearchEntry | None:
     )
 
 
+def _title_replaced(conversation: Conversation) -> SearchEntry | None:
+    """The conversation's earlier title entry deleted; its new one, to be inserted."""
+    SearchEntry.objects.filter(conversation=conversation, message=None).delete()
+    return _title_entry(conversation)
+
+
 def search_index_messages(
     *, messages: Iterable[Message], replace: bool = True, retitled: Conversation | None = None
 ) -> None:
@@ -47,10 +53,8 @@ def search_index_messages(
         SearchEntry.objects.filter(message_id__in=[m.pk for m in messages]).delete()
     entries = [_message_entry(m) for m in messages]
     if retitled is not None:
-        SearchEntry.objects.filter(conversation=retitled, message=None).delete()
-        entries.append(_title_entry(retitled))
-    if new := [e for e in entries if e is not None]:
-        SearchEntry.objects.bulk_create(new)
+        entries.append(_title_replaced(retitled))
+    SearchEntry.objects.bulk_create([e for e in entries if e is not None])  # none: no query
 
 
 def search_index_title(*, conversation: Conversation) -> None:

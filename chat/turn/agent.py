@@ -34,7 +34,7 @@ from chat.models import Conversation, Message
 from chat.turn import compaction, context_budget, tool_calls, transactions
 from chat.turn.clock import TurnBudget
 from chat.turn.events import TurnEvent
-from chat.turn.metered import TurnMeter
+from chat.turn.metered import StepMeter, TurnMeter
 from chat.turn.model_input import CUT_SHORT, build_model_input
 from chat.turn.reply_text import ReplyText
 
@@ -97,15 +97,16 @@ _fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=F
 class Turn:
     started: transactions.StartedTurn
     model: ChatModel
+    _budget: context_budget.Budget  # the context budget (chat.turn.context_budget), as the turn learns it
     _text: list[str] = field(default_factory=list)
     _items: list[dict[str, Any]] = field(default_factory=list)
     _step_text: list[str] = field(default_factory=list)
     _reply: ReplyText = field(default_factory=ReplyText)  # storable pieces, within CHAT_REPLY_MAX_CHARS
     _finished: Message | None = None
-    # Context budget (chat.turn.context_budget): loaded at the first step; whether a length refusal was retried;
-    # whether the turn failed for length (then it leaves the state as it found it, or smaller).
-    _budget: context_budget.Budget | None = None
+    # Whether a length refusal was retried; whether the turn failed for length (then it leaves the state
+    # as it found it, or smaller).
     _refused: bool = False
+    _answered: bool = False  # whether the current request has sent any of the reply
     _too_long: bool = False
     _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
     _saving: bool = False
@@ -287,45 +288,22 @@ class Turn:
         preceded by a compaction of the state (announced by a "tool" event), and a refusal for length
         compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
         s = self.started
-        if self._budget is None:
-            self._budget = context_budget.budget_of(
-                context_window=s.context_window, token_ratio=s.token_ratio, model=s.conversation.model
-            )
         request = [*messages, *self._items]
         size = self._budget.measure(request, tools)
         if size > self._budget.input:
             yield TurnEvent("tool", tool=compaction.SUMMARIZING)
             request, size = await self._fit(tools, hard=False)
         while True:
-            answered = False
+            self._answered = False
             step = self._meter.step(request, tools, self._budget.ratio)  # counted however the step ends
             try:
-                # max_tokens: the reply's room in this conversation's budget (a learned window may be smaller).
-                # In the provider's queue first (LLM_MAX_CONCURRENCY): the page says how many are ahead.
-                # The conversation's model, as read with the turn's start: a switch takes effect next turn.
-                stream = model_queue.stream(
-                    self.model,
-                    messages=request,
-                    tools=tools,
-                    max_tokens=self._budget.reply,
-                    model=catalogue.conversation_model(s.conversation.model),
-                )
-                async with aclosing(stream):  # type: ignore[type-var]
-                    async for chunk in stream:
-                        if isinstance(chunk, model_queue.Waiting):
-                            yield TurnEvent("waiting", text=str(chunk.ahead))
-                            continue
-                        step.saw(chunk)
-                        if isinstance(chunk, Usage):
-                            await self._calibrate(chunk.prompt_tokens, tokens.estimate_request(request, tools))
-                            continue
-                        answered = True
-                        yield chunk
+                async for chunk in self._model_stream(request, tools, step):
+                    yield chunk
                 return
             except LLMError as exc:
                 overflow = context_budget.is_overflow(exc, request_tokens=size, budget=self._budget)
-                if not overflow or answered or self._refused:
-                    self._too_long = self._too_long or (overflow and not answered)
+                if not overflow or self._answered or self._refused:
+                    self._too_long = self._too_long or (overflow and not self._answered)
                     raise
                 refusal = exc
             finally:
@@ -337,10 +315,34 @@ class Turn:
             yield TurnEvent("tool", tool=compaction.SUMMARIZING)
             request, size = await self._fit(tools, hard=True)
 
+    async def _model_stream(
+        self, request: list[dict[str, Any]], tools: list[dict[str, Any]] | None, step: StepMeter
+    ) -> AsyncGenerator[TextDelta | ToolCalls | TurnEvent, None]:
+        """One request, in the provider's queue first (LLM_MAX_CONCURRENCY: the page says how many are
+        ahead). max_tokens: the reply's room in this conversation's budget (a learned window may be
+        smaller). The conversation's model, as read with the turn's start: a switch takes effect next turn."""
+        stream = model_queue.stream(
+            self.model,
+            messages=request,
+            tools=tools,
+            max_tokens=self._budget.reply,
+            model=catalogue.conversation_model(self.started.conversation.model),
+        )
+        async with aclosing(stream):  # type: ignore[type-var]
+            async for chunk in stream:
+                if isinstance(chunk, model_queue.Waiting):
+                    yield TurnEvent("waiting", text=str(chunk.ahead))
+                    continue
+                step.saw(chunk)
+                if isinstance(chunk, Usage):
+                    await self._calibrate(chunk.prompt_tokens, tokens.estimate_request(request, tools))
+                    continue
+                self._answered = True  # a refusal after this cannot be retried
+                yield chunk
+
     async def _fit(self, tools: list[dict[str, Any]] | None, *, hard: bool) -> tuple[list[dict[str, Any]], int]:
         """Compact the state so this step's request fits; the new request and its estimate."""
         s, budget = self.started, self._budget
-        assert budget is not None
         bare = await database_sync_to_async(build_model_input)(self.ctx, [])
         try:
             fit = await _fit_turn_async(
@@ -364,7 +366,6 @@ class Turn:
 
     async def _calibrate(self, reported: int, estimated: int) -> None:
         budget = self._budget
-        assert budget is not None
         ratio = await database_sync_to_async(context_budget.state_calibrate)(
             conversation_id=self.started.conversation.pk, reported=reported, estimated=estimated, previous=budget.ratio
         )

@@ -35,14 +35,13 @@ def summary_prompt() -> str:
     return (PROMPTS / "summary.md").read_text(encoding="utf-8").strip()
 
 
+_SAID_BY = {"user": "User: ", "tool": "Tool result: ", "system": "Note: "}
+
+
 def _line(item: dict[str, Any]) -> str:
     role, content = item.get("role"), str(item.get("content") or "").strip()
-    if role == "user":
-        return f"User: {content}"
-    if role == "tool":
-        return f"Tool result: {content}"
-    if role == "system":
-        return f"Note: {content}"
+    if role in _SAID_BY:
+        return _SAID_BY[role] + content
     calls = item.get("tool_calls") or []
     said = [f"Assistant: {content}"] if content else []
     for call in calls:

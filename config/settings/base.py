@@ -151,10 +151,10 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL + a busy timeout let the web server and the Celery worker share the file: readers never
-    # wait, writers (IMMEDIATE transactions, each a few milliseconds) queue for up to `timeout` seconds.
-    # Connections are kept (per thread): opening one, with its pragmas and Django's functions, costs
-    # about half a millisecond, and a turn makes several trips before its first token. A thread that
-    # ends takes its connection with it.
+    # wait, writers (short IMMEDIATE transactions) queue for up to `timeout` seconds.
+    # Connections are kept (per thread): opening one runs its pragmas and registers Django's functions,
+    # and a turn makes several trips before its first token. A thread that ends takes its connection
+    # with it.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
