@@ -22,7 +22,7 @@ the broker's polling on the same machine.
 closing the dead connection, fails with an AttributeError instead of a connection error, and Celery
 stops the worker ("Unrecoverable error: AttributeError ... 'hostname'"). Here that failure is a
 connection error, which Celery handles by reconnecting; the messages stay in Redis's unacked set and
-come back after the visibility timeout, and the extraction sweep (memory/recovery.py) picks their work
+come back after the visibility timeout, and the extraction sweep (memory/extraction/recovery.py) picks their work
 up within a minute anyway.
 """
 

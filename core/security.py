@@ -1,4 +1,4 @@
-"""Start-up safety and the WebSocket origin check (README, "Security").
+"""Start-up safety and the WebSocket origin check (docs/security.md).
 
 `require_secret_key` is called by every entry point that serves or works (ASGI, WSGI, the Celery
 worker): with debug off and no DJANGO_SECRET_KEY, or a weak one (short, repetitive or well known), the
@@ -25,11 +25,11 @@ from django.utils.http import is_same_domain
 
 MISSING_SECRET_KEY = (
     "Memora will not start: DJANGO_SECRET_KEY is not set and debug is off. Set DJANGO_SECRET_KEY to a long "
-    "random value (README, Security), or DJANGO_DEBUG=1 for local development (`make run` does this for you)."
+    "random value (docs/security.md), or DJANGO_DEBUG=1 for local development (`make run` does this for you)."
 )
 WEAK_SECRET_KEY = (
     "Memora will not start: DJANGO_SECRET_KEY is too weak ({why}) and debug is off. Set it to a long random "
-    "value, e.g. the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'` (README, Security)."
+    "value, e.g. the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'` (docs/security.md)."
 )
 DEFAULT_PORTS = {"http": "80", "https": "443"}
 # Keys copied from examples and tutorials: anyone can sign sessions with them.

@@ -15,6 +15,9 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
   is asked again without them, and not offered tools again for a while (see `tools_supported`): a server
   restarted with another chat format, or a passing fault, gets its tools back (the tools fallback policy:
   `chat.llm.tools_fallback`);
+- judge calls and summaries stream too (`chat.llm.streamed_call`), so a call given up stops the server,
+  and ask for no more tokens than the server has shown it writes within their time limit
+  (`chat.llm.server_load.tokens_within`); a JSON answer cut off there counts as a timeout;
 - a stream is read as raw server-sent events (`chat.llm.sse`);
 - tool calls are assembled by `chat.llm.toolcalls`, which tolerates repeated names and missing ids.
 """
@@ -35,7 +38,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, metering, server_facts, streamed_call, tokens, written
+from chat.llm import json_formats, metering, server_facts, server_load, streamed_call, tokens, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -180,19 +183,7 @@ class OpenAIChatModel(ChatModel):
         max_tokens: int | None = None,
         model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
-        request: dict[str, Any] = {
-            "model": model or self.model,  # the conversation's (chat.llm.catalogue), else CHAT_MODEL
-            "messages": single_system_message(messages),
-            "stream": True,
-            # The reply's room in the context budget (chat.turn.context_budget): at most half the window.
-            "max_tokens": max_tokens or min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
-            # The prompt size the provider counted calibrates our token estimate (chat.llm.tokens).
-            "stream_options": {"include_usage": True},
-        }
-        if tools and self.tools_supported and settings.CHAT_TOOLS != "off":
-            # Some servers (llama.cpp's function-calling formats) ignore tools unless tool_choice is sent.
-            request["tools"] = tools
-            request["tool_choice"] = "auto"
+        request = self._stream_request(messages, tools, max_tokens, model)
         started = time.monotonic()
         first_by = started + float(settings.LLM_FIRST_TOKEN_TIMEOUT)
         end = started + float(settings.CHAT_TURN_TIMEOUT)
@@ -214,15 +205,41 @@ class OpenAIChatModel(ChatModel):
                     raise
                 if tools_fallback.drop_tools(exc):
                     continue
-                wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=first_by)
-                if wait is None:
-                    raise
+                await asyncio.sleep(self._retry_wait(exc, tools_fallback, attempt=attempt, first_by=first_by))
                 attempt += 1
-                await asyncio.sleep(wait)
                 continue
-            if not received and tools_fallback.drop_tools(None):
+            if received:
+                return
+            if tools_fallback.drop_tools(None):
                 continue
+            tools_fallback.failed(None)
             return
+
+    def _stream_request(
+        self, messages: Messages, tools: list[dict[str, Any]] | None, max_tokens: int | None, model: str | None
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": model or self.model,  # the conversation's (chat.llm.catalogue), else CHAT_MODEL
+            "messages": single_system_message(messages),
+            "stream": True,
+            # The reply's room in the context budget (chat.turn.context_budget): at most half the window.
+            "max_tokens": max_tokens or min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
+            # The prompt size the provider counted calibrates our token estimate (chat.llm.tokens).
+            "stream_options": {"include_usage": True},
+        }
+        if tools and self.tools_supported and settings.CHAT_TOOLS != "off":
+            # Some servers (llama.cpp's function-calling formats) ignore tools unless tool_choice is sent.
+            request["tools"] = tools
+            request["tool_choice"] = "auto"
+        return request
+
+    def _retry_wait(self, exc: LLMError, tools_fallback: Any, *, attempt: int, first_by: float) -> float:
+        """How long to wait before trying a failed stream again; raises `exc` when it is not tried again."""
+        wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=first_by)
+        if wait is None:
+            tools_fallback.failed(exc)
+            raise exc
+        return wait
 
     async def _stream_once(
         self, request: dict[str, Any], *, first_by: float, end: float
@@ -233,9 +250,9 @@ class OpenAIChatModel(ChatModel):
             # The raw response: the SDK's typed chunk objects cost more CPU than the rest of a streamed
             # token's way to the page together; the chunks are read as JSON (`sse_chunks`) instead.
             completions = self._async_client().chat.completions.with_streaming_response
-            # The SDK checks and transforms typed parameters by walking their type annotations, a few
-            # milliseconds for a conversation on the way to every first token. Our request is already in
-            # the wire format: all but the model goes as `extra_body`, which is sent as it is.
+            # The SDK checks and transforms typed parameters by walking their type annotations, on the way
+            # to every first token. Our request is already in the wire format: all but the model goes as
+            # `extra_body`, which is sent as it is.
             body = {k: v for k, v in request.items() if k not in ("model", "stream")}
             async with asyncio.timeout(max(0.0, first_by - time.monotonic())):
                 opened = completions.create(model=request["model"], messages=[], stream=True, extra_body=body)
@@ -288,7 +305,7 @@ class OpenAIChatModel(ChatModel):
             "stream": False,
         }
         if max_tokens:
-            request["max_tokens"] = max_tokens
+            request["max_tokens"] = server_load.tokens_within(model=model, max_tokens=max_tokens, seconds=timeout)
         # The schema where the server takes it, JSON mode otherwise (chat.llm.json_formats).
         end = time.monotonic() + timeout
         key = f"{self._options['base_url']}|{model}"
@@ -301,6 +318,8 @@ class OpenAIChatModel(ChatModel):
                 if index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end:
                     index += 1
                     continue
+                if exc.kind == "length" and max_tokens and request["max_tokens"] < max_tokens:
+                    raise server_load.too_slow(model, timeout) from exc
                 raise
             if schema:
                 json_formats.remember(key, index)
@@ -310,8 +329,10 @@ class OpenAIChatModel(ChatModel):
         request: dict[str, Any] = {
             "model": model,
             "messages": single_system_message(messages),
-            "max_tokens": max_tokens,
-            "stream": False,
+            "max_tokens": server_load.tokens_within(model=model, max_tokens=max_tokens, seconds=timeout),
+            # Streamed like a judge call: given up at its deadline, it stops the server (chat.llm.streamed_call).
+            "stream": True,
+            "stream_options": {"include_usage": True},
         }
         return self._complete(request, timeout=timeout)
 

@@ -1,5 +1,5 @@
-"""Settings shared by every run. Everything an operator may change comes from the environment (README,
-"Configuration"). Debug and the secret key are set by development.py or production.py, which
+"""Settings shared by every run. Everything an operator may change comes from the environment
+(docs/configuration.md). Debug and the secret key are set by development.py or production.py, which
 config/settings/__init__.py picks from DJANGO_DEBUG."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ ALLOWED_HOSTS = [
 # Other origins (scheme://host[:port]) allowed to post forms and open WebSockets, comma-separated.
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
-# --- Transport and browser safety (README, "Security") ---
+# --- Transport and browser safety (docs/security.md) ---
 # One switch for a deployment behind an HTTPS proxy: secure cookies, HSTS, the SSL redirect, and trust of
 # the proxy's X-Forwarded-Proto (the proxy must set it, overwriting whatever the client sent).
 MEMORA_HTTPS = env_bool("MEMORA_HTTPS", False)
@@ -226,7 +226,7 @@ LOGOUT_REDIRECT_URL = "login"
 
 # The interface speaks English and Simplified Chinese (SPEC §8, "Languages"): the user's own setting
 # (User.language) wins, else the browser's Accept-Language, else LANGUAGE_CODE. The compiled catalogues
-# (locale/*/LC_MESSAGES/*.mo) are committed, so a fresh machine needs no gettext tools (README, "Languages").
+# (locale/*/LC_MESSAGES/*.mo) are committed, so a fresh machine needs no gettext tools (docs/chat.md, "Languages").
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]

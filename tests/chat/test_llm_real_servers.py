@@ -42,7 +42,7 @@ async def test_every_chat_request_carries_max_tokens_from_the_reply_budget(
 def test_the_judge_call_carries_max_tokens_its_schema_and_the_judge_model(
     fake_openai: FakeOpenAIServer, settings: Any
 ) -> None:
-    from memory.judge_call import answer_schema, call_judge
+    from memory.extraction.judge.call import answer_schema, call_judge
 
     settings.MEMORY_JUDGE_MAX_TOKENS = 777
     settings.MEMORY_MODEL = "judge-model"

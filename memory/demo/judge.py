@@ -14,8 +14,8 @@ Two hooks plug into the offline demo model (`chat.llm.demo`) through chat.extens
   longer", "actually …"). A preference said in passing is left to the background run, which reviews
   it once three messages are pending (SPEC §1 step 2).
 
-The rules that read a sentence are in memory/demo_rules.py; what the demo model says about the flush
-tool's result, in memory/demo_wording.py. Real models follow `memory/prompts/judge.md`; nothing here is
+The rules that read a sentence are in memory/demo/rules.py; what the demo model says about the flush
+tool's result, in memory/demo/wording.py. Real models follow `memory/prompts/judge.md`; nothing here is
 used with a real provider.
 """
 
@@ -28,7 +28,7 @@ from datetime import date
 from typing import Any
 
 from memory import grants, lexicon
-from memory.demo_rules import (
+from memory.demo.rules import (
     CLEAR,
     FORGET,
     REMEMBER,
@@ -41,60 +41,13 @@ from memory.demo_rules import (
     statement_content,
     time_bound,
 )
-from memory.judge import CONVERSATION_BREAK, PROJECT_NOTE
+from memory.extraction.judge import PROJECT_NOTE
+from memory.extraction.judge.request import message_days, parse_judge_input, project_memories
 
 JUDGE_MARKER = "# Memory judge"
 
-# --- reading the judge input ---------------------------------------------------------------------
-
-_MEMORY_LINE = re.compile(r"^\[(\d+)\] (.*?)(?: \((?:scope|key|until): [^()]*\))?$")
-_PROJECT_SCOPE = re.compile(r"\(scope: project\b")
-# The first words of the note a project's batch begins with (memory.judge.PROJECT_NOTE).
+# The first words of the note a project's batch begins with (memory.extraction.judge.PROJECT_NOTE).
 _PROJECT_BATCH = PROJECT_NOTE["shared"].split('"', 1)[0]
-_MESSAGE_LINE = re.compile(r"^(\d+)\. (?:\[(\d{4}-\d{2}-\d{2})\] )?(.*)$")
-
-
-_TODAY_LINE = re.compile(r"^Today \(UTC\): (\d{4}-\d{2}-\d{2})$", re.M)
-
-
-def message_days(text: str) -> dict[int, date]:
-    """The day each numbered message was sent, from the judge's user message: a message shown without a
-    day was sent today."""
-    today = _TODAY_LINE.search(text)
-    days = {}
-    for line in text.splitlines():
-        if m := _MESSAGE_LINE.match(line):
-            if m[2]:
-                days[int(m[1])] = date.fromisoformat(m[2])
-            elif today:
-                days[int(m[1])] = date.fromisoformat(today[1])
-    return days
-
-
-def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]:
-    """Active memories (id -> content) and numbered messages from the judge's user message."""
-    memories: dict[int, str] = {}
-    messages: list[tuple[int, str]] = []
-    section = ""
-    for line in text.splitlines():
-        if line.startswith("Active memories"):
-            section = "memories"
-        elif line.startswith("New messages"):
-            section = "messages"
-        elif section == "memories" and (m := _MEMORY_LINE.match(line)):
-            memories[int(m[1])] = m[2]
-        elif section == "messages" and line != CONVERSATION_BREAK:
-            if m := _MESSAGE_LINE.match(line):
-                messages.append((int(m[1]), m[3]))
-            elif line.startswith("   ") and messages:
-                number, previous = messages[-1]
-                messages[-1] = (number, previous + " " + line.strip())
-    return memories, messages
-
-
-def project_memories(text: str) -> set[int]:
-    """The ids of the memories shown as the project's (a project's batch says each memory's scope)."""
-    return {int(m[1]) for line in text.splitlines() if (m := _MEMORY_LINE.match(line)) and _PROJECT_SCOPE.search(line)}
 
 
 @dataclass

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from chat.process import owner as process_owner
+from memory.extraction import clock
 from memory.models import ExtractionRun, MemoryClaim
-from memory.pipeline import clock
 
 Status = ExtractionRun.Status
 

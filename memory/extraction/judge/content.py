@@ -1,5 +1,5 @@
 """What the judge may write: text the database can store, never a secret or an instruction, and end
-dates it can keep. Pure functions (memory.judge_validation applies them to each add and update)."""
+dates it can keep. Pure functions (memory.extraction.judge.validation applies them to each add and update)."""
 
 from __future__ import annotations
 

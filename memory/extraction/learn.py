@@ -2,7 +2,7 @@
 
     result, covered = learn(user_id=…, messages=[PendingMessage, …], attempt=1)
 
-The same claim, judge, validation and commit as extraction (memory.pipeline), with a run of trigger
+The same claim, judge, validation and commit as extraction (memory.extraction), with a run of trigger
 `import`, and three differences that the commit applies for that trigger: no message is marked (imported
 messages are never pending, so ordinary extraction never reads them), only `add`s are taken, and every
 one waits as a suggestion with origin `imported` and the imported message as its source, whatever the
@@ -12,11 +12,11 @@ the commit applied (the window may fit fewer than given); the caller moves its c
 
 from __future__ import annotations
 
-from memory import judge
+from memory.extraction import judge
+from memory.extraction.batches import judge_in_pieces
+from memory.extraction.claim import claim_release, claim_take
+from memory.extraction.outcomes import Outcome, Result
 from memory.models import ExtractionRun
-from memory.outcomes import Outcome, Result
-from memory.pipeline.batches import judge_in_pieces
-from memory.pipeline.claim import claim_release, claim_take
 
 
 def learn(*, user_id: int, messages: list[judge.PendingMessage], attempt: int = 1) -> tuple[Result, int]:
@@ -27,7 +27,7 @@ def learn(*, user_id: int, messages: list[judge.PendingMessage], attempt: int = 
         return Result(Outcome.BUSY), 0
     released = False
     try:
-        result, batch = judge_in_pieces(
+        result, run = judge_in_pieces(
             user_id=user_id,
             token=token,
             trigger=ExtractionRun.Trigger.IMPORT,
@@ -36,7 +36,7 @@ def learn(*, user_id: int, messages: list[judge.PendingMessage], attempt: int = 
             attempt=attempt,
         )
         released = result.status in (Outcome.APPLIED, Outcome.DROPPED)
-        covered = len(batch.pending) if result.status in (Outcome.APPLIED, Outcome.DROPPED) else 0
+        covered = len(run.pending) if result.status in (Outcome.APPLIED, Outcome.DROPPED) else 0
         return result, covered
     finally:
         if not released:

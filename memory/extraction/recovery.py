@@ -26,8 +26,9 @@ from django.db import transaction
 from django.db.models import Count, Max, Min, Q
 
 from chat.process import owner_is_dead
+from memory.extraction import clock
+from memory.extraction.claim import STALE_RUN_ERROR
 from memory.models import ExtractionRun, MemoryClaim
-from memory.pipeline import STALE_RUN_ERROR, clock
 from memory.selectors import messages_pending_all_users
 
 
@@ -53,10 +54,10 @@ def claims_recover() -> int:
 def pending_work() -> list[tuple[int, int]]:
     """(user id, newest pending message id) of each user whose background extraction is overdue."""
     now = clock.now()
-    # Overdue: quiet for the grace and the idle wait (memory.pipeline.reads.quiet), or waiting for too long.
+    # Overdue: quiet for the grace and the idle wait (memory.extraction.reads.quiet), or waiting for too long.
     grace = timedelta(seconds=max(settings.MEMORY_SWEEP_GRACE_SECONDS, settings.MEMORY_EXTRACT_IDLE_SECONDS))
     longest = timedelta(seconds=settings.MEMORY_EXTRACT_MAX_WAIT_SECONDS)
-    pending = messages_pending_all_users().filter(user__memory_enabled=True)
+    pending = messages_pending_all_users(memory_on=True)
     rows = (
         pending.values("user_id")
         .annotate(count=Count("id"), newest=Max("id"), newest_at=Max("created_at"), oldest_at=Min("created_at"))

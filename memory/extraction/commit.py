@@ -8,21 +8,21 @@ from django.db import transaction
 
 from accounts.models import User
 from chat.models import Message
-from memory import judge, lexicon, lifecycle
+from memory import lexicon, lifecycle
 from memory.changes import MemoryChange
-from memory.judge_validation import REVIEW_ALL, REVIEW_SENSITIVE, Plan, Review, Scopes, Write, validate
+from memory.extraction import clock, judge
+from memory.extraction.claim import claim_release
+from memory.extraction.judge.validation import REVIEW_ALL, REVIEW_SENSITIVE, Plan, Review, Scopes, Write, validate
+from memory.extraction.outcomes import Outcome, Result
+from memory.extraction.reads import active_memories, known_memories
+from memory.extraction.run import Run
 from memory.models import ExtractionRun, Memory, MemorySource
-from memory.outcomes import Outcome, Result
-from memory.pipeline import clock
-from memory.pipeline.claim import claim_release
-from memory.pipeline.reads import active_memories, known_memories
-from memory.pipeline.runs import Batch, finish_run
 from memory.scopes import ScopeView, scope_filter, scope_of_batch
-from memory.selectors import in_scope, memories_active, messages_pending
+from memory.selectors import in_scope, memories_active, messages_pending, user_memory_on
 from memory.signals import memories_changed
 
 Status = ExtractionRun.Status
-# Learning from imported chats (memory.pipeline.learn) only proposes: an old chat's "forget that" or an
+# Learning from imported chats (memory.extraction.learn) only proposes: an old chat's "forget that" or an
 # update of what it says now is not the user speaking today.
 IMPORT_REFUSED = "learning from imported chats only proposes new memories; {op} is not applied"
 
@@ -31,41 +31,18 @@ class Abandon(Exception):
     """Raised inside the commit transaction to apply nothing."""
 
 
-def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
-    run, user_id = batch.run, batch.user_id
-    learning = run.trigger == ExtractionRun.Trigger.IMPORT
-    refused: list[dict[str, object]] = []
-    if learning:
-        refused = [{**o.as_dict(), "reason": IMPORT_REFUSED.format(op=o.op)} for o in operations if o.op != "add"]
-        operations = [o for o in operations if o.op == "add"]
+def commit(run: Run, operations: list[judge.Operation]) -> Result:
+    record, user_id = run.record, run.user_id
+    learning = record.trigger == ExtractionRun.Trigger.IMPORT
+    operations, refused = _import_only_adds(operations) if learning else (operations, [])
     with transaction.atomic():
-        # Releasing the claim here both verifies and ends it; on PostgreSQL it also locks the row
-        # until commit, so no other run can start on a half-applied state.
-        if not claim_release(user_id=user_id, token=batch.token):
-            raise Abandon("The extraction claim expired and was taken by another run; nothing was applied.")
-        if not User.objects.filter(pk=user_id, memory_enabled=True).exists():
-            raise Abandon("Memory was switched off during the run; nothing was applied.")
-        # Imported messages are never pending: learning from them marks nothing (memory.pipeline.learn).
-        marked = (
-            len(batch.ids)
-            if learning
-            else (
-                messages_pending(user_id=user_id)
-                .filter(id__in=batch.ids)
-                .update(memory_status=Message.MemoryStatus.PROCESSED)
-            )
-        )
-        if marked != len(batch.ids):
-            raise Abandon(
-                "Some of the batch's messages were no longer pending (the user changed their memories or "
-                "deleted a conversation meanwhile); nothing was applied."
-            )
+        _verify(run, learning=learning)
         # Locks the user row like the user's own writes (memory.services), so a Keep of a keyed suggestion
         # and this commit never both make a value of one key active; ended memories leave the active set
         # first, so a new value of their key can take their place.
         mode = User.objects.select_for_update().filter(pk=user_id).values_list("memory_review", flat=True).first()
         lifecycle.memories_expire(user_id=user_id, now=clock.now())
-        view = scope_of_batch(batch.pending)
+        view = scope_of_batch(run.pending)
         rows = active_memories(user_id=user_id, view=view)  # of the batch's scope (memory.scopes)
         active = {m.id: m.content for m in rows}
         elsewhere = memories_active(user_id=user_id).count() - len(active)  # the limit counts every scope
@@ -74,35 +51,64 @@ def commit(batch: Batch, operations: list[judge.Operation]) -> Result:
             owner_id=user_id,
             known=known_memories(operations=operations),
             active=active,
-            numbers=batch.numbers,
+            numbers=run.numbers,
             max_operations=settings.MEMORY_MAX_OPS_PER_ANSWER,
             max_active=max(0, settings.MEMORY_MAX_ACTIVE - elsewhere),
             keys={(m.project_id, m.key): m.id for m in rows if m.key},
-            review=import_review(batch) if learning else batch_review(batch, mode=mode or REVIEW_SENSITIVE),
-            shown=batch.shown,
+            review=import_review(run) if learning else batch_review(run, mode=mode or REVIEW_SENSITIVE),
+            shown=run.shown,
             scopes=Scopes(project_id=view.project_id, isolated=view.isolated, of={m.id: m.project_id for m in rows}),
         )
-        changes = _apply(plan, user_id=user_id, run=run, active=active, view=view)
-        run.applied_ops, run.dropped_ops = plan.applied, [*plan.dropped, *refused]
-        finish_run(run, Status.APPLIED, error=run.error)  # keeps a note on what the judge was not shown
+        changes = _apply(plan, user_id=user_id, run=record, active=active, view=view)
+        record.applied_ops, record.dropped_ops = plan.applied, [*plan.dropped, *refused]
+        run.finish(Status.APPLIED, error=record.error)  # keeps a note on what the judge was not shown
         if changes:
-            payload = {"user_id": user_id, "run_id": run.pk, "changes": changes}
+            payload = {"user_id": user_id, "run_id": record.pk, "changes": changes}
             transaction.on_commit(lambda: memories_changed.send(sender=Memory, **payload))
-    return Result(Outcome.APPLIED, run_ids=[run.pk], changes=changes, batches=1, attempt=run.attempt)
+    return Result(Outcome.APPLIED, run_ids=[record.pk], changes=changes, batches=1, attempt=record.attempt)
 
 
-def batch_review(batch: Batch, *, mode: str) -> Review:
+def _import_only_adds(operations: list[judge.Operation]) -> tuple[list[judge.Operation], list[dict[str, object]]]:
+    """Learning from imported chats takes only adds; the rest are refused, with the reason recorded."""
+    refused = [{**o.as_dict(), "reason": IMPORT_REFUSED.format(op=o.op)} for o in operations if o.op != "add"]
+    return [o for o in operations if o.op == "add"], refused
+
+
+def _verify(run: Run, *, learning: bool) -> None:
+    """In the commit's transaction: the claim still held (and now released), memory still on, and every
+    message of the batch still pending (now marked processed). Raises Abandon otherwise."""
+    # Releasing the claim here both verifies and ends it; on PostgreSQL it also locks the row
+    # until commit, so no other run can start on a half-applied state.
+    if not claim_release(user_id=run.user_id, token=run.token):
+        raise Abandon("The extraction claim expired and was taken by another run; nothing was applied.")
+    if not user_memory_on(user_id=run.user_id):
+        raise Abandon("Memory was switched off during the run; nothing was applied.")
+    if learning:  # imported messages are never pending: learning from them marks nothing (memory.extraction.learn)
+        return
+    marked = (
+        messages_pending(user_id=run.user_id)
+        .filter(id__in=run.ids)
+        .update(memory_status=Message.MemoryStatus.PROCESSED)
+    )
+    if marked != len(run.ids):
+        raise Abandon(
+            "Some of the batch's messages were no longer pending (the user changed their memories or "
+            "deleted a conversation meanwhile); nothing was applied."
+        )
+
+
+def batch_review(run: Run, *, mode: str) -> Review:
     """The user's review setting, the batch's messages that explicitly ask to remember, correct or forget
     (memory.lexicon: the user's own words decide, not whether the flush tool was called), and their days."""
-    explicit = frozenset(m.id for m in batch.pending if lexicon.is_explicit_request(m.content))
-    days = {m.id: day for m in batch.pending if (day := m.day) is not None}
+    explicit = frozenset(m.id for m in run.pending if lexicon.is_explicit_request(m.content))
+    days = {m.id: day for m in run.pending if (day := m.day) is not None}
     return Review(mode=mode, explicit=explicit, days=days)
 
 
-def import_review(batch: Batch) -> Review:
+def import_review(run: Run) -> Review:
     """Everything learned from imported chats waits for the user, whatever memory_review says and whatever
     the old messages asked (an old "remember that" is not a request made today)."""
-    return Review(mode=REVIEW_ALL, days={m.id: day for m in batch.pending if (day := m.day) is not None})
+    return Review(mode=REVIEW_ALL, days={m.id: day for m in run.pending if (day := m.day) is not None})
 
 
 def _apply(

@@ -31,8 +31,8 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from chat.llm import LLMError
+from memory.extraction.outcomes import Outcome, Result
 from memory.models import ExtractionRun
-from memory.outcomes import Outcome, Result
 
 MAX_ATTEMPTS = 3
 BUSY_RETRIES = 20

@@ -20,12 +20,12 @@ from django.conf import settings
 from chat.llm import ChatModel, Messages, get_chat_model
 
 JUDGE_TEMPERATURE = 0.3
-SCHEMA_PATH = Path(__file__).resolve().parent / "prompts" / "judge_answer.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "prompts" / "judge_answer.schema.json"
 
 
 @cache
 def answer_schema() -> dict[str, Any]:
-    """The shape of the judge's answer (memory.judge.parse_output checks it again, strictly)."""
+    """The shape of the judge's answer (memory.extraction.judge.parse_output checks it again, strictly)."""
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return schema
 
@@ -33,10 +33,10 @@ def answer_schema() -> dict[str, Any]:
 def call_judge(
     messages: Messages, *, chat_model: ChatModel | None = None, model: str = "", max_tokens: int | None = None
 ) -> str:
-    """The judge's raw answer to `messages` (see `memory.judge.render_input`). Raises LLMError.
+    """The judge's raw answer to `messages` (see `memory.extraction.judge.render_input`). Raises LLMError.
 
     `max_tokens` defaults to MEMORY_JUDGE_MAX_TOKENS; extraction passes what the window leaves
-    (memory.batching.max_tokens_for)."""
+    (memory.extraction.batching.max_tokens_for)."""
     return (chat_model or get_chat_model()).complete_json(
         messages=messages,
         model=model or settings.MEMORY_MODEL,

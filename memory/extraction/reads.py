@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from memory import judge, judge_validation
+from memory.extraction import clock, judge
+from memory.extraction.claim import STALE_RUN_ERROR
+from memory.extraction.judge import validation
+from memory.extraction.retries import unavailable_delay, window_left
 from memory.models import ExtractionRun, Memory
-from memory.pipeline import clock
-from memory.pipeline.claim import STALE_RUN_ERROR
-from memory.retries import unavailable_delay, window_left
 from memory.scopes import ScopeView, scope_filter
 from memory.selectors import memories_active, messages_pending
 
@@ -66,13 +66,13 @@ def quiet(*, user_id: int) -> bool:
     return oldest is not None and (now - oldest).total_seconds() >= settings.MEMORY_EXTRACT_MAX_WAIT_SECONDS
 
 
-def known_memories(*, operations: list[judge.Operation]) -> dict[int, judge_validation.KnownMemory]:
+def known_memories(*, operations: list[judge.Operation]) -> dict[int, validation.KnownMemory]:
     ids = {o.id for o in operations if o.id is not None}
     if not ids:
         return {}
     rows = Memory.objects.filter(pk__in=ids).values_list("id", "owner_id", "invalid_at", "content")
     return {
-        pk: judge_validation.KnownMemory(owner_id=owner, active=invalid is None, content=content)
+        pk: validation.KnownMemory(owner_id=owner, active=invalid is None, content=content)
         for pk, owner, invalid, content in rows
     }
 

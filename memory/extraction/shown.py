@@ -15,12 +15,12 @@ Shown, in this order of priority and then oldest first as the judge reads them:
    all the rest: "forget my screen preference" names a memory by what it is about, which its words need
    not share (rare, so it costs little).
 
-At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.batching), and no more than
+At most `SHOWN_MAX` memories and `WINDOW_SHARE` of the judge's window (memory.extraction.batching), and no more than
 the batch's messages leave, down to `MIN_SHARE`: more memories never mean more judge calls.
 
 Validation still knows every active memory: a duplicate of one not shown is dropped, a second value of a
 key becomes an update of its holder, and an `update` or `retract` naming a memory the judge was not shown
-is dropped with a reason (memory.judge_validation).
+is dropped with a reason (memory.extraction.judge.validation).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 
 from chat.llm.tokens import estimate_text
-from memory import batching, judge
+from memory.extraction import batching, judge
 from memory.lexicon import is_explicit_request
 from memory.recall import Candidate
 from memory.relevance import relevant
@@ -97,30 +97,36 @@ def choose(
     *, user_id: int, memories: Sequence[Candidate], pending: Sequence[judge.PendingMessage], budget: int
 ) -> list[judge.ActiveMemory]:
     """Of `memories` (oldest first), the ones to show within `budget` tokens and SHOWN_MAX, oldest first."""
-    texts = [m.content for m in pending]
     in_project = any(m.project_id is not None for m in pending)  # then each memory says its scope
-    touched = keys_touched(texts)
-    keyed = [c for c in memories if c.key and c.key in touched]
-    pinned = [c for c in memories if c.pinned]
-    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts), limit=SHOWN_MAX) if memories else []
-    patterns = [_KEY_PATTERNS[key] for key in sorted(touched)]
-    about = [c for c in memories if any(p.search(c.content) for p in patterns)]
-    newest = list(reversed(memories))
-    if not any(is_explicit_request(t) for t in texts):
-        newest = newest[:SHOWN_NEWEST]
-    chosen: dict[int, Candidate] = {}
+    chosen: set[int] = set()
     used = 0
-    for candidate in (*keyed, *pinned, *ranked, *about, *newest):
+    for candidate in _by_priority(user_id=user_id, memories=memories, texts=[m.content for m in pending]):
         if len(chosen) >= SHOWN_MAX:
             break
         if candidate.id in chosen:
             continue
         cost = estimate_text(_shown(candidate, in_project=in_project).line()) + 1
-        if used + cost > budget:
-            continue  # a shorter one after it may still fit
-        chosen[candidate.id] = candidate
-        used += cost
+        if used + cost <= budget:  # else a shorter one after it may still fit
+            chosen.add(candidate.id)
+            used += cost
     return [_shown(c, in_project=in_project) for c in memories if c.id in chosen]
+
+
+def _by_priority(*, user_id: int, memories: Sequence[Candidate], texts: list[str]) -> list[Candidate]:
+    """The candidates in the module docstring's order of priority (a memory may come more than once)."""
+    keyed, about = _touched(memories, keys_touched(texts))
+    ranked = relevant(user_id=user_id, memories=memories, message="\n".join(texts), limit=SHOWN_MAX) if memories else []
+    newest = list(reversed(memories))
+    if not any(is_explicit_request(t) for t in texts):
+        newest = newest[:SHOWN_NEWEST]
+    return [*keyed, *(c for c in memories if c.pinned), *ranked, *about, *newest]
+
+
+def _touched(memories: Sequence[Candidate], keys: set[str]) -> tuple[list[Candidate], list[Candidate]]:
+    """The memories holding one of `keys`, and those whose words are about one of them."""
+    patterns = [_KEY_PATTERNS[key] for key in sorted(keys)]
+    keyed = [c for c in memories if c.key and c.key in keys]
+    return keyed, [c for c in memories if any(p.search(c.content) for p in patterns)]
 
 
 def _shown(candidate: Candidate, *, in_project: bool = False) -> judge.ActiveMemory:

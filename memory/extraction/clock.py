@@ -8,5 +8,5 @@ from django.utils import timezone
 
 
 def now() -> datetime:
-    """The current time; tests replace it (memory.pipeline.clock.now)."""
+    """The current time; tests replace it (memory.extraction.clock.now)."""
     return timezone.now()

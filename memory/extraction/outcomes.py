@@ -1,4 +1,4 @@
-"""What an extraction attempt ends in: the pipeline returns a Result; the retry policy (memory.retries),
+"""What an extraction attempt ends in: the pipeline returns a Result; the retry policy (memory.extraction.retries),
 the Celery task and the flush tool decide from it what happens next."""
 
 from __future__ import annotations

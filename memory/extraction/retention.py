@@ -12,8 +12,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from memory.extraction import clock
 from memory.models import ExtractionRun
-from memory.pipeline import clock
 
 BATCH = 500
 TEXT_REMOVED = "Text removed by retention."

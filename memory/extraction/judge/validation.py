@@ -10,8 +10,8 @@ from datetime import date, datetime
 from typing import Any
 
 from memory import lexicon
-from memory.judge import Operation
-from memory.judge_content import clean_content, expiry_problem, storable
+from memory.extraction.judge import Operation
+from memory.extraction.judge.content import clean_content, expiry_problem, storable
 from memory.models import MemoryKey
 
 # How the user's memory_review setting (accounts.User.MemoryReview) treats a learned, non-explicit fact.
