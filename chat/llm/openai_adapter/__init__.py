@@ -1,7 +1,7 @@
 """The OpenAI-compatible provider (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp …) over the `openai` package.
 
-This is the only module that imports `openai`. Every provider failure becomes `LLMError`, whose message
-keeps what the provider said (see `chat.llm.errors`).
+This package is the only place that imports `openai`. Every provider failure becomes `LLMError`, whose
+message keeps what the provider said (`errors` here; the wording in `chat.llm.errors`).
 
 Servers people run themselves behave differently from OpenAI, and the adapter copes:
 - every request carries `max_tokens`, so a model that never stops cannot hold a single-slot server;
@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-import httpx2  # the `openai` package's HTTP library
 import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
@@ -50,95 +48,13 @@ from chat.llm.base import (
     single_system_message,
 )
 from chat.llm.deadlines import Deadline
-from chat.llm.errors import clean_provider_message, deadline_error, provider_error_code, provider_error_text
+from chat.llm.errors import deadline_error
+from chat.llm.openai_adapter.errors import as_llm_error
 from chat.llm.retry import retry_wait
 from chat.llm.sse import StreamRead, drain, sse_chunks
 from chat.llm.tools_fallback import ToolsFallback
 
 logger = logging.getLogger(__name__)
-
-
-# How providers word a refusal for length: OpenAI and vLLM ("maximum context length is 8192 tokens"),
-# llama.cpp ("exceeds the available context size", "exceed context window of 8192"), others.
-_OVERFLOW_TEXT = re.compile(
-    r"context[ _-]?(length|window|size)|maximum (context )?length|too many tokens|prompt is too long", re.I
-)
-_WINDOW_TEXT = re.compile(r"(?:maximum context length|context (?:length|window|size)) (?:is|of) (\d+)", re.I)
-
-
-def _context_overflow(exc: openai.APIStatusError, said: str) -> LLMError | None:
-    """A refusal for length (HTTP 400 with code `context_length_exceeded`, or saying so), else None."""
-    code = provider_error_code(exc.body)
-    if exc.status_code not in (400, 413) or (code != "context_length_exceeded" and not _OVERFLOW_TEXT.search(said)):
-        return None
-    stated = _WINDOW_TEXT.search(said)
-    if said:
-        message = _("The conversation is longer than the model can read at once (%(said)s)") % {"said": said}
-    else:
-        message = _("The conversation is longer than the model can read at once.")
-    window = int(stated.group(1)) if stated else None
-    return LLMError(message, kind="context_length", context_window=window, status=exc.status_code, code=code)
-
-
-def _as_llm_error(exc: Exception) -> LLMError:
-    if isinstance(exc, LLMError):
-        return exc
-    # The raw stream's reads raise the HTTP library's own timeout, not the SDK's.
-    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
-        return LLMError(_("The model provider timed out."), kind="timeout")
-    if isinstance(exc, openai.APIConnectionError):
-        cause = clean_provider_message(str(exc.__cause__ or ""))
-        if cause:
-            return LLMError(_("Could not reach the model provider (%(cause)s).") % {"cause": cause}, kind="connection")
-        return LLMError(_("Could not reach the model provider."), kind="connection")
-    if isinstance(exc, httpx2.TransportError):  # the connection dropped while the answer was being read
-        return LLMError(
-            _("The connection to the model provider was dropped before its answer was complete."), kind="connection"
-        )
-    if isinstance(exc, openai.APIStatusError):
-        said = clean_provider_message(_said(exc))
-        if (overflow := _context_overflow(exc, said)) is not None:
-            return overflow
-        if said:
-            text = _("The model provider answered HTTP %(status)d: %(said)s") % {
-                "status": exc.status_code,
-                "said": said,
-            }
-        else:
-            text = _("The model provider answered HTTP %(status)d.") % {"status": exc.status_code}
-        return LLMError(text, kind="status", status=exc.status_code, code=provider_error_code(exc.body))
-    if isinstance(exc, openai.APIError):
-        said = clean_provider_message(_said(exc))
-        text = provider_error_text(said)
-        return LLMError(text, kind="status", code=provider_error_code(exc.body))
-    # Anything else (a body that is not JSON, an unexpected shape) means the answer was garbage.
-    name = exc.__class__.__name__
-    return LLMError(
-        _("The model provider sent an answer that could not be read (%(name)s).") % {"name": name}, kind="bad_response"
-    )
-
-
-def _said(exc: openai.APIError) -> str:
-    """The provider's own words: the error body's message (OpenAI, vLLM, llama.cpp) or detail (FastAPI)."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            for key in ("message", "detail", "msg"):
-                if inner.get(key):
-                    return str(inner[key])
-        elif inner:
-            return str(inner)
-        if body.get("detail"):
-            return str(body["detail"])
-    if isinstance(body, str) and body.strip():
-        return body
-    if isinstance(exc, openai.APIStatusError):
-        try:
-            return exc.response.text
-        except Exception:  # a streamed body that was never read
-            return ""
-    return exc.message
 
 
 class OpenAIChatModel(ChatModel):
@@ -279,7 +195,7 @@ class OpenAIChatModel(ChatModel):
         except TimeoutError as exc:
             raise deadline_error(read.got_token, stalled=stalled) from exc
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
-            raise _as_llm_error(exc) from exc
+            raise as_llm_error(exc) from exc
         for rest in read.ending():
             yield rest
         if read.usage is None:  # a server that sends no usage in streams: its tokenizer calibrates instead
@@ -315,7 +231,7 @@ class OpenAIChatModel(ChatModel):
             try:
                 answer = self._complete({**request, "response_format": tried[index]}, timeout=timeout, end=end)
             except LLMError as exc:
-                if index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end:
+                if _another_format(exc, index, tried, end):
                     index += 1
                     continue
                 if exc.kind == "length" and max_tokens and request["max_tokens"] < max_tokens:
@@ -370,7 +286,7 @@ class OpenAIChatModel(ChatModel):
                 kind="timeout",
             ) from exc
         except Exception as exc:
-            raise _as_llm_error(exc) from exc
+            raise as_llm_error(exc) from exc
         if finish == "length" and "response_format" in request:  # a JSON answer cut short is unusable
             raise LLMError(
                 f"The answer was cut off at max_tokens ({request.get('max_tokens')}) before it was complete.",
@@ -379,6 +295,11 @@ class OpenAIChatModel(ChatModel):
         if not isinstance(content, str) or not content.strip():
             raise LLMError(_("The model provider returned no content."), kind="bad_response")
         return content
+
+
+def _another_format(exc: LLMError, index: int, tried: list[Any], end: float) -> bool:
+    """Whether to ask again in the next JSON format: the server refused this one, and there is time."""
+    return index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end
 
 
 class OpenAIEmbedder(Embedder):
@@ -399,7 +320,7 @@ class OpenAIEmbedder(Embedder):
             )
             vectors = [list(item.embedding) for item in sorted(answer.data, key=lambda item: item.index)]
         except Exception as exc:
-            raise _as_llm_error(exc) from exc
+            raise as_llm_error(exc) from exc
         reported = getattr(answer.usage, "prompt_tokens", None) if getattr(answer, "usage", None) else None
         metering.note(
             model=self.model,
