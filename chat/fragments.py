@@ -20,21 +20,23 @@ from chat.selectors import SummaryDivider
 from chat.turn.compaction import SUMMARIZING
 from chat.turn.events import TurnEvent
 
-RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
-
 # What chat itself does while a reply waits (compaction is not a registered tool); a registered tool
 # names its own (`activity_label`, see chat.extensions.Tool).
 ACTIVITY = {SUMMARIZING: _("Summarizing earlier messages…")}
 ACTIVITY_DEFAULT = _("Working…")
 
 
+def mark_latest(message: Message) -> None:
+    """Mark the conversation's latest message for its Retry or Regenerate button (chat/_message.html)."""
+    message.retryable = message.offers_retry  # type: ignore[attr-defined]
+    message.regeneratable = message.offers_regenerate  # type: ignore[attr-defined]
+
+
 def message_html(message: Message, *, retryable: bool = False, live: bool = False, oob: bool = False) -> str:
     """The one message partial. `live`: pushed over the WebSocket (no polling while it streams).
     `retryable`: the message is the conversation's latest, so a failed or stopped reply offers Retry."""
-    if retryable and message.role == Message.Role.ASSISTANT and message.status in RETRYABLE:
-        message.retryable = True  # type: ignore[attr-defined]
-    if retryable and message.role == Message.Role.ASSISTANT and message.status == Message.Status.COMPLETE:
-        message.regeneratable = True  # type: ignore[attr-defined]
+    if retryable:
+        mark_latest(message)
     return render_to_string("chat/_message.html", {"message": message, "live": live, "oob": oob})
 
 

@@ -178,6 +178,17 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
 
+    @property
+    def offers_retry(self) -> bool:
+        """A reply that failed or was stopped: as the conversation's latest message, it offers Retry, which
+        writes it again in place (an earlier one has later messages that depend on it)."""
+        return self.role == self.Role.ASSISTANT and self.status in (self.Status.ERROR, self.Status.INTERRUPTED)
+
+    @property
+    def offers_regenerate(self) -> bool:
+        """A complete reply: as the conversation's latest message, it offers another version (chat.versions)."""
+        return self.role == self.Role.ASSISTANT and self.status == self.Status.COMPLETE
+
 
 class ConversationMarker(models.Model):
     """A small, lasting note in a conversation's timeline at the moment something happened beside the

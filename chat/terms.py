@@ -86,3 +86,15 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
 def is_han(term: str) -> bool:
     """Whether a term is Chinese (a Han character or pair), not a word."""
     return bool(_IS_HAN.match(term))
+
+
+def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`(start, end)` spans in order, the overlapping or touching ones as one (a Chinese word's character
+    pairs overlap)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged

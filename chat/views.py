@@ -27,7 +27,7 @@ from accounts.models import User
 from chat import extensions, markers, selectors, services, sidebar, versions
 from chat.export import markdown_response
 from chat.forms import ConversationCreateForm, ConversationRenameForm
-from chat.fragments import RETRYABLE, message_html
+from chat.fragments import mark_latest, message_html
 from chat.models import Conversation, Message
 from chat.search.query import SearchRejected
 from chat.search.query import search as search_conversations
@@ -44,10 +44,8 @@ def with_retry(messages: Iterable[Message]) -> list[Message]:
     """The messages, the latest marked for a Retry button when it is a reply that failed or was
     stopped: Retry writes that reply again in place (chat.turn.transactions.turn_retry_start)."""
     items = list(messages)
-    if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status in RETRYABLE:
-        items[-1].retryable = True  # type: ignore[attr-defined]
-    if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status == Message.Status.COMPLETE:
-        items[-1].regeneratable = True  # type: ignore[attr-defined]
+    if items:
+        mark_latest(items[-1])
     return items
 
 
