@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -31,6 +31,7 @@ from chat.fragments import mark_latest, message_html
 from chat.models import Conversation, Message
 from chat.search.query import SearchRejected
 from chat.search.query import search as search_conversations
+from core.http import HttpRequest
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
 SUGGESTIONS = [
@@ -55,19 +56,25 @@ def sidebar_context(
     current: Conversation | None = None,
     before: tuple[datetime, UUID] | None = None,
     group: str = "",
+    title: str = "",
 ) -> dict[str, Any]:
     """The conversation list's first page (or the one after `before`, continuing date group `group`), the
-    link to the next, and (first page) the pinned conversations."""
-    page, after = selectors.conversation_sidebar_page(user=user, current=current, before=before)
+    link to the next, and (first page) the pinned conversations and the projects; `title` filters them all
+    (chat/sidebar.py says how the list is ordered)."""
+    page, after = selectors.conversation_sidebar_page(user=user, current=current, before=before, title=title)
     conversations = sidebar.with_headings(page, previous=group)
     more = ""
     if after is not None:
         cursor = {"before": after[0].isoformat(), "id": after[1], "group": getattr(conversations[-1], "group", "")}
+        if title:
+            cursor["title"] = title
         more = f"{reverse('chat:conversation_more')}?{urlencode(cursor)}"
-    context: dict[str, Any] = {"conversations": conversations, "conversations_more": more}
+    context: dict[str, Any] = {"conversations": conversations, "conversations_more": more, "sidebar_filter": title}
     if before is None:  # pinned conversations, then the projects (each with its newest), lead the first page
-        context["pinned_conversations"] = selectors.conversation_pinned(user=user)
-        context["sidebar_projects"] = selectors.project_sidebar(user=user, current=current)
+        context["pinned_conversations"] = selectors.conversation_pinned(user=user, title=title)
+        context["sidebar_projects"] = selectors.project_sidebar(user=user, current=current, title=title)
+        if title.strip():
+            context["sidebar_count"] = selectors.conversation_sidebar_count(user=user, current=current, title=title)
     return context
 
 
@@ -76,11 +83,13 @@ def layout_sidebar(user: User) -> dict[str, Any]:
     return {**sidebar_context(user), "current": None}
 
 
-def _chat_context(request: AuthedHttpRequest, conversation: Conversation | None) -> dict[str, Any]:
-    sidebar = sidebar_context(request.user, current=conversation)
+def _chat_context(request: AuthedHttpRequest, conversation: Conversation | None, *, title: str = "") -> dict[str, Any]:
+    sidebar = sidebar_context(request.user, current=conversation, title=title)
+    # The start page's and the header's choice of project: every project, whatever the filter.
+    projects = selectors.project_sidebar(user=request.user) if title.strip() else sidebar["sidebar_projects"]
     return {
         **sidebar,
-        "all_projects": sidebar["sidebar_projects"],  # the start page's and the header's choice of project
+        "all_projects": projects,
         "current": conversation,
         "suggestions": SUGGESTIONS,
         "temporary_hours": settings.CHAT_TEMPORARY_HOURS,
@@ -95,8 +104,32 @@ def conversation_more(request: AuthedHttpRequest) -> HttpResponse:
         before = (datetime.fromisoformat(request.GET["before"]), UUID(request.GET["id"]))
     except (KeyError, ValueError):
         return HttpResponseBadRequest(_("Expected the `before` and `id` of the last conversation shown."))
-    context = sidebar_context(request.user, before=before, group=request.GET.get("group", ""))
+    group, title = request.GET.get("group", ""), request.GET.get("title", "")
+    context = sidebar_context(request.user, before=before, group=group, title=title)
     return render(request, "chat/_conversation_more.html", context)
+
+
+def _open_conversation(request: AuthedHttpRequest, conversation_id: str) -> Conversation | None:
+    """The conversation a page shows (aria-current in its list), when it is the user's; else none."""
+    try:
+        return selectors.conversation_get_for_user(user=request.user, conversation_id=UUID(conversation_id))
+    except (ValueError, Http404):
+        return None
+
+
+@login_required
+@require_GET
+def conversation_nav(request: AuthedHttpRequest) -> HttpResponse:
+    """The conversation list, filtered by title as it is typed (the filter box), or drawn again when a
+    conversation changed in another page (chat.sidebar.sidebar_changed). Without JavaScript: the start page
+    with the filtered list."""
+    current = _open_conversation(request, request.GET.get("current", ""))
+    title = request.GET.get("title", "")[:200]
+    if not request.htmx:
+        context = {**_chat_context(request, None, title=title), "form": ConversationCreateForm()}
+        return render(request, "chat/index.html", context)
+    context = {**sidebar_context(request.user, current=current, title=title), "current": current}
+    return render(request, "chat/_sidebar_nav.html", {**context, "filter_status": "refresh" not in request.GET})
 
 
 @login_required
@@ -158,29 +191,49 @@ def conversation_detail(request: AuthedHttpRequest, conversation_id: UUID) -> Ht
     return render(request, "chat/conversation.html", context)
 
 
+def _page_conversation(request: AuthedHttpRequest) -> Conversation | None:
+    """The conversation the page that asked shows (HTMX says its address), if any and the user's."""
+    try:
+        match = resolve((request.htmx.current_url_abs_path or "").split("?")[0])
+    except Resolver404:
+        return None
+    if match.view_name != "chat:conversation":
+        return None
+    return _open_conversation(request, str(match.kwargs["conversation_id"]))
+
+
+def _shown_in_page(request: HttpRequest, conversation: Conversation) -> bool:
+    """Whether the page that asked (HTMX says its address) is the conversation's own."""
+    path = request.htmx.current_url_abs_path or ""
+    return path.split("?")[0] == reverse("chat:conversation", args=[conversation.pk])
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def conversation_rename(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
+    """Rename, in place of the page's title or (`place=sidebar`) of the conversation's item in the list;
+    without JavaScript, on a page of its own."""
     conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    place = "sidebar" if request.GET.get("place") == "sidebar" else "title"
+    shown = place == "title" or (request.htmx and _shown_in_page(request, conversation))
+    current = conversation if shown else None
     if request.method == "GET" and request.GET.get("cancel") and request.htmx:
+        if place == "sidebar":
+            return render(request, "chat/_conversation_item.html", {"conversation": conversation, "current": current})
         return render(request, "chat/_title.html", {"conversation": conversation})
     form = ConversationRenameForm(request.POST or None, initial={"title": conversation.title})
     if request.method == "POST" and form.is_valid():
-        return _renamed(
-            request, services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
-        )
+        conversation = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
+        if not request.htmx:
+            return redirect("chat:conversation", conversation_id=conversation.pk)
+        renamed: dict[str, Any] = {"conversation": conversation, "current": current, "place": place}
+        return render(request, "chat/_title_renamed.html", renamed)
     if request.htmx:
-        # In place of the title; a refused title comes back with its error (422, swapped by page.js).
-        context = {"conversation": conversation, "form": form, "inline": True}
+        # In place of the title (or the item); a refused title comes back with its error (422, swapped by page.js).
+        context: dict[str, Any] = {"conversation": conversation, "form": form, "inline": True, "place": place}
         return render(request, "chat/_rename_form.html", context, status=422 if form.is_bound else 200)
     context = {**_chat_context(request, conversation), "conversation": conversation, "form": form}
     return render(request, "chat/rename.html", context, status=400 if form.is_bound else 200)
-
-
-def _renamed(request: AuthedHttpRequest, conversation: Conversation) -> HttpResponse:
-    if not request.htmx:
-        return redirect("chat:conversation", conversation_id=conversation.pk)
-    return render(request, "chat/_title_renamed.html", {"conversation": conversation, "current": conversation})
 
 
 @login_required
@@ -189,6 +242,11 @@ def conversation_pin(request: AuthedHttpRequest, conversation_id: UUID) -> HttpR
     """Pin the conversation on top of the list, or unpin it (the conversation's menu)."""
     conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     services.conversation_update(conversation=conversation, pinned=not conversation.pinned)
+    if request.htmx and request.POST.get("place") == "sidebar":  # from the list: the list, drawn again
+        current = conversation if _shown_in_page(request, conversation) else _page_conversation(request)
+        title = request.POST.get("title", "")[:200]
+        context = {**sidebar_context(request.user, current=current, title=title), "current": current}
+        return render(request, "chat/_sidebar_nav.html", context)
     if request.htmx:  # the list changes its groups: the page is drawn again
         return HttpResponseClientRedirect(reverse("chat:conversation", args=[conversation.pk]))
     return redirect("chat:conversation", conversation_id=conversation.pk)

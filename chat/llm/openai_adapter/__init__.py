@@ -30,6 +30,7 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -104,32 +105,36 @@ class OpenAIChatModel(ChatModel):
         first_by = started + float(settings.LLM_FIRST_TOKEN_TIMEOUT)
         end = started + float(settings.CHAT_TURN_TIMEOUT)
         tools_fallback = self.tools.request(request)
-        attempt = 0
+        tries = _Tries(first_by=first_by, max_retries=self.max_retries)
         while True:
-            received = False
+            tries.received = False
             try:
                 once = self._stream_once(tools_fallback.request, first_by=min(first_by, end), end=end)
                 # aclosing: a consumer that stops early closes the provider's response at once.
-                async with aclosing(once):
-                    async for chunk in once:
-                        if not received and not isinstance(chunk, Usage):
-                            received = True
-                            tools_fallback.answered()
+                async with aclosing(self._answer(once, tools_fallback, tries)) as answer:
+                    async for chunk in answer:
                         yield chunk
             except LLMError as exc:
-                if received:
+                if tries.received:
                     raise
-                if tools_fallback.drop_tools(exc):
-                    continue
-                await asyncio.sleep(self._retry_wait(exc, tools_fallback, attempt=attempt, first_by=first_by))
-                attempt += 1
+                wait = tries.wait_after(exc, tools_fallback)
+                if wait:
+                    await asyncio.sleep(wait)
                 continue
-            if received:
+            if tries.received or not tries.again_after_nothing(tools_fallback):
                 return
-            if tools_fallback.drop_tools(None):
-                continue
-            tools_fallback.failed(None)
-            return
+
+    async def _answer(
+        self, once: AsyncGenerator[StreamChunk, None], tools_fallback: Any, tries: _Tries
+    ) -> AsyncGenerator[StreamChunk, None]:
+        async with aclosing(once):
+            async for chunk in once:
+                if not tries.received and isinstance(chunk, TextDelta) and not chunk.text.strip():
+                    continue  # blanks before the answer: an answer of nothing else is empty
+                if not tries.received and not isinstance(chunk, Usage):
+                    tries.received = True
+                    tools_fallback.answered()
+                yield chunk
 
     def _stream_request(
         self, messages: Messages, tools: list[dict[str, Any]] | None, max_tokens: int | None, model: str | None
@@ -148,14 +153,6 @@ class OpenAIChatModel(ChatModel):
             request["tools"] = tools
             request["tool_choice"] = "auto"
         return request
-
-    def _retry_wait(self, exc: LLMError, tools_fallback: Any, *, attempt: int, first_by: float) -> float:
-        """How long to wait before trying a failed stream again; raises `exc` when it is not tried again."""
-        wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=first_by)
-        if wait is None:
-            tools_fallback.failed(exc)
-            raise exc
-        return wait
 
     async def _stream_once(
         self, request: dict[str, Any], *, first_by: float, end: float
@@ -295,6 +292,47 @@ class OpenAIChatModel(ChatModel):
         if not isinstance(content, str) or not content.strip():
             raise LLMError(_("The model provider returned no content."), kind="bad_response")
         return content
+
+
+@dataclass
+class _Tries:
+    """The tries of one streamed request: how many retries so far, and whether an empty answer was asked
+    again (once, without tools)."""
+
+    first_by: float  # when the first token is due
+    max_retries: int
+    attempt: int = 0
+    asked_again: bool = False
+    received: bool = False  # whether the current try has answered anything
+
+    def wait_after(self, exc: LLMError, tools_fallback: Any) -> float:
+        """Seconds before the next try after `exc`, which came before any answer; raises `exc` when there
+        is no next try."""
+        if tools_fallback.drop_tools(exc) or (exc.kind == "empty" and self._ask_again()):
+            return 0.0
+        wait = retry_wait(exc, attempt=self.attempt, max_retries=self.max_retries, deadline=self.first_by)
+        if wait is None:
+            tools_fallback.failed(exc)
+            raise exc
+        self.attempt += 1
+        return wait
+
+    def again_after_nothing(self, tools_fallback: Any) -> bool:
+        """Whether to try again after a stream that ended without an answer."""
+        if tools_fallback.drop_tools(None):
+            return True
+        # A small model may end its answer at once (an end-of-turn token sampled first); asked again, it
+        # answers. Only once: an empty answer twice is the turn's error, with Retry.
+        if self._ask_again():
+            return True
+        tools_fallback.failed(None)
+        return False
+
+    def _ask_again(self) -> bool:
+        if self.asked_again or time.monotonic() >= self.first_by:
+            return False
+        self.asked_again = True
+        return True
 
 
 def _another_format(exc: LLMError, index: int, tried: list[Any], end: float) -> bool:
