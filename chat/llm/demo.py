@@ -44,18 +44,23 @@ def _background_lines(messages: Messages) -> list[str]:
     blocks = [systems[0][len(prompt) :] if systems[0].startswith(prompt) else "", *systems[1:]]
     lines: list[str] = []
     for block in blocks:
-        lines += [_UNTIL.sub(_until, ln[2:].strip()) for ln in block.splitlines() if ln.startswith("- ")]
+        lines += [_in_reply_language(ln[2:].strip()) for ln in block.splitlines() if ln.startswith("- ")]
     return lines
 
 
-_UNTIL = re.compile(r" \(until (\d{4})-(\d{2})-(\d{2})\)$")
+# The notes after a memory in the block: its end date, and when it was learned (in the block's language,
+# the user's setting or the site's, which may not be the reply's).
+_UNTIL = re.compile(r" \(until (\d{4})-(\d{2})-(\d{2})\)")
+_LEARNED_IN_ENGLISH = re.compile(r" \(learned [^()]*\)")
 
 
-def _until(m: re.Match[str]) -> str:
-    """A memory's end date ("(until 2026-12-06)") in the reader's language: "（到 2026年12月6日）"."""
+def _in_reply_language(line: str) -> str:
+    """A memory's line as a Chinese reply says it: the end date the Chinese way ("（到 2026年12月6日）"), and
+    no English note it cannot say in Chinese ("(learned Dec. 2, 2026)"); an English reply keeps the line."""
     if not (get_language() or "").startswith("zh"):
-        return m[0]
-    return f"（到 {int(m[1])}年{int(m[2])}月{int(m[3])}日）"
+        return line
+    line = _UNTIL.sub(lambda m: f"（到 {int(m[1])}年{int(m[2])}月{int(m[3])}日）", line)
+    return _LEARNED_IN_ENGLISH.sub("", line)
 
 
 def boilerplate() -> re.Pattern[str]:

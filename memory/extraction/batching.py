@@ -11,7 +11,7 @@ own counts where the server reported them (chat.llm.server_facts). The window is
 states when CHAT_CONTEXT_TOKENS is not set.
 
 `fit` takes the oldest pending messages that fit, at least one, beside the memories chosen for the judge
-(memory.extraction.shown: at most 40 % of the window). When even one does not fit beside them, the oldest
+(memory.extraction.shown: at most its WINDOW_SHARE of the window). When even one does not fit beside them, the oldest
 of them are left out of the judge's view too (validation still refuses a duplicate of any active memory),
 and a single message longer than the whole window is shown cut short, with a note.
 What is left over simply waits for the next batch: nothing is skipped for being too large.
