@@ -113,11 +113,6 @@ def chat_model_choices() -> list[ChatModelOption]:
     return [ChatModelOption(id=c.id, label=own_label or c.id, default=c.id == default) for c in catalogue.chat_models()]
 
 
-def turns_running(*, now: datetime) -> bool:
-    """Whether a reply is being written in any conversation (its lock's lease is live), in any process."""
-    return Conversation.objects.filter(lock_expires_at__gt=now).exists()
-
-
 def message_get(*, message_id: int) -> Message | None:
     """One message as saved now (None once deleted with its conversation)."""
     return Message.objects.filter(pk=message_id).first()

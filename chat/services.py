@@ -171,6 +171,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
     messages kept elsewhere (the conversation erasers, chat.extensions: run records, other
     conversations' tool results, a search index)."""
     conversations_erase(user_id=conversation.owner_id, conversation_ids=[conversation.pk])
+    sidebar.sidebar_changed(conversation=conversation)  # before the row (and so its id) goes
     conversation.delete()
 
 

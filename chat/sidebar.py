@@ -7,9 +7,10 @@ Its order, top to bottom (docs/sidebar.md):
   then one heading per month, computed in the viewer's time zone.
 The filter box narrows all three to the conversations whose title holds what is typed.
 
-A rename, a pin or a title an edit gives again changes the list of every open page of the user, not only
-the one it was made in: `sidebar_changed` tells them (chat.push), and each page fetches its list (and, on
-the conversation's own page, its title) again with its own filter, language and open conversation.
+A rename, a pin, a move, a deletion or a title an edit gives again changes the list of every open page of
+the user, not only the one it was made in: `sidebar_changed` tells them (chat.push), and each page fetches
+its list (and, on the conversation's own page, its title) again with its own filter, language and open
+conversation.
 """
 
 from __future__ import annotations

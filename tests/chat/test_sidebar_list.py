@@ -14,7 +14,7 @@ from accounts.models import User
 from chat import push, sidebar
 from chat.models import Conversation, Project
 from chat.push import user_group
-from chat.services import conversation_create, conversation_update
+from chat.services import conversation_create, conversation_delete, conversation_update
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
@@ -193,3 +193,27 @@ def test_a_page_told_of_a_change_asks_for_its_list_and_on_its_own_conversation_i
     assert f"/c/list/?refresh=1&amp;current={conversation.pk}" in own and 'hx-trigger="load"' in own
     assert f"/c/{conversation.pk}/rename/?cancel=1" in own
     assert "rename" not in other
+
+
+def test_a_deletion_reaches_every_open_page_of_the_user_after_commit(
+    user: User, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    conversation = conversation_create(user=user, title="Gone soon")
+    pk = str(conversation.pk)
+    sent = sent_events(monkeypatch)
+    with django_capture_on_commit_callbacks(execute=True):
+        conversation_delete(conversation=conversation)
+    assert sent == [(user_group(user.pk), {"type": "chat.sidebar", "conversation_id": pk})]
+
+
+def test_the_filtered_list_costs_the_same_few_queries_however_many_conversations_match(
+    client: Client, user: User, django_assert_max_num_queries: Any
+) -> None:
+    client.force_login(user)
+    work = Project.objects.create(owner=user, name="Work")
+    for n in range(30):
+        conversation_create(user=user, title=f"Plan {n}", project=work if n % 3 == 0 else None)
+    current = conversation_create(user=user, title="Plan open")
+    with django_assert_max_num_queries(9):
+        body = filtered(client, "plan", current=str(current.pk))
+    assert "31 conversation titles hold “plan”." in body

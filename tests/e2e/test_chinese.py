@@ -31,6 +31,7 @@ USER_CONTENT = ", ".join([
     "#reply-announcer",  # the reply's own text, after a prefix checked on its own
     ".search-hit-title", ".search-excerpt-text",  # a search hit's conversation title and excerpt
     ".client-name",  # a connected tool's name (its MCP clientInfo or User-Agent) or a token's name
+    "#model-status",  # "Replies now come from <model id>.", its wording checked on its own
 ])  # fmt: skip
 
 ENGLISH_LEFT = """
@@ -484,3 +485,78 @@ def test_the_conversation_list_its_date_groups_filter_and_rename_are_chinese(
     page.keyboard.press("Enter")
     expect(nav.locator(".conversation-item", has_text="里斯本行程").locator("summary")).to_be_focused()
     assert_chinese(page, "the list after a rename")
+
+
+def test_the_model_picker_regenerate_edit_pin_and_markdown_download_are_chinese_by_keyboard(
+    zh_page: Any, live_server_url: str, provider: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.fake_openai import FakeResponse
+
+    page, base = zh_page, live_server_url
+    sign_up(page, base, "小陈")
+    provider.queue(FakeResponse("第一个版本。"))
+    page.fill("#start-input", "讲一个关于猫的故事")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete")
+    assert_chinese(page, "a conversation with the model picker")
+    audit_phone(page, "a conversation with the model picker")
+
+    # The model picker, by keyboard: the change is said in Chinese.
+    choice = page.locator("#model-select")
+    choice.focus()
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#model-status")).to_have_text("此后的回复将来自 fake-model。")
+    expect(choice).to_be_focused()
+
+    # Regenerate, then ‹ › between the versions.
+    provider.queue(FakeResponse("第二个版本。"))
+    reply(page, 0).get_by_role("button", name="重新生成").focus()
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_contain_text("第二个版本。")
+    expect(reply(page, 0).locator(".version-count")).to_have_text("2/2")
+    assert_chinese(page, "a regenerated reply with its versions")
+    audit_phone(page, "a regenerated reply with its versions")
+    page.get_by_role("button", name="上一个版本").focus()
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_contain_text("第一个版本。")
+    expect(page.get_by_role("button", name="上一个版本")).to_be_disabled()
+    page.get_by_role("button", name="下一个版本").focus()
+    page.keyboard.press("Enter")
+    expect(reply(page, 0).locator(".version-count")).to_have_text("2/2")
+
+    # Edit the last message sent.
+    edit = page.locator(".message-user").last.locator(".edit-message")
+    edit.locator("summary").focus()
+    expect(edit.locator("summary")).to_have_text("编辑")
+    page.keyboard.press("Enter")
+    box = edit.locator("textarea")
+    expect(box).to_be_visible()
+    assert_chinese(page, "editing the last message")
+    audit_phone(page, "editing the last message")
+    box.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("讲一个关于狗的故事")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-user")).to_have_count(1)
+    expect(page.locator(".message-user")).to_contain_text("讲一个关于狗的故事")
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete")
+
+    # Pin from the conversation's menu, then save it as Markdown from the same menu.
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    assert_chinese(page, "the conversation's menu")
+    page.get_by_role("button", name="置顶").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#conversation-nav").get_by_role("heading", name="已置顶")).to_be_visible()
+    assert_chinese(page, "a pinned conversation")
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="另存为 Markdown").focus()
+        page.keyboard.press("Enter")
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    assert "讲一个关于狗的故事" in text and "讲一个关于猫的故事" not in text
