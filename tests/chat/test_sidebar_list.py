@@ -204,3 +204,16 @@ def test_a_deletion_reaches_every_open_page_of_the_user_after_commit(
     with django_capture_on_commit_callbacks(execute=True):
         conversation_delete(conversation=conversation)
     assert sent == [(user_group(user.pk), {"type": "chat.sidebar", "conversation_id": pk})]
+
+
+def test_the_filtered_list_costs_the_same_few_queries_however_many_conversations_match(
+    client: Client, user: User, django_assert_max_num_queries: Any
+) -> None:
+    client.force_login(user)
+    work = Project.objects.create(owner=user, name="Work")
+    for n in range(30):
+        conversation_create(user=user, title=f"Plan {n}", project=work if n % 3 == 0 else None)
+    current = conversation_create(user=user, title="Plan open")
+    with django_assert_max_num_queries(9):
+        body = filtered(client, "plan", current=str(current.pk))
+    assert "31 conversation titles hold “plan”." in body
