@@ -26,7 +26,7 @@ test: $(VENV)/.dev
 	$(PY) scripts/run_tests.py
 
 # Not part of `make test`: builds llama-cpp-python (about 30 minutes the first time, cached under var/) and
-# runs a turn, a flush and a background extraction against its server. See README, "Real servers".
+# runs a turn, a flush and a background extraction against its server. See docs/self-hosted-models.md.
 test-real-server: $(VENV)/.runtime
 	$(PY) scripts/real_server_test.py
 

@@ -25,7 +25,7 @@ from accounts.services import (
     user_set_memory_review,
 )
 from accounts.throttle import client_address, password_check
-from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
+from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
 
 router = Router(tags=["me"])
 

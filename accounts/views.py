@@ -31,7 +31,7 @@ from accounts.services import (
     user_set_language,
 )
 from accounts.throttle import client_address
-from config.http import HttpRequest
+from core.http import HttpRequest
 
 
 @require_http_methods(["GET", "POST"])

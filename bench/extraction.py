@@ -132,7 +132,8 @@ def judge_calls_per_100(memories: int, window: int) -> tuple[int, int, int]:
 
     from chat.models import Message
     from chat.services import conversation_create
-    from memory import pipeline, tasks
+    from memory import tasks
+    from memory.extraction import clock
     from memory.models import ExtractionRun, Memory
 
     due: list[tuple[Any, tuple[int, int], dict[str, Any]]] = []
@@ -156,7 +157,7 @@ def judge_calls_per_100(memories: int, window: int) -> tuple[int, int, int]:
             tasks.extract_memories_task.apply(args=args, kwargs=kwargs)
 
     tasks._send = record  # type: ignore[assignment]
-    pipeline.clock.now = lambda: now[0]  # type: ignore[assignment]
+    clock.now = lambda: now[0]  # type: ignore[assignment]
     user = make_user(f"bench-background-{memories}-{window}")
     texts = [f"Enjoys {TOPICS[i % 8]} trips, last one near {PLACES[i // 8 % 10]} (note {i})." for i in range(memories)]
     Memory.objects.bulk_create(Memory(owner=user, content=text, origin="added") for text in texts)
@@ -195,7 +196,7 @@ def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
 
     from chat.models import Message
     from chat.services import conversation_create
-    from memory import pipeline
+    from memory.extraction import batches, claim
     from memory.models import Memory
 
     user = make_user(f"bench-queries-{memories}-{messages}")
@@ -211,11 +212,9 @@ def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
     Message.objects.bulk_create(rows)
     last = Message.objects.filter(user=user).order_by("-id").first()
     assert last is not None
-    pipeline.claim_release(user_id=user.pk, token=pipeline.claim_take(user_id=user.pk))  # type: ignore[arg-type]
+    claim.claim_release(user_id=user.pk, token=claim.claim_take(user_id=user.pk))  # type: ignore[arg-type]
     with CaptureQueriesContext(connection) as captured:
-        result = pipeline.extract(
-            user_id=user.pk, trigger="manual", up_to_message_id=last.pk, min_pending=1, max_batches=25
-        )
+        result = batches.extract(user_id=user.pk, trigger="manual", up_to_message_id=last.pk, min_pending=1)
     assert result.added == 1 and result.batches == len(result.run_ids), result
     return len(captured), len(result.run_ids)
 
@@ -232,10 +231,9 @@ def throughput(users: int, backlog: int = 3) -> tuple[float, int, set[int]]:
 
     from accounts.models import User
     from chat.models import AgentState, Conversation, Message
-    from memory import pipeline
+    from memory.extraction import batches, outcomes
     from memory.models import ExtractionRun
 
-    params = pipeline.extraction_params(trigger="background")
     people = User.objects.bulk_create([User(username=f"bench-throughput-{i}", password="!") for i in range(users)])
     conversations = Conversation.objects.bulk_create([Conversation(owner=u, title="Backlog") for u in people])
     AgentState.objects.bulk_create([AgentState(conversation=c) for c in conversations])
@@ -253,8 +251,8 @@ def throughput(users: int, backlog: int = 3) -> tuple[float, int, set[int]]:
         # What the worker's task does for one user (memory.tasks.extract_memories_task), without Celery's tracing.
         connection.queries_log.clear()  # a bounded log (9,000 entries): counting needs room
         with CaptureQueriesContext(connection) as captured:
-            result = pipeline.extract(user_id=user.pk, trigger="background", up_to_message_id=last[user.pk], **params)
-        assert result.status == pipeline.Outcome.APPLIED, result
+            result = batches.extract(user_id=user.pk, trigger="background", up_to_message_id=last[user.pk])
+        assert result.status == outcomes.Outcome.APPLIED, result
         counts.add(len(captured))
     elapsed = time.perf_counter() - started
     runs = ExtractionRun.objects.filter(owner__in=people).count()

@@ -66,7 +66,7 @@ def setup_django(var_dir: Path, base_url: str, window: int, reply: int) -> None:
 
 
 def responder(reply_words: int, summary_delay: float, token_delay: float) -> Any:
-    from tests.fake_openai import FakeResponse
+    from tests.fake_openai import FakeResponse, summary_request
 
     words = [f"w{i} " for i in range(reply_words)]
     summary = (
@@ -75,7 +75,7 @@ def responder(reply_words: int, summary_delay: float, token_delay: float) -> Any
     )
 
     def respond(body: dict[str, Any]) -> FakeResponse:
-        if body.get("stream"):
+        if not summary_request(body):
             return FakeResponse(chunks=words, chunk_delay=token_delay)
         return FakeResponse(summary, delay_before=summary_delay)
 
@@ -91,6 +91,7 @@ async def run_scenario(server: Any, *, turns: int, background: bool) -> dict[str
     from chat.services import conversation_create
     from chat.turn import compaction
     from chat.turn.agent import Turn
+    from tests.fake_openai import summary_request
 
     queued: list[Any] = []
     hook_seconds: list[float] = []
@@ -124,7 +125,7 @@ async def run_scenario(server: Any, *, turns: int, background: bool) -> dict[str
         if events[-1][0] != "done":
             failed += 1
         (compacting if ("tool", compaction.SUMMARIZING) in events else normal).append(elapsed)
-        chats = [n for n, body in enumerate(server.requests[first:], start=first) if body.get("stream")]
+        chats = [n for n, body in enumerate(server.requests[first:], start=first) if not summary_request(body)]
         if i in MARKS and chats:
             prompt_at[i] = server.prompt_sizes[chats[-1]]
         if background:
@@ -133,7 +134,7 @@ async def run_scenario(server: Any, *, turns: int, background: bool) -> dict[str
         else:
             queued.clear()
             await sync_to_async(AgentState.objects.filter(conversation=conversation).update)(compacting_since=None)
-    summaries = sum(1 for body in server.requests if not body.get("stream"))
+    summaries = sum(1 for body in server.requests if summary_request(body))
     state = await sync_to_async(AgentState.objects.get)(conversation=conversation)
     compaction.schedule_if_needed = original_hook  # type: ignore[assignment]
     return {

@@ -6,7 +6,9 @@ after the other in one run, the figures printed side by side.
 
 Each run starts its own fake provider and app (scratch SQLite, as `make run`); the user with 300 memories
 (the recall golden set's) has their vectors made before the server starts, as the worker would. Printed:
-the added first-token time over the provider alone for that user's turns (median, p95), and the 20
+the provider's own first-token time (called directly, in the same run), the added first-token time over
+it for that user's turns (median, p95; each turn's words differ, so none is served from the vectors kept
+by text), and the 20
 concurrent streams' errors, token rate and first-token p95. The machine's load is printed with each run:
 figures are only comparable within one run.
 """
@@ -28,6 +30,7 @@ STREAMS_ROW = re.compile(
     r"^\s+(WebSocket|API \(SSE\))\s+errors\s+(\d+)/\d+.*?= *([\d.]+)% of the provider's.*?p95\s+([\d.]+) ms", re.M
 )
 MACHINE = re.compile(r"machine: (.*) \(before\)")
+DIRECT_ROW = re.compile(r"direct\s+first token: median\s+([\d.]+) ms")
 
 
 def one_run(embedding: str, args: argparse.Namespace) -> dict[str, str]:
@@ -43,6 +46,8 @@ def one_run(embedding: str, args: argparse.Namespace) -> dict[str, str]:
     out = done.stdout
     machine = MACHINE.search(out)
     figures = {"machine": machine[1] if machine else "?"}
+    direct = DIRECT_ROW.search(out)
+    figures["provider alone: first token, median"] = f"{direct[1]} ms" if direct else "?"
     memory = MEMORY_ROW.search(out.replace("\n", " "))
     figures["first token added, median"] = f"{memory[1]} ms" if memory else "?"
     figures["first token added, p95"] = f"{memory[2]} ms" if memory else "?"

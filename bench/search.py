@@ -12,6 +12,8 @@ Prints:
 - size: the messages table, the search entries (with their B-tree indexes) and the full-text index itself;
 - query time: `chat.search.query.search` as GET /api/search runs it (count, one page of 20, excerpts),
   p50/p95/max per kind of query: a rare word, a common word, two words, a Chinese word, a word being typed;
+  then the same queries through HTTP: GET /api/search with an API token, served by scripts/serve.py on the
+  same database as `make run` serves it, beside the in-process figures;
 - write overhead per turn: a turn's two transactions (chat.services.turn_start, turn_finish) with the index
   and with it switched off, side by side.
 Bounded: about 40 s of CPU on SQLite, most of it building the account (terms for 55,000 messages and
@@ -168,6 +170,54 @@ def time_queries(user: Any, queries: dict[str, list[str]]) -> dict[str, list[flo
     return timings
 
 
+def time_http(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]]:
+    """The same queries as GET /api/search?q=…&limit=20 with an API token, through the app as `make run`
+    serves it (scripts/serve.py on this database, a connection kept open as a client would): wall-clock ms."""
+    import http.client
+    import shutil
+    import signal
+    import subprocess
+    import urllib.parse
+
+    from accounts.services import api_token_create
+    from tests.processes import free_port, wait_for_port
+
+    _, token = api_token_create(user=user)
+    port = free_port(range(18340, 18399))
+    scratch = Path(tempfile.mkdtemp(prefix="memora-bench-search-serve-"))
+    env = {**os.environ, "PORT": str(port), "DJANGO_DEBUG": "1", "LOG_LEVEL": "WARNING"}
+    env.setdefault("MEMORA_VAR_DIR", str(scratch))
+    log = scratch / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "scripts/serve.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    timings: dict[str, list[float]] = {}
+    try:
+        wait_for_port(port, server, seconds=120, log=log)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Authorization": f"Bearer {token}"}
+        for kind, texts in queries.items():
+            for text in texts:
+                started = time.perf_counter()
+                connection.request("GET", f"/api/search?limit=20&q={urllib.parse.quote(text)}", headers=headers)
+                response = connection.getresponse()
+                response.read()
+                timings.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
+                if response.status != 200:
+                    raise RuntimeError(f"GET /api/search answered {response.status}")
+        connection.close()
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return timings
+
+
 def time_turns(user: Any, turns: int, *, indexed: bool) -> tuple[list[float], list[float]]:
     """Wall-clock and CPU ms (this process's) of a turn's two transactions, with or without the index."""
     from chat import services
@@ -256,6 +306,21 @@ def main() -> None:
               f"{statistics.median(cpu):8.1f} {p95(cpu):6.1f}   {hits:,.0f}")  # fmt: skip
     print(f"  {'all':<15} {statistics.median(every):9.1f} {p95(every):6.1f} {max(every):6.1f}   "
           f"{statistics.median(every_cpu):8.1f} {p95(every_cpu):6.1f}")  # fmt: skip
+
+    over_http = time_http(user, {"warm-up": ["phone"] * 3, **queries})
+    print(f"\nquery time through HTTP (GET /api/search, `make run`'s server, the same {q} queries per kind), ms")
+    print(f"  {'':<15} {'wall p50':>9} {'p95':>6} {'max':>6}   in process: p50 {'p95':>6}")
+    every_http: list[float] = []
+    for kind in queries:
+        ms, local = over_http[kind], timings[kind]
+        every_http += ms
+        print(f"  {kind:<15} {statistics.median(ms):9.1f} {p95(ms):6.1f} {max(ms):6.1f}   "
+              f"{statistics.median(local):17.1f} {p95(local):6.1f}")  # fmt: skip
+    print(f"  {'all':<15} {statistics.median(every_http):9.1f} {p95(every_http):6.1f} {max(every_http):6.1f}   "
+          f"{statistics.median(every):17.1f} {p95(every):6.1f}")  # fmt: skip
+    target = 80 if args.messages <= 50_000 else 150
+    print(f"  [{'ok' if p95(every_http) <= target else 'MISSED'}] p95 through HTTP ≤ {target} ms "
+          f"at {args.messages:,} messages")  # fmt: skip
 
     with_index, with_cpu = time_turns(user, args.turns, indexed=True)
     without, without_cpu = time_turns(user, args.turns, indexed=False)

@@ -337,14 +337,19 @@ async def one_turn_at_a_time(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Part 1: each turn the first of a new conversation, by WebSocket and by API, beside the provider alone."""
     ws_account, api_account, memory_account = accounts
-    # A message about things the user with memories has told Memora (their cat, their phone).
-    memory_prompt = f"{latency_prompt} my cat and my phone"
+    # A message about things the user with memories has told Memora (their cat, their phone); each turn's
+    # words differ, so none is served from the vectors kept by text (memory.embeddings).
+    questions = iter(range(1_000_000))
+
+    def memory_prompt() -> str:
+        return f"{latency_prompt} my cat and my phone, question {next(questions)}"
+
     for _ in range(3):  # warm up: imports, connection pools, template caches
         await turn_direct(provider, latency_prompt)
         await ws_turn(client, base, ws_account, latency_prompt)
         await api_turn(client, api_account, latency_prompt)
         if memory_account is not None:
-            await ws_turn(client, base, memory_account, memory_prompt)
+            await ws_turn(client, base, memory_account, memory_prompt())
     direct_ws, direct_api, ws_timings, api_timings = [], [], [], []
     direct_memory, memory_timings = [], []
     for _ in range(args.turns):
@@ -354,7 +359,7 @@ async def one_turn_at_a_time(
         api_timings.append(await api_turn(client, api_account, latency_prompt))
         if memory_account is not None:
             direct_memory.append(await turn_direct(provider, latency_prompt))
-            memory_timings.append(await ws_turn(client, base, memory_account, memory_prompt))
+            memory_timings.append(await ws_turn(client, base, memory_account, memory_prompt()))
     direct_first = statistics.median([t.first for t in direct_ws + direct_api])
     direct_total = statistics.median([t.total for t in direct_ws + direct_api])
     print(f"  direct     first token: median {ms(direct_first)}   completion: median {ms(direct_total)}")
@@ -495,12 +500,12 @@ def main() -> int:
         DJANGO_DEBUG="1",  # as the Makefile's run target sets it
     )  # fmt: skip
     if args.database_url:
-        # The documented production command (README, "Production: more than one process"): debug off, a
+        # The documented production command (docs/configuration.md, "Production: more than one process"): debug off, a
         # secret key, a connection pool per process.
         env.pop("DJANGO_DEBUG")
         env.update(
             DATABASE_URL=args.database_url, REDIS_URL=args.redis_url, DATABASE_POOL="1",
-            # Web and worker processes × pool size below PostgreSQL's 100 connections, as README advises.
+            # Web and worker processes × pool size below PostgreSQL's 100 connections, as docs/configuration.md advises.
             DATABASE_POOL_MAX_SIZE="12",
             DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         )  # fmt: skip

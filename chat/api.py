@@ -37,7 +37,7 @@ from chat.schemas import (
 )
 from chat.turn import runner
 from chat.turn.model_input import TurnEvent
-from config.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
+from core.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 
 router = Router(tags=["conversations"])
 models_router = Router(tags=["conversations"])

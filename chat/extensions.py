@@ -98,6 +98,26 @@ def register_context_provider(name: str, provider: ContextProvider) -> None:
     _context_providers[name] = provider
 
 
+# Called on the event loop as a turn is about to start, with the user's id and the new message's text, before
+# anything is saved: it may start slow work the turn's context will need (memory embeds the message
+# meanwhile) and must return at once.
+TurnPrefetch = Callable[[int, str], None]
+_turn_prefetchers: dict[str, TurnPrefetch] = {}
+
+
+def register_turn_prefetch(name: str, prefetch: TurnPrefetch) -> None:
+    _turn_prefetchers[name] = prefetch
+
+
+def turn_prefetch(user_id: int, text: str) -> None:
+    """Start what the registered prefetchers start for this turn; a failure is only logged."""
+    for prefetch in _turn_prefetchers.values():
+        try:
+            prefetch(user_id, text)
+        except Exception:
+            logger.exception("a turn prefetch failed")
+
+
 def context_providers() -> list[ContextProvider]:
     return list(_context_providers.values())
 

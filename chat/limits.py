@@ -29,7 +29,7 @@ from django.utils.crypto import constant_time_compare
 from accounts.models import User
 from chat.models import TurnStart
 from chat.rejections import TooManyTurns
-from config.sql import column, table
+from core.sql import column, table
 
 
 @dataclass(frozen=True)

@@ -239,8 +239,10 @@ def slot(
             if exc.kind == "timeout":
                 elapsed = time.monotonic() - sent
                 limit = max(0.0, lease - LEASE_MARGIN_SECONDS)
+                # The call asked for no more than the server writes within its limit (server_load.tokens_within).
+                sent_tokens = server_load.tokens_within(model=model_name, max_tokens=max_tokens, seconds=limit)
                 seconds = server_load.hold_seconds(
-                    model=model_name, max_tokens=max_tokens, elapsed=elapsed, time_limit=limit
+                    model=model_name, max_tokens=sent_tokens, elapsed=elapsed, time_limit=limit
                 )
                 if exc.writing:  # a stream closed while tokens arrived: the server stops at the next one
                     seconds = server_load.STREAM_CLOSED_HOLD_SECONDS

@@ -16,7 +16,7 @@ from accounts.models import User
 from chat import projects, selectors
 from chat.models import Project
 from chat.schemas import ProjectDeleteQuery, ProjectIn, ProjectOut, ProjectPatch
-from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
+from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
 
 router = Router(tags=["projects"])
 

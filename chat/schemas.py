@@ -11,7 +11,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from chat.llm import catalogue
 from chat.models import Conversation, Project
-from config.api_errors import ID_MAX, NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
+from core.api_errors import ID_MAX, NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
 
 TITLE_MAX = 200
 MODEL_MAX = 200

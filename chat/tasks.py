@@ -11,7 +11,7 @@ from chat import push, selectors, services
 from chat.fragments import summary_divider_html
 from chat.models import Conversation
 from chat.turn import compaction
-from config.tasks import send_task
+from core.tasks import send_task
 
 logger = logging.getLogger(__name__)
 

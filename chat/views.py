@@ -30,7 +30,7 @@ from chat.fragments import RETRYABLE, message_html
 from chat.models import Conversation, Message
 from chat.search.query import SearchRejected
 from chat.search.query import search as search_conversations
-from config.http import HttpRequest
+from core.http import HttpRequest
 
 DRAFT_SESSION_KEY = "chat-first-message:{}"
 SUGGESTIONS = [

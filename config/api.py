@@ -5,8 +5,8 @@ store (lone UTF-16 surrogates) is refused while parsing, a body over DATA_UPLOAD
 answers 413, unknown fields 422 (the input schemas forbid extras), a failed token 401, and a throttled
 address or user 429 with Retry-After. A service's domain error (a rejected turn, memory write or token)
 is translated here, once, into its status and `detail`. Every one of them is an ErrorOut
-(config/api_errors.py); what ninja itself answers (validation errors, 404) is reshaped here to match,
-and config.middleware.ApiErrorMiddleware does the same for Django's own failures under /api/.
+(core/api_errors.py); what ninja itself answers (validation errors, 404) is reshaped here to match,
+and core.middleware.ApiErrorMiddleware does the same for Django's own failures under /api/.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from chat.project_api import router as project_router
 from chat.projects import ProjectRejected
 from chat.search.api import router as search_router
 from chat.services import TurnRejected
-from config.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER, error_response
+from core.api_errors import DESCRIPTIONS, PATTERN_MESSAGES, RETRY_AFTER, error_response
 from usage.api import router as usage_router
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from config.security import WebSocketOriginValidator, require_secret_key
+from core.security import WebSocketOriginValidator, require_secret_key
 
 require_secret_key()
 django_asgi_app = get_asgi_application()

@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 class ExtractionSweep(bootsteps.StartStopStep):
     """Every worker sends the sweeps a second after it starts, then every MEMORY_SWEEP_SECONDS: the
-    extraction sweep (memory/recovery.py) and the deletion of expired temporary chats (chat.tasks).
+    extraction sweep (memory/extraction/recovery.py) and the deletion of expired temporary chats (chat.tasks).
 
     A worker step rather than Celery beat: it needs no schedule file and no separate beat process to
     keep alive (or to forget), it runs as soon as a worker is back (which is when left-behind work can
@@ -67,7 +67,7 @@ app.steps["worker"].add(ExtractionSweep)
 
 @worker_init.connect
 def _refuse_without_secret_key(**kwargs: object) -> None:
-    from config.security import require_secret_key
+    from core.security import require_secret_key
 
     require_secret_key()
 

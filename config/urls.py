@@ -4,7 +4,7 @@ from django.urls import URLPattern, URLResolver, include, path
 
 from accounts import views as accounts_views
 from config.api import api
-from config.i18n import CachedJavaScriptCatalog
+from core.i18n import CachedJavaScriptCatalog
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),

@@ -7,7 +7,7 @@ memory app's functions (memory/connected.py). What a tool read is logged against
 client's name from its `initialize` (`clientInfo`). A refused or failed call is a tool error
 (`isError`) whose text says why.
 
-Tools (their JSON schemas are generated from the signatures below; README "Connect your tools"):
+Tools (their JSON schemas are generated from the signatures below; docs/connected-tools.md):
 - `search_memories(query, limit=10)` — memory:read
 - `list_memories(scope="all")` — memory:read
 - `propose_memory(content)` — memory:propose (a suggestion) or memory:write (saved at once)

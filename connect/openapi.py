@@ -174,7 +174,7 @@ def paths() -> dict[str, Any]:
                 "summary": "The MCP server (Model Context Protocol, Streamable HTTP transport)",
                 "description": "JSON-RPC messages as the Model Context Protocol specifies them, for MCP clients "
                 "(tools: search_memories, list_memories, propose_memory, forget_memory, search_conversations; "
-                "see the README). Authenticated by a personal token; each tool needs its scope.",
+                "see docs/connected-tools.md). Authenticated by a personal token; each tool needs its scope.",
                 "tags": ["mcp"],
                 "security": security,
                 "responses": {

@@ -14,7 +14,7 @@ from ninja.files import UploadedFile
 from ninja.responses import Status
 
 from accounts.models import User
-from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
+from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from imports import learning, paste, selectors, services
 from imports.models import ChatImport
 from imports.schemas import ImportOut, PasteIn, RemovedOut, import_out

@@ -1,5 +1,5 @@
 """ "Learn from imported chats": the judge reads the import's user messages in the background, oldest first,
-in batches that fit its window (memory.pipeline.learn), and everything it would add waits as a suggestion
+in batches that fit its window (memory.extraction.learn), and everything it would add waits as a suggestion
 that cites the imported message. The import's row holds the pass's state: status, how many messages are
 done of how many, how many suggestions it made, and a cursor (the last message judged), so a stopped or
 interrupted pass goes on where it was.
@@ -22,10 +22,10 @@ from django.utils.dateparse import parse_datetime
 
 from chat.models import Message
 from imports.models import ChatImport, ImportedConversation
-from memory import batching, judge
-from memory.outcomes import Outcome
-from memory.pipeline import BATCH_SIZE
-from memory.pipeline.learn import learn
+from memory.extraction import batching, judge
+from memory.extraction.learn import learn
+from memory.extraction.outcomes import Outcome
+from memory.extraction.reads import BATCH_SIZE
 
 Learn = ChatImport.LearnStatus
 # A rough characters-per-token for the estimate (chat.turn.tokens counts precisely when it runs).

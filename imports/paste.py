@@ -3,7 +3,7 @@
 Each line that states a fact becomes a suggestion (origin `imported`) whose source is the pasted text,
 kept as a message of its own conversation ("Memories pasted from ChatGPT"), so that the suggestion cites
 where it came from and Remove takes it all away. The same code-level guards as learned memories apply
-(memory.judge_content.clean_content: credentials and permission grants are refused, over-long lines
+(memory.extraction.judge.content.clean_content: credentials and permission grants are refused, over-long lines
 too), sensitive facts are marked (memory.lexicon), and a line already remembered or suggested is left
 out. The same text pasted twice adds nothing the second time.
 """
@@ -25,7 +25,7 @@ from imports.formats import CHATGPT, CLAUDE
 from imports.models import ChatImport, ImportedConversation
 from imports.services import ImportRejected
 from memory import lexicon
-from memory.judge_content import clean_content
+from memory.extraction.judge.content import clean_content
 from memory.models import Memory, MemorySource
 
 PASTE_MAX_CHARS = 50_000

@@ -27,7 +27,7 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat.models import Conversation, Message
 from chat.services import conversations_erase
-from config.tasks import send_task_on_commit
+from core.tasks import send_task_on_commit
 from imports import learning, preview, reader, tasks
 from imports.formats import SOURCES
 from imports.models import ChatImport, ImportedConversation

@@ -6,8 +6,8 @@ from celery import Task, shared_task
 from django.db import DatabaseError
 
 from imports import learning, runner
-from memory.outcomes import Outcome
-from memory.retries import MAX_ATTEMPTS, retry_delay
+from memory.extraction.outcomes import Outcome
+from memory.extraction.retries import MAX_ATTEMPTS, retry_delay
 
 # Batches one task judges before it hands over to a fresh task (a worker restart loses at most these).
 STEPS_PER_TASK = 20

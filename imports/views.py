@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.layout import layout_context
 from accounts.models import User
-from config.http import HttpRequest
+from core.http import HttpRequest
 from imports import learning, paste, selectors, services
 from imports.models import ChatImport
 

@@ -14,7 +14,8 @@ from django.utils.translation import ngettext
 
 from chat.admin import log_deletions_by_id
 from chat.models import Message
-from memory import pipeline, selectors, services
+from memory import selectors, services
+from memory.extraction.run import dropped_batch_retry
 from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
 from memory.tasks import enqueue_extraction
 
@@ -168,7 +169,7 @@ class ExtractionRunAdmin(admin.ModelAdmin):
     def retry_dropped_batches(self, request: HttpRequest, queryset: QuerySet[ExtractionRun]) -> None:
         retried = 0
         for run_id in queryset.filter(status=ExtractionRun.Status.DROPPED).values_list("id", flat=True):
-            outcome = pipeline.dropped_batch_retry(run_id=run_id)
+            outcome = dropped_batch_retry(run_id=run_id)
             if outcome is None:
                 continue
             user_id, last_message_id, count = outcome

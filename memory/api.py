@@ -16,7 +16,7 @@ from ninja.responses import Status
 from accounts.models import User
 from chat.models import Project
 from chat.selectors import project_get_for_user
-from config.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
+from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from memory import connected, moves, selectors, services
 from memory.models import Memory
 from memory.schemas import (
@@ -31,7 +31,7 @@ from memory.schemas import (
 
 router = Router(tags=["memories"])
 
-# A memory's id in a path: an integer the database can hold (config/api_errors.py).
+# A memory's id in a path: an integer the database can hold (core/api_errors.py).
 MemoryId = Path(..., ge=1, le=ID_MAX)
 
 

@@ -10,13 +10,15 @@ class MemoryConfig(AppConfig):
         """Plug memory into chat's extension points (chat works on its own without them)."""
         from accounts import data, scopes
         from chat import extensions
-        from memory import connected, demo, demo_wording, forgetting, moves, replay
+        from memory import connected, embeddings, forgetting, moves, replay
         from memory import data as memory_data
         from memory.changes import MARKER_KIND
         from memory.chat_fragments import conversation_page_block, project_end_block, project_page_block
         from memory.consolidation import demo as consolidation_demo
         from memory.consolidation import services as consolidation_services
         from memory.context import memory_block, record_uses_on_save
+        from memory.demo import judge as demo
+        from memory.demo import wording as demo_wording
         from memory.edits import on_user_message_edited
         from memory.history import demo_tool_trigger as demo_search_trigger
         from memory.history import search_history
@@ -27,6 +29,7 @@ class MemoryConfig(AppConfig):
         from memory.tools import flush_memory
 
         extensions.register_context_provider("memory", memory_block)
+        extensions.register_turn_prefetch("memory-query-vector", embeddings.prefetch)
         extensions.register_tool(flush_memory)
         extensions.register_marker_renderer(MARKER_KIND, marker_wording)
         extensions.register_tool(search_history)

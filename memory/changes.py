@@ -1,6 +1,6 @@
 """A change extraction made to a user's memories, as data.
 
-The pipeline returns these (memory.outcomes.Result.changes) and the memories_changed signal carries
+The pipeline returns these (memory.extraction.outcomes.Result.changes) and the memories_changed signal carries
 them; each reader renders them its own way: the "Memory updated" notice and the conversation marker
 (memory.notices), the flush tool's result for the model and the extract_memories command (`sentence`).
 """

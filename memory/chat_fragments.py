@@ -19,7 +19,7 @@ from django.utils.safestring import SafeString
 from chat import markers
 from chat.fragments import messages_append_html
 from chat.models import ConversationMarker
-from memory import selectors
+from memory import notice_selectors, selectors
 from memory.models import Memory
 
 IN_MEMORY_LAYER = "channels.layers.InMemoryChannelLayer"
@@ -58,14 +58,14 @@ def notice_poller_html(*, user: Any, conversation_id: str = "") -> str:
     socket is not live (the channel layer is away, see chat/consumers.py). Empty for anonymous users."""
     if user is None or not user.is_authenticated:
         return ""
-    after = selectors.extraction_run_last_changed_id(user=user)
+    after = notice_selectors.extraction_run_last_changed_id(user=user)
     context = {
         "enabled": True,
         "after": after,
         "with_script": True,
         "offline_only": push_is_cross_process(),
         "conversation_id": conversation_id,
-        "marker": selectors.memory_marker_last_id(conversation_id=conversation_id) if conversation_id else 0,
+        "marker": notice_selectors.memory_marker_last_id(conversation_id=conversation_id) if conversation_id else 0,
     }
     return render_to_string("memory/_notice_poller.html", context)
 

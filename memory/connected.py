@@ -28,7 +28,7 @@ from chat.extensions import TurnContext
 from chat.models import Conversation, Message
 from memory import lexicon
 from memory.context import block_for_turn, candidates
-from memory.judge_content import CREDENTIAL, clean_content
+from memory.extraction.judge.content import CREDENTIAL, clean_content
 from memory.models import Memory, MemoryAccess, MemoryRead
 from memory.scopes import ScopeView, memories_for_scope, scope_filter
 from memory.selectors import in_scope, memories_active, memories_suggested

@@ -9,7 +9,7 @@ effect on the very next turn, in old conversations too. It holds, within MEMORY_
    to be followed unless the current message asks otherwise;
 2. background facts relevant to the new message (and the last exchange), most relevant first.
 
-What the block held is recorded against the turn's reply (memory.services.memory_uses_record).
+What the block held is recorded against the turn's reply (`memory_uses_record`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.formats import date_format
 from django.utils.translation import gettext
@@ -30,11 +31,11 @@ from accounts.models import User
 from chat.extensions import TurnContext
 from chat.models import Message
 from memory.forgetting import turn_memories_note
+from memory.models import Memory, MemoryUse
 from memory.recall import Candidate, always_used
 from memory.relevance import relevant
 from memory.scopes import ScopeView, scope_of_conversation
 from memory.selectors import memories_active, memory_rows_for_turn, messages_last_two_before
-from memory.services import memory_uses_record
 
 logger = logging.getLogger(__name__)
 
@@ -288,3 +289,17 @@ def memory_recall_summary(*, user: User) -> RecallSummary:
         limit=limit,
         left_out=block.serving_left_out,
     )
+
+
+def memory_uses_record(*, user_id: int, message_id: int, memory_ids: list[int]) -> None:
+    """Record the memories a reply's block held, replacing what an earlier build of the same turn's block
+    recorded (the last block is the one the reply was written with), and stamp their last use. Only the
+    user's own memories are recorded, whatever the ids say."""
+    with transaction.atomic():
+        MemoryUse.objects.filter(message_id=message_id).exclude(memory_id__in=memory_ids).delete()
+        if not memory_ids:
+            return
+        owned = list(Memory.objects.filter(owner_id=user_id, pk__in=memory_ids).values_list("pk", flat=True))
+        uses = [MemoryUse(memory_id=pk, message_id=message_id) for pk in owned]
+        MemoryUse.objects.bulk_create(uses, ignore_conflicts=True)
+        Memory.objects.filter(pk__in=owned).update(last_used_at=timezone.now())

@@ -6,15 +6,16 @@ the embedded model (chat.llm.local_embedder), "off" for none, or a named model a
   wrote it) — never on a turn's path. A row's
   content never changes, so an edit (a new row) gets a new vector; the vector goes with its memory
   (MemoryVector, on_delete=CASCADE).
-- A turn makes exactly one embeddings request, for its own text, within EMBEDDING_TIMEOUT; on any
-  failure or slowness it ranks lexically (`for_turn` answers None). The answer is kept for the turn's
-  later builds of the block (after a tool ran), so they make no second request.
+- A turn makes at most one embeddings request, for its own text, started as the turn starts (`prefetch`)
+  and waited for within EMBEDDING_TIMEOUT; on any failure or slowness it ranks lexically (`for_turn`
+  answers None). The answer is kept for the turn's later builds of the block (after a tool ran), so they
+  make no second request, and by its text for later turns with the same words.
 - Similarity is judged against the user's own memories and a few reference memories of no one in
   particular (`REFERENCE`, memory.recall.Meaning); their vectors are made once per process, off any
   turn's path (until they are, a turn ranks with the user's memories alone).
 
 Vectors are stored normalised as packed float32 and compared by brute force: at ≤ 500 memories a user
-that is a few milliseconds, far below what an index would save (README, "Recall").
+that is a few milliseconds, far below what an index would save (docs/recall.md).
 """
 
 from __future__ import annotations
@@ -22,20 +23,25 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from threading import Lock
+from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import transaction
+from django.dispatch import receiver
 
 from chat.extensions import TurnContext
-from chat.llm import Embedder, LLMError, get_embedder, metering
+from chat.llm import EMBEDDING_SETTINGS, Embedder, LLMError, get_embedder, metering
 from memory import selectors
 from memory.models import Memory, MemoryVector
-from memory.recall import Meaning
+from memory.recall import Meaning, is_about_something
 from memory.selectors import memories_active
 
 logger = logging.getLogger(__name__)
@@ -217,15 +223,107 @@ def meaning(*, query_vector: Sequence[float] | None, vectors: dict[int, Sequence
 
 
 # --- the turn ---------------------------------------------------------------------------------------
+#
+# A message's vector is asked for as its turn is about to start (`prefetch`, chat.extensions.turn_prefetch),
+# so the embedding runs while the turn's start is saved; the block then waits for what is left of it, never
+# more than EMBEDDING_TIMEOUT after it was asked for. Vectors are kept by the message's text (whitespace
+# aside) for the next turn that sends the same words (a retry, "ok", a repeated question).
+
+
+class _Pending:
+    """One text's query embedding, asked for at `started` (time.monotonic) on the prefetch pool; the calls
+    it made, counted once, by the turn that first uses it."""
+
+    def __init__(self, future: Future[list[float] | None], calls: list[metering.Call]) -> None:
+        self.future = future
+        self.calls = calls
+        self.started = time.monotonic()
+        self.counted = False
+
+
+_QUERIES_KEPT = 512
+# A turn's message is embedded up to this many characters: the model's time grows with the text (about
+# 17 ms of CPU for a short message, 60 for 200 characters, far more for a pasted page), and what a message
+# is about is mostly said early; its words all count in the lexical ranking.
+QUERY_MAX_CHARS = 300
+_queries: OrderedDict[str, _Pending] = OrderedDict()
+_queries_lock = Lock()
+# Two threads: one waits for the embedder (which queues the texts on its own thread), one spare for a slow one.
+_prefetch_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="embedder-query")
+# Users whose last turn had vectors to compare with: only their turns are embedded ahead (others may
+# have no memories, and their turns need no vector).
+_users_with_vectors: OrderedDict[int, None] = OrderedDict()
+
+
+def _text_key(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _failed(future: Future[list[float] | None]) -> bool:
+    return future.done() and (future.exception() is not None or future.result() is None)
+
+
+@receiver(setting_changed)
+def _embeddings_changed(*, setting: str, **kwargs: Any) -> None:
+    """Vectors of another model are no use: forget the kept ones (tests switch models)."""
+    if setting in EMBEDDING_SETTINGS:
+        with _queries_lock:
+            _queries.clear()
+            _users_with_vectors.clear()
+        with _turn_lock:
+            _turn_vectors.clear()
+
+
+def _embed_counted(text: str, calls: list[metering.Call]) -> list[float] | None:
+    with metering.counting(calls):
+        return embed_query(text[:QUERY_MAX_CHARS], timeout=settings.EMBEDDING_TIMEOUT)
+
+
+def _pending(text: str) -> _Pending:
+    """The query embedding of `text`: the one kept or under way, else a new one, started now. A failed one
+    is not kept: the next turn with these words asks again."""
+    key = _text_key(text)
+    with _queries_lock:
+        pending = _queries.get(key)
+        if pending is not None and not _failed(pending.future):
+            _queries.move_to_end(key)
+            return pending
+        calls: list[metering.Call] = []
+        pending = _Pending(_prefetch_pool.submit(_embed_counted, text, calls), calls)
+        _queries[key] = pending
+        while len(_queries) > _QUERIES_KEPT:
+            _queries.popitem(last=False)
+        return pending
+
+
+def prefetch(user_id: int, text: str) -> None:
+    """Start embedding a turn's message before the turn starts (chat.extensions.turn_prefetch): for a user
+    whose last turn had vectors to compare with, and a message about something. Returns at once."""
+    if user_id in _users_with_vectors and is_about_something(text):
+        _pending(text)
 
 
 def _query_vector(ctx: TurnContext) -> list[float] | None:
-    """The turn's own text embedded: one request per turn, whatever the number of block builds."""
+    """The turn's own text embedded: asked for once per turn, whatever the number of block builds, and
+    waited for at most EMBEDDING_TIMEOUT after it was asked for (else None: the turn ranks by words)."""
     key = ctx.user_message.pk  # None: a text no turn saved (a connected tool's search), never kept
     with _turn_lock:
         if key is not None and key in _turn_vectors:
             return _turn_vectors[key]
-    vector = embed_query(ctx.user_message.content, timeout=settings.EMBEDDING_TIMEOUT)
+    pending = _pending(ctx.user_message.content)
+    wait = max(0.0, pending.started + settings.EMBEDDING_TIMEOUT - time.monotonic())
+    try:
+        vector = pending.future.result(timeout=wait)
+    except FutureTimeout:
+        logger.warning("embeddings unavailable, ranking by words: no vector within %g s", settings.EMBEDDING_TIMEOUT)
+        vector = None
+    except Exception:  # embed_query logs what it expects; anything else is logged here, never raised
+        logger.exception("the query embedding failed; ranking by words")
+        vector = None
+    with _queries_lock:
+        first, pending.counted = not pending.counted, True
+    if first and vector is not None:
+        metering.note_made(pending.calls)  # reported with the turn that asked for it (chat.turn.metered)
     if key is None:
         return vector
     with _turn_lock:
@@ -237,13 +335,18 @@ def _query_vector(ctx: TurnContext) -> list[float] | None:
 
 def for_turn(ctx: TurnContext, memory_ids: list[int]) -> Meaning | None:
     """The turn's closeness in meaning to the given memories (all of the user's that it may use), or None
-    without embeddings or vectors."""
-    if not memory_ids or not enabled():
+    without embeddings or vectors, or for a message about nothing (a greeting: ranking ignores meaning there)."""
+    if not memory_ids or not enabled() or not is_about_something(ctx.user_message.content):
         return None
     # The user's vectors by owner (one indexed join, no list of hundreds of ids), kept for the given memories.
     vectors = vectors_of_user(user_id=ctx.user.pk, memory_ids=memory_ids)
     if not vectors:
         return None  # nothing to compare with: no request
+    with _queries_lock:
+        _users_with_vectors[ctx.user.pk] = None
+        _users_with_vectors.move_to_end(ctx.user.pk)
+        while len(_users_with_vectors) > _TURNS_KEPT * 16:
+            _users_with_vectors.popitem(last=False)
     return meaning(query_vector=_query_vector(ctx), vectors=vectors)
 
 

@@ -28,7 +28,7 @@ The display log (chat.Message) keeps the reply the user saw until they delete th
 Invalidation into history (update, retract, forget without purge) keeps the text: it can be restored.
 
 Work in flight re-checks at commit: an extraction run's record is scrubbed when it finishes
-(`run_scrub`, memory.pipeline.runs.finish_run), and a turn's agent state when it is saved
+(`run_scrub`, memory.extraction.run.Run.finish), and a turn's agent state when it is saved
 (`state_filter`, chat.extensions.register_state_filter), against the memories deleted meanwhile; a
 compaction summary made from a state that was redacted meanwhile is not saved
 (chat.turn.compaction.state_compacted_save's `read`).
@@ -59,7 +59,7 @@ from accounts.models import User
 from chat.models import AgentState, ConversationMarker
 from memory import recall, selectors
 from memory.changes import MARKER_KIND
-from memory.demo import parse_judge_input
+from memory.extraction.judge.request import parse_judge_input
 from memory.models import ExtractionRun, Memory
 from memory.notices import marker_excerpts
 

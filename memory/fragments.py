@@ -48,7 +48,10 @@ def suggested_context(user: User) -> dict[str, Any]:
 
 def history_context(user: User, query: str = "", scope: selectors.PageScope = None) -> dict[str, Any]:
     history = list(selectors.memory_history(user=user, query=query, scope=scope))
-    return {"history": selectors.memory_history_restorations(user=user, rows=history), "query": query}
+    rows = selectors.memory_history_restorations(user=user, rows=history)
+    # A wording restored later is listed once, by its later copy: in the active list, or in History
+    # when that copy left too (it has the same sources; deleting it takes the earlier versions along).
+    return {"history": [row for row in rows if row.restored_as is None], "query": query}  # type: ignore[attr-defined]
 
 
 # --- the pieces of an answer -----------------------------------------------------------------------

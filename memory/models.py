@@ -300,7 +300,7 @@ class MemoryClaim(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     run = models.ForeignKey(ExtractionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # The process holding it ("host:pid:boot"), so a claim of a worker that died is released at once
-    # by the extraction sweep (memory/recovery.py) instead of when it expires.
+    # by the extraction sweep (memory/extraction/recovery.py) instead of when it expires.
     owner = models.CharField(max_length=200, blank=True)
 
     def __str__(self) -> str:

@@ -30,9 +30,8 @@ from memory.services import (
     DUPLICATE,
     MemoryConflict,
     _create_active,
-    _lock_user,
     _now,
-    pending_messages_skip,
+    lock_active,
 )
 
 
@@ -43,13 +42,13 @@ def memory_move(*, user: User, memory: Memory, project: Project | None) -> Memor
         raise Http404("No Memory matches the given query.")
     target = project.pk if project is not None else None
     now = _now()
-    pending_messages_skip(user=user, before=now)  # the user's own placement wins over an old backlog
-    _lock_user(user)
-    current = Memory.objects.select_for_update().get(pk=memory.pk)
-    if current.invalid_at is not None:
-        raise MemoryConflict(gettext("Only active memories can be moved; restore this one first."))
-    if current.suggested:
-        raise MemoryConflict(gettext("This is a suggestion: keep it first, then move it."))
+    current = lock_active(
+        user=user,
+        memory=memory,
+        now=now,
+        inactive=gettext("Only active memories can be moved; restore this one first."),
+        suggested=gettext("This is a suggestion: keep it first, then move it."),
+    )
     if current.project_id == target:
         return current
     there = memories_active(user_id=user.pk).filter(in_scope(target))
@@ -103,7 +102,7 @@ def _project_memories_to_user(*, user_id: int, project_id: int) -> None:
 
 
 def _project_name_redact(*, user_id: int, project_id: int) -> None:
-    """Extraction-run records name the project their batch came from (memory.judge.PROJECT_NOTE): a deleted
+    """Extraction-run records name the project their batch came from (memory.extraction.judge.PROJECT_NOTE): a deleted
     project leaves its name in none of them."""
     name = Project.objects.filter(pk=project_id).values_list("name", flat=True).first()
     if not name:

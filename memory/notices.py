@@ -35,10 +35,10 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 from accounts.middleware import background_language
 from accounts.models import User
 from chat import extensions, markers
-from memory import chat_fragments, selectors
+from memory import chat_fragments, notice_selectors, selectors
 from memory.changes import MARKER_KIND, MemoryChange
+from memory.extraction.outcomes import Outcome, Result
 from memory.models import ExtractionRun, Memory
-from memory.outcomes import Outcome, Result
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def review_link(*, new_memory_id: int | None, applied_ops: list[dict[str, Any]],
 def _waiting_for(run_id: int) -> list[Memory]:
     """The run's suggestions for the notice's Keep and Discard; none when they cannot be read."""
     try:
-        return selectors.memory_suggestions_by_run(run_ids=[run_id]).get(run_id, [])
+        return notice_selectors.memory_suggestions_by_run(run_ids=[run_id]).get(run_id, [])
     except Exception:  # the notice without buttons (the page lists the suggestions), never a missed notice
         logger.exception("could not read the suggestions of run %s", run_id)
         return []
@@ -110,10 +110,10 @@ def _waiting_for(run_id: int) -> list[Memory]:
 def _review_for(run_id: int) -> str:
     """The run's Review link; "" (the page itself) when it cannot be worked out."""
     try:
-        run = selectors.extraction_run_applied_ops(run_id=run_id)
+        run = notice_selectors.extraction_run_applied_ops(run_id=run_id)
         if run is None:
             return ""
-        written = selectors.memory_ids_written_by_runs(run_ids=[run_id]).get(run_id)
+        written = notice_selectors.memory_ids_written_by_runs(run_ids=[run_id]).get(run_id)
         return review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=written)
     except Exception:  # a plainer link, never a missed notice
         logger.exception("could not find what run %s changed", run_id)
@@ -184,7 +184,7 @@ def marker_suggestion_kept(*, user_id: int, memory_id: int) -> list[Any]:
     """After Keep: the markers that asked about the suggestion now say it was remembered (the reader's
     language still decides the wording). Returns the markers changed, to show them at once."""
     changed = []
-    for marker in selectors.memory_markers_of_user(user_id=user_id):
+    for marker in notice_selectors.memory_markers_of_user(user_id=user_id):
         items = (marker.data or {}).get("changes") or []
         if not any(item.get("id") == memory_id and item.get("suggested") for item in items):
             continue
@@ -212,14 +212,14 @@ def _deleted_since(changes: list[MemoryChange]) -> set[int]:
 def mark_conversation(sender: object, *, user_id: int, run_id: int, changes: list[MemoryChange], **kwargs: Any) -> None:
     """memories_changed receiver: a lasting marker in the conversation of the message the run ended on."""
     try:
-        run = selectors.extraction_run_of_user(user_id=user_id, run_id=run_id)
+        run = notice_selectors.extraction_run_of_user(user_id=user_id, run_id=run_id)
         if run is None:
             return
         message_id = run.trigger_message_id or max(run.message_ids or [0])
-        message = selectors.message_of_user(user_id=user_id, message_id=message_id)
+        message = notice_selectors.message_of_user(user_id=user_id, message_id=message_id)
         if message is None:  # its conversation was deleted meanwhile
             return
-        written = selectors.memory_ids_written_by_runs(run_ids=[run.pk]).get(run.pk)
+        written = notice_selectors.memory_ids_written_by_runs(run_ids=[run.pk]).get(run.pk)
         link = review_link(new_memory_id=None, applied_ops=run.applied_ops, ids=written)
         # Kept as data, worded in each reader's language when shown (marker_wording); the text, in the
         # user's language setting, is only the fallback.
@@ -289,7 +289,7 @@ def announce_outcome(*, user_id: int, message_id: int, result: Result) -> None:
     when nothing changed (changes announce themselves: `mark_conversation` and the notice)."""
     if result.changed or result.status in (Outcome.MEMORY_OFF, Outcome.NOTHING_PENDING, Outcome.BELOW_THRESHOLD):
         return
-    message = selectors.message_of_user(user_id=user_id, message_id=message_id)
+    message = notice_selectors.message_of_user(user_id=user_id, message_id=message_id)
     if message is None:  # the conversation was deleted meanwhile
         return
     markers.marker_add(
@@ -328,11 +328,11 @@ def run_changes(run: ExtractionRun, *, retracted: dict[int, str]) -> list[Memory
 def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
     """Rendered notices for the user's runs that changed memories after `after_run_id`, and the
     id to ask from next time. Four queries at most, whatever the number of runs."""
-    runs = selectors.extraction_runs_changed_after(user=user, after_run_id=after_run_id)
+    runs = notice_selectors.extraction_runs_changed_after(user=user, after_run_id=after_run_id)
     ids = [op["id"] for run in runs for op in run.applied_ops if op.get("op") == "retract" and "id" in op]
-    retracted = selectors.memory_contents_by_id(user=user, ids=ids)
-    written = selectors.memory_ids_written_by_runs(run_ids=[run.pk for run in runs]) if runs else {}
-    waiting = selectors.memory_suggestions_by_run(run_ids=[run.pk for run in runs]) if runs else {}
+    retracted = notice_selectors.memory_contents_by_id(user=user, ids=ids)
+    written = notice_selectors.memory_ids_written_by_runs(run_ids=[run.pk for run in runs]) if runs else {}
+    waiting = notice_selectors.memory_suggestions_by_run(run_ids=[run.pk for run in runs]) if runs else {}
     notices = [
         chat_fragments.notice_html(
             run_id=run.pk,
@@ -348,5 +348,7 @@ def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
 def markers_after(*, user: User, conversation_id: str, after_marker_id: int) -> tuple[str, int]:
     """The open conversation's memory markers newer than `after_marker_id`, ready to append to its
     timeline, and the id to ask from next time (the poll's way to show a marker the worker added)."""
-    rows = selectors.memory_markers_after(user=user, conversation_id=conversation_id, after_marker_id=after_marker_id)
+    rows = notice_selectors.memory_markers_after(
+        user=user, conversation_id=conversation_id, after_marker_id=after_marker_id
+    )
     return chat_fragments.markers_html(rows), max([after_marker_id, *(marker.pk for marker in rows)])

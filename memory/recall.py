@@ -12,7 +12,8 @@ A memory is relevant when it shares a word with the turn (lexical), or when it i
 (English light stems, Chinese two-character pieces), the tokenising conversation search uses; common
 words carry nothing (`STOPWORDS`). A term many of the user's memories share weighs less than a rare one
 but still makes them relevant: a user who cares about a topic has many memories about it, and they are
-ordered by what else they share with the message, by similarity and by recency.
+ordered by what else they share with the message, by similarity and by recency. A dish or a drink also
+shares the concept it implies with the dietary facts it bears on (memory.concepts: Sichuan food is spicy).
 
 Closeness in meaning is calibrated, never a fixed floor: small embedding models put unrelated pairs close
 together (e5 at 0.75–0.80), so a memory counts when its similarity to the message stands out from the
@@ -33,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from chat.terms import terms
+from memory.concepts import concept_terms
 
 # The last exchange counts beside the new message: the user's previous message fully (a follow-up such as
 # "which one do you recommend?" is about it), the reply to it at this weight (it is long, and not the user's).
@@ -89,8 +91,8 @@ class Candidate(NamedTuple):
 
 
 def memory_terms(content: str) -> frozenset[str]:
-    """The distinct index terms of a memory that can make it relevant."""
-    return frozenset(_meaningful(terms(content)))
+    """The distinct index terms of a memory that can make it relevant, the concepts it names included."""
+    return frozenset(_meaningful(terms(content))) | concept_terms(content)
 
 
 def _meaningful(items: Iterable[str]) -> Iterable[str]:
@@ -100,8 +102,9 @@ def _meaningful(items: Iterable[str]) -> Iterable[str]:
 def query_weights(message: str, previous: str = "", reply: str = "") -> dict[str, float]:
     """The terms of the turn's text with their weights: the new message's and the user's previous one at 1,
     the reply between them lower."""
-    weights = dict.fromkeys(_meaningful(terms(reply)), REPLY_WEIGHT)
-    weights.update(dict.fromkeys(_meaningful(terms(f"{previous}\n{message}")), 1.0))
+    weights = dict.fromkeys([*_meaningful(terms(reply)), *concept_terms(reply)], REPLY_WEIGHT)
+    user_text = f"{previous}\n{message}"
+    weights.update(dict.fromkeys([*_meaningful(terms(user_text)), *concept_terms(user_text)], 1.0))
     return weights
 
 

@@ -16,7 +16,8 @@ from django.conf import settings
 
 from memory import lexicon
 from memory.models import ExtractionRun
-from memory.selectors import memory_outcome_marked, messages_pending, pending_count_up_to
+from memory.notice_selectors import memory_outcome_marked
+from memory.selectors import messages_pending, pending_count_up_to
 from memory.tasks import embed_memories_later, enqueue_extraction
 
 logger = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ def pending_up_to(*, user_id: int, message_id: int) -> int:
 def explicit_request_pending(*, user_id: int, message_id: int) -> bool:
     """Whether the message is the user's, still pending (memory on, not temporary) and asks to remember,
     correct or forget something."""
-    pending = messages_pending(user_id=user_id).filter(pk=message_id, user__memory_enabled=True)
+    pending = messages_pending(user_id=user_id, memory_on=True).filter(pk=message_id)
     content = pending.values_list("content", flat=True).first()
     return content is not None and lexicon.is_explicit_request(content)
 

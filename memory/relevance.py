@@ -1,5 +1,5 @@
 """Which of a user's memories bear on a text: the one ranking every reader goes through — a turn's block
-(memory.context), the judge's view of its batch (memory.pipeline.shown), connected tools' search — so
+(memory.context), the judge's view of its batch (memory.extraction.shown), connected tools' search — so
 they all rank alike.
 
 The ranking itself is memory.recall (by words, and by meaning where embeddings run: SPEC §9, calibrated

@@ -8,7 +8,7 @@ from ninja import Field, Schema
 from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from chat.models import Message
-from config.api_errors import ID_MAX, NOT_BLANK
+from core.api_errors import ID_MAX, NOT_BLANK
 from memory.models import CONTENT_MAX, Memory
 from memory.selectors import memory_status, source_excerpt
 

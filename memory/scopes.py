@@ -26,7 +26,7 @@ from typing import Literal
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from chat.models import Conversation, Project
-from memory.judge import PendingMessage
+from memory.extraction.judge import PendingMessage
 from memory.models import Memory
 from memory.selectors import memories_active
 
@@ -68,7 +68,7 @@ class ScopeView:
 
 
 def scope_of_batch(pending: Sequence[PendingMessage]) -> ScopeView:
-    """The scope of an extraction batch (all its messages share one, memory.pipeline.reads.pending_batch)."""
+    """The scope of an extraction batch (all its messages share one, memory.extraction.reads.pending_batch)."""
     if not pending or pending[0].project_id is None:
         return ScopeView()
     return ScopeView(project_id=pending[0].project_id, mode=pending[0].project_mode)
@@ -115,14 +115,3 @@ def memories_for_conversation(*, user_id: int, conversation: Conversation) -> Qu
     if conversation.temporary:
         return Memory.objects.none()
     return memories_for_scope(user_id=user_id, view=scope_of_conversation(conversation))
-
-
-def memory_scope_rows(*, user_id: int, project: int | Literal["user"] | None) -> QuerySet[Memory]:
-    """A user's memories of one scope, whatever their status (the API's and the page's filter):
-    "user" for the user's own, a project's id for that project's, None for every scope."""
-    rows = Memory.objects.filter(owner_id=user_id)
-    if project == "user":
-        return rows.filter(project__isnull=True)
-    if project is not None:
-        return rows.filter(project_id=project)
-    return rows

@@ -11,10 +11,9 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from accounts.models import User
-from chat.models import ConversationMarker, Message
-from config.sql import column, table
-from memory.changes import MARKER_KIND
-from memory.models import ExtractionRun, Memory, MemoryUse, MemoryVector
+from chat.models import Message
+from core.sql import column, table
+from memory.models import Memory, MemoryUse, MemoryVector
 
 MemoryStatusFilter = Literal["active", "invalid", "suggested", "all"]
 EXCERPT_CHARS = 200
@@ -23,14 +22,23 @@ EXCERPT_CHARS = 200
 # --- the two sets extraction revolves around ------------------------------------------------------
 
 
-def messages_pending_all_users() -> QuerySet[Message]:
-    """Every user's messages still waiting for extraction: user role, `pending` (the sweep's view)."""
-    return Message.objects.filter(role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING)
+def user_memory_on(*, user_id: int) -> bool:
+    """Whether the user has memory on: read when a run starts and again in its commit."""
+    return User.objects.filter(pk=user_id, memory_enabled=True).exists()
 
 
-def messages_pending(*, user_id: int, up_to_message_id: int | None = None) -> QuerySet[Message]:
+def messages_pending_all_users(*, memory_on: bool = False) -> QuerySet[Message]:
+    """Every user's messages still waiting for extraction: user role, `pending` (the sweep's view); with
+    `memory_on`, only of users who have memory on."""
+    query = Message.objects.filter(role=Message.Role.USER, memory_status=Message.MemoryStatus.PENDING)
+    return query.filter(user__memory_enabled=True) if memory_on else query
+
+
+def messages_pending(
+    *, user_id: int, up_to_message_id: int | None = None, memory_on: bool = False
+) -> QuerySet[Message]:
     """The user's messages still waiting for extraction, oldest first, optionally only up to a message."""
-    query = messages_pending_all_users().filter(user_id=user_id)
+    query = messages_pending_all_users(memory_on=memory_on).filter(user_id=user_id)
     if up_to_message_id is not None:
         query = query.filter(id__lte=up_to_message_id)
     return query.order_by("id")
@@ -137,11 +145,6 @@ def memory_get_for_user(*, user: User, memory_id: int) -> Memory:
     return get_object_or_404(_with_relations(Memory.objects.filter(owner=user)), pk=memory_id)
 
 
-def memory_active_contents(*, user_id: int) -> list[str]:
-    """The content of the user's active memories, oldest first: one indexed query."""
-    return list(memories_active(user_id=user_id).values_list("content", flat=True))
-
-
 def source_excerpt(message: Message) -> str:
     text = " ".join(message.content.split())
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
@@ -222,101 +225,15 @@ def memory_history_restorations(*, user: User, rows: list[Memory]) -> list[Memor
     return rows
 
 
-def _changed_runs(*, user: User) -> QuerySet[ExtractionRun]:
-    # Only an applied run with at least one applied operation changed memories (memory.pipeline.commit).
-    return ExtractionRun.objects.filter(owner=user, status=ExtractionRun.Status.APPLIED).exclude(applied_ops=[])
-
-
-def extraction_runs_changed_after(*, user: User, after_run_id: int, limit: int = 5) -> list[ExtractionRun]:
-    """The user's runs that changed memories, with an id above `after_run_id`, oldest first."""
-    return list(_changed_runs(user=user).filter(pk__gt=after_run_id).order_by("pk")[:limit])
-
-
-def extraction_run_last_changed_id(*, user: User) -> int:
-    """The id of the user's latest run that changed memories (0 when there is none)."""
-    return _changed_runs(user=user).order_by("-pk").values_list("pk", flat=True).first() or 0
-
-
-def memory_contents_by_id(*, user: User, ids: list[int]) -> dict[int, str]:
-    """The content of some of the user's memories (e.g. the ones a run retracted), by id."""
-    if not ids:
-        return {}
-    return dict(Memory.objects.filter(owner=user, pk__in=ids).values_list("pk", "content"))
-
-
 def memory_suggestions_waiting(*, user: User) -> list[Memory]:
     """The user's suggestions waiting for Keep or Discard, with the sentence each would replace and the
     messages each came from (one query for them all)."""
     return list(_with_relations(memories_suggested(user_id=user.pk)))
 
 
-def memory_ids_written_by_runs(*, run_ids: list[int]) -> dict[int, list[int]]:
-    """Every memory each run wrote that is still active or waiting, oldest first, by run id (one query)."""
-    rows = Memory.objects.filter(run_id__in=run_ids, invalid_at__isnull=True).order_by("id").values_list("run_id", "pk")
-    written: dict[int, list[int]] = {}
-    for run_id, pk in rows:
-        if run_id is not None:
-            written.setdefault(run_id, []).append(pk)
-    return written
-
-
-def memory_suggestions_by_run(*, run_ids: list[int]) -> dict[int, list[Memory]]:
-    """The suggestions each run made that still wait for the user, with the version each would replace."""
-    rows = memory_suggestions_of_runs(run_ids=run_ids)
-    found: dict[int, list[Memory]] = {}
-    for memory in rows:
-        if memory.run_id is not None:
-            found.setdefault(memory.run_id, []).append(memory)
-    return found
-
-
 def memory_ids_existing(*, ids: set[int]) -> set[int]:
     """Which of these memory ids still exist (a memory deleted since a run committed does not)."""
     return set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
-
-
-def extraction_run_applied_ops(*, run_id: int) -> ExtractionRun | None:
-    """The run with only what it applied loaded (for its Review link), or None."""
-    return ExtractionRun.objects.filter(pk=run_id).only("applied_ops").first()
-
-
-def extraction_run_of_user(*, user_id: int, run_id: int) -> ExtractionRun | None:
-    return ExtractionRun.objects.filter(pk=run_id, owner_id=user_id).first()
-
-
-def message_of_user(*, user_id: int, message_id: int) -> Message | None:
-    """The user's message with its conversation (and its user, for the language setting), or None when the
-    conversation was deleted meanwhile."""
-    return Message.objects.filter(pk=message_id, user_id=user_id).select_related("conversation", "user").first()
-
-
-def memory_markers_after(*, user: User, conversation_id: str, after_marker_id: int) -> list[ConversationMarker]:
-    """The conversation's memory markers newer than `after_marker_id` (the user's conversation only)."""
-    return list(
-        ConversationMarker.objects.filter(
-            conversation_id=conversation_id,
-            conversation__owner=user,
-            kind=MARKER_KIND,
-            pk__gt=after_marker_id,
-        ).order_by("pk")[:20]
-    )
-
-
-def memory_outcome_marked(*, user_id: int, message_id: int) -> bool:
-    """Whether the conversation of the user's message has a memory marker since the message was sent
-    (the flush tool's outcome, or a change it made)."""
-    message = Message.objects.filter(pk=message_id, user_id=user_id).values("conversation_id", "created_at").first()
-    if message is None:
-        return False
-    return ConversationMarker.objects.filter(
-        conversation_id=message["conversation_id"], kind=MARKER_KIND, created_at__gte=message["created_at"]
-    ).exists()
-
-
-def memory_marker_last_id(*, conversation_id: str) -> int:
-    """The id of the conversation's latest memory marker (0 when there is none)."""
-    query = ConversationMarker.objects.filter(conversation_id=conversation_id, kind=MARKER_KIND)
-    return query.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
 # --- recall, the history search tool, forgetting -------------------------------------------------
@@ -443,13 +360,3 @@ def memory_uses_annotate(messages: list[Message]) -> None:
         message = replies[use.message_id]
         message.memories_used.append(use.memory_id)  # type: ignore[attr-defined]
         message.used_memories.append(use.memory)  # type: ignore[attr-defined]
-
-
-def memory_markers_of_user(*, user_id: int) -> list[ConversationMarker]:
-    """The user's memory markers that keep data (memory.notices), newest first."""
-    return list(
-        ConversationMarker.objects.filter(conversation__owner_id=user_id, kind=MARKER_KIND)
-        .exclude(data={})
-        .select_related("conversation__owner")
-        .order_by("-created_at", "-id")
-    )

@@ -33,8 +33,8 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat.models import Message, Project
 from memory import forgetting, lifecycle
-from memory.judge_content import is_storable
-from memory.models import CONTENT_MAX, Memory, MemorySource, MemoryUse
+from memory.extraction.judge.content import is_storable
+from memory.models import CONTENT_MAX, Memory, MemorySource
 from memory.selectors import in_scope, memories_active, messages_pending
 from memory.tasks import embed_memories_later
 
@@ -120,6 +120,20 @@ def _ensure_room(*, user: User) -> None:
         raise MemoryLimitReached(limit)
 
 
+def lock_active(*, user: User, memory: Memory, now: datetime, inactive: str, suggested: str) -> Memory:
+    """Begin a change of an active memory: the user's messages pending before `now` are skipped (their
+    word wins over an old backlog), the user row and the memory's row are locked, and the memory must
+    still be active (`inactive` said otherwise) and not a suggestion (`suggested`)."""
+    pending_messages_skip(user=user, before=now)
+    _lock_user(user)
+    current = Memory.objects.select_for_update().get(pk=memory.pk)
+    if current.invalid_at is not None:
+        raise MemoryConflict(inactive)
+    if current.suggested:
+        raise MemoryConflict(suggested)
+    return current
+
+
 def _copy_sources(*, source: Memory, target: Memory) -> None:
     ids = MemorySource.objects.filter(memory=source).values_list("message_id", flat=True)
     MemorySource.objects.bulk_create([MemorySource(memory=target, message_id=mid) for mid in ids])
@@ -160,13 +174,13 @@ def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
     if text == memory.content and memory.invalid_at is None:
         return memory  # nothing to change, so nothing to skip either
     now = _now()
-    pending_messages_skip(user=user, before=now)
-    _lock_user(user)
-    current = Memory.objects.select_for_update().get(pk=memory.pk)
-    if current.invalid_at is not None:
-        raise MemoryConflict(gettext("Only active memories can be edited; restore this one first."))
-    if current.suggested:
-        raise MemoryConflict(gettext("This is a suggestion: keep it first, then edit it."))
+    current = lock_active(
+        user=user,
+        memory=memory,
+        now=now,
+        inactive=gettext("Only active memories can be edited; restore this one first."),
+        suggested=gettext("This is a suggestion: keep it first, then edit it."),
+    )
     if text == current.content:
         return current
     _ensure_not_duplicate(user=user, content=text, project_id=current.project_id)
@@ -242,20 +256,6 @@ def memory_retract(*, user: User, memory: Memory) -> Memory:
         raise MemoryConflict(gettext("Only an active memory can be marked outdated."))
     memory.refresh_from_db()
     return memory
-
-
-def memory_uses_record(*, user_id: int, message_id: int, memory_ids: list[int]) -> None:
-    """Record the memories a reply's block held, replacing what an earlier build of the same turn's block
-    recorded (the last block is the one the reply was written with), and stamp their last use. Only the
-    user's own memories are recorded, whatever the ids say."""
-    with transaction.atomic():
-        MemoryUse.objects.filter(message_id=message_id).exclude(memory_id__in=memory_ids).delete()
-        if not memory_ids:
-            return
-        owned = list(Memory.objects.filter(owner_id=user_id, pk__in=memory_ids).values_list("pk", flat=True))
-        uses = [MemoryUse(memory_id=pk, message_id=message_id) for pk in owned]
-        MemoryUse.objects.bulk_create(uses, ignore_conflicts=True)
-        Memory.objects.filter(pk__in=owned).update(last_used_at=_now())
 
 
 def _chain_head(*, user: User, memory: Memory) -> Memory:

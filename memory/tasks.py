@@ -14,9 +14,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat.llm import LLMError
-from config.tasks import send_task, send_task_on_commit
-from memory import embeddings, lifecycle, notices, pipeline, recovery, retention, retries
+from core.tasks import send_task, send_task_on_commit
+from memory import embeddings, lifecycle, notices
 from memory.consolidation import tasks as consolidation_tasks  # registers the tidy-up task with the worker
+from memory.extraction import batches, recovery, retention, retries
 from memory.models import ExtractionRun
 
 logger = logging.getLogger(__name__)
@@ -35,11 +36,7 @@ def extract_memories_task(
     request the chat model could not flush), the final outcome is shown in the message's conversation."""
     if trigger not in ExtractionRun.Trigger.values:
         trigger = ExtractionRun.Trigger.BACKGROUND
-    params = pipeline.extraction_params(trigger=trigger)
-    if min_pending is not None:  # a run for this message (a flush's follow-up, an admin's retry): no waiting
-        params["min_pending"] = min_pending
-        params["wait_quiet"] = False
-    result = pipeline.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, **params)
+    result = batches.extract(user_id=user_id, trigger=trigger, up_to_message_id=message_id, min_pending=min_pending)
     countdown = retries.task_countdown(result, retries=self.request.retries)
     # An announced flush says at once why it waits or failed, and again when its task tries no more.
     if announce and (countdown is None or not self.request.retries):
@@ -70,11 +67,11 @@ def embed_memories_later(*, user_id: int) -> None:
 
 @shared_task(ignore_result=True)
 def sweep_extractions_task() -> int:
-    """Restart extraction work left behind by a dead worker or a lost message (memory/recovery.py); move
+    """Restart extraction work left behind by a dead worker or a lost message (memory/extraction/recovery.py); move
     memories whose end date passed to history and delete unanswered suggestions (memory/lifecycle.py);
     embed memories whose vector is missing (a lost message, an existing user's memories once embeddings run,
     or EMBEDDING_MODEL changed); strip the text
-    of runs past their retention (memory/retention.py); send the tidy-up passes that are due
+    of runs past their retention (memory/extraction/retention.py); send the tidy-up passes that are due
     (memory.consolidation.tasks)."""
     now = timezone.now()
     lifecycle.memories_expire(now=now)

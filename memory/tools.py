@@ -14,9 +14,10 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from chat.extensions import TurnContext
-from memory import forgetting, lexicon, notices, pipeline, retries
+from memory import forgetting, lexicon, notices
+from memory.extraction import batches, retries
+from memory.extraction.outcomes import Outcome, Result
 from memory.models import ExtractionRun
-from memory.outcomes import Outcome, Result
 from memory.scopes import learns_here
 
 logger = logging.getLogger(__name__)
@@ -114,11 +115,10 @@ class FlushMemoryTool:
             return TEMPORARY
         deadline = time.monotonic() + retries.flush_wait()
         while True:
-            result = pipeline.extract(
+            result = batches.extract(
                 user_id=ctx.user.pk,
                 trigger=ExtractionRun.Trigger.FLUSH,
                 up_to_message_id=ctx.user_message.pk,
-                **pipeline.extraction_params(trigger=ExtractionRun.Trigger.FLUSH),
             )
             if result.status != Outcome.BUSY or time.monotonic() >= deadline:
                 break

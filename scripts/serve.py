@@ -8,9 +8,9 @@ SIGTERM stops both cleanly (SIGTERM, then SIGKILL after 15 s) and exits.
 A restarted web server first closes the replies its dead predecessor was writing (saved
 "interrupted", their conversations free again; see chat/turn/leases.py), then serves; the browser's
 socket reconnects on its own. A restarted worker sweeps for extraction work left behind
-(memory/recovery.py).
+(memory/extraction/recovery.py).
 
-Production, more than one process (README, "Production"): with PostgreSQL and Redis configured,
+Production, more than one process (docs/configuration.md, "Production"): with PostgreSQL and Redis configured,
 
     scripts/serve.py --workers 4 --celery-concurrency 4
 
@@ -151,7 +151,7 @@ def main() -> int:
     django.setup()
     from django.conf import settings
 
-    from config.security import require_secret_key
+    from core.security import require_secret_key
 
     require_secret_key()  # one line and exit, before starting anything, when debug is off without a key
 

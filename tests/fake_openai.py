@@ -592,6 +592,11 @@ class _Handler(BaseHTTPRequestHandler):
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]|\w+|[^\w\s]")
 
 
+def summary_request(body: dict[str, Any]) -> bool:
+    """Whether a request asks for a conversation summary (chat.turn.summary), streamed like a chat reply."""
+    return any("The messages to summarize:" in str(m.get("content") or "") for m in body.get("messages") or [])
+
+
 def count_tokens(body: dict[str, Any]) -> int:
     """The prompt size of a request as this fake provider counts it: a tokenizer-like count (words,
     punctuation marks and CJK characters are one token each), 4 tokens per message, the tool schemas."""

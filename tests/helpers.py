@@ -16,7 +16,7 @@ from chat.models import Conversation, Message
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 
 if TYPE_CHECKING:  # imported where used: the chat and accounts tests also run without the memory app
-    from memory import pipeline
+    from memory.extraction import outcomes
     from memory.models import Memory
 
 
@@ -46,13 +46,11 @@ def say(conversation: Conversation, text: str, *, reply: str = "Sure, noted.") -
     return message
 
 
-def run(user: Any, *, up_to: Message | None = None, trigger: str = "flush", **kwargs: Any) -> pipeline.Result:
+def run(user: Any, *, up_to: Message | None = None, trigger: str = "flush", **kwargs: Any) -> outcomes.Result:
     """One extraction run for `user`, as a flush (or `trigger`) up to the message `up_to`."""
-    from memory import pipeline
+    from memory.extraction import batches
 
-    params = pipeline.extraction_params(trigger=trigger)
-    params.update(kwargs)
-    return pipeline.extract(user_id=user.pk, trigger=trigger, up_to_message_id=up_to.pk if up_to else None, **params)
+    return batches.extract(user_id=user.pk, trigger=trigger, up_to_message_id=up_to.pk if up_to else None, **kwargs)
 
 
 SETTINGS_PACKAGE = "config.settings"

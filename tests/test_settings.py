@@ -40,7 +40,7 @@ def test_defaults_need_no_server_and_no_provider(load: Any, tmp_path: Path) -> N
     assert s["REDIS_URL"] == ""
     assert s["CHANNEL_LAYERS"]["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
     assert s["CELERY_BROKER_URL"] == "filesystem://"
-    assert s["CELERY_BROKER_TRANSPORT"] == "config.broker:FilesystemTransport"
+    assert s["CELERY_BROKER_TRANSPORT"] == "core.broker:FilesystemTransport"
     assert s["LLM_BACKEND"] == "demo"
     assert s["MEMORY_MODEL"] == s["CHAT_MODEL"]
     assert s["MEMORY_EXTRACT_MIN_TURNS"] == 3
@@ -102,10 +102,10 @@ def test_redis_url_moves_the_broker_channel_layer_and_cache_to_redis(load: Any) 
         "hosts": [{"address": "redis://127.0.0.1:6379/3", "socket_timeout": 30, "max_connections": 5000}],
         "capacity": 1000,
     }
-    assert s["CELERY_BROKER_TRANSPORT"] == "config.broker:RedisTransport"
+    assert s["CELERY_BROKER_TRANSPORT"] == "core.broker:RedisTransport"
     # Rate-limit counters shared by every process, through one connection pool per process.
     assert s["CACHES"]["default"] == {
-        "BACKEND": "config.cache.SharedRedisCache",
+        "BACKEND": "core.cache.SharedRedisCache",
         "LOCATION": "redis://127.0.0.1:6379/3",
         "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},  # the counters fail open, fast
     }

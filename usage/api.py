@@ -13,7 +13,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from pydantic import field_validator
 
-from config.api_errors import AUTH_ERRORS, PARAM_ERRORS
+from core.api_errors import AUTH_ERRORS, PARAM_ERRORS
 from usage import selectors, services
 
 router = Router(tags=["usage"])

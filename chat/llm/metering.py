@@ -54,6 +54,13 @@ def counting(calls: list[Call] | None = None) -> Iterator[list[Call]]:
         _calls.reset(token)
 
 
+def note_made(calls: list[Call]) -> None:
+    """Count calls another thread made for the caller (collected there with `counting()`) as made here."""
+    current = _calls.get()
+    if current is not None:
+        current.extend(calls)
+
+
 def note(*, model: str, prompt_tokens: int | None, completion_tokens: int | None, estimate: Any = None) -> None:
     """Note one finished call. A count the provider did not send is taken from `estimate()` -> (prompt,
     completion), called only then, and the call is marked estimated."""

@@ -11,10 +11,15 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 - the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
   server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout
   (the retry policy: `chat.llm.retry`);
+- an empty answer (nothing, or only blanks) to a request without tools is asked once more before it is
+  the turn's error (small models sometimes end at once);
 - a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
   is asked again without them, and not offered tools again for a while (see `tools_supported`): a server
   restarted with another chat format, or a passing fault, gets its tools back (the tools fallback policy:
   `chat.llm.tools_fallback`);
+- judge calls and summaries stream too (`chat.llm.streamed_call`), so a call given up stops the server,
+  and ask for no more tokens than the server has shown it writes within their time limit
+  (`chat.llm.server_load.tokens_within`); a JSON answer cut off there counts as a timeout;
 - a stream is read as raw server-sent events (`chat.llm.sse`);
 - tool calls are assembled by `chat.llm.toolcalls`, which tolerates repeated names and missing ids.
 """
@@ -35,7 +40,7 @@ import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, metering, server_facts, streamed_call, written
+from chat.llm import json_formats, metering, server_facts, server_load, streamed_call, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -199,6 +204,7 @@ class OpenAIChatModel(ChatModel):
         end = started + float(settings.CHAT_TURN_TIMEOUT)
         tools_fallback = self.tools.request(request)
         attempt = 0
+        asked_again = False  # an empty answer without tools is asked once more
         while True:
             received = False
             try:
@@ -206,6 +212,8 @@ class OpenAIChatModel(ChatModel):
                 # aclosing: a consumer that stops early closes the provider's response at once.
                 async with aclosing(once):
                     async for chunk in once:
+                        if not received and isinstance(chunk, TextDelta) and not chunk.text.strip():
+                            continue  # blanks before the answer: an answer of nothing else is empty
                         if not received and not isinstance(chunk, Usage):
                             received = True
                             tools_fallback.answered()
@@ -215,14 +223,25 @@ class OpenAIChatModel(ChatModel):
                     raise
                 if tools_fallback.drop_tools(exc):
                     continue
+                if exc.kind == "empty" and not asked_again and time.monotonic() < first_by:
+                    asked_again = True
+                    continue
                 wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=first_by)
                 if wait is None:
+                    tools_fallback.failed(exc)
                     raise
                 attempt += 1
                 await asyncio.sleep(wait)
                 continue
             if not received and tools_fallback.drop_tools(None):
                 continue
+            if not received and not asked_again and time.monotonic() < first_by:
+                # A small model may end its answer at once (an end-of-turn token sampled first); asked
+                # again, it answers. Only once: an empty answer twice is the turn's error, with Retry.
+                asked_again = True
+                continue
+            if not received:
+                tools_fallback.failed(None)
             return
 
     async def _stream_once(
@@ -289,7 +308,7 @@ class OpenAIChatModel(ChatModel):
             "stream": False,
         }
         if max_tokens:
-            request["max_tokens"] = max_tokens
+            request["max_tokens"] = _within(model, max_tokens, timeout)
         # The schema where the server takes it, JSON mode otherwise (chat.llm.json_formats).
         end = time.monotonic() + timeout
         key = f"{self._options['base_url']}|{model}"
@@ -302,6 +321,8 @@ class OpenAIChatModel(ChatModel):
                 if index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end:
                     index += 1
                     continue
+                if exc.kind == "length" and max_tokens and request["max_tokens"] < max_tokens:
+                    raise _too_slow(model, timeout) from exc
                 raise
             if schema:
                 json_formats.remember(key, index)
@@ -311,8 +332,10 @@ class OpenAIChatModel(ChatModel):
         request: dict[str, Any] = {
             "model": model,
             "messages": single_system_message(messages),
-            "max_tokens": max_tokens,
-            "stream": False,
+            "max_tokens": _within(model, max_tokens, timeout),
+            # Streamed like a judge call: given up at its deadline, it stops the server (chat.llm.streamed_call).
+            "stream": True,
+            "stream_options": {"include_usage": True},
         }
         return self._complete(request, timeout=timeout)
 
@@ -359,6 +382,24 @@ class OpenAIChatModel(ChatModel):
         if not isinstance(content, str) or not content.strip():
             raise LLMError(_("The model provider returned no content."), kind="bad_response")
         return content
+
+
+def _within(model: str, max_tokens: int, timeout: float) -> int:
+    """A blocking call's `max_tokens`: no more than the server writes within `timeout` at the speed it has
+    shown (chat.llm.server_load.tokens_within), so that a call given up cannot hold it much longer."""
+    return server_load.tokens_within(model=model, max_tokens=max_tokens, seconds=timeout) or max_tokens
+
+
+def _too_slow(model: str, timeout: float) -> LLMError:
+    """An answer cut off at the `max_tokens` the server's speed allowed: it could not have arrived within
+    the time limit, so it counts as a timeout (the server's slowness, not the answer's fault)."""
+    error = LLMError(
+        f"The model writes about {server_load.speed(model) or 0:.1f} tokens a second: its answer could not be "
+        f"complete within {timeout:g} s.",
+        kind="timeout",
+    )
+    error.writing = True  # the server finished the call: nothing to wait for
+    return error
 
 
 class OpenAIEmbedder(Embedder):

@@ -14,6 +14,10 @@ one waits there past its own deadline. So whoever gave up holds its place in the
   spent, plus a margin; with no speed known yet, the call's own time limit once more. Never more than
   HOLD_MAX_SECONDS.
 
+Judge calls and summaries ask for no more tokens than the server writes within their time limit at the
+speed it has shown (`tokens_within`): a longer answer could not arrive in time anyway, and an abandoned
+call then holds the server for about its time limit at most, not for its whole `max_tokens`.
+
 A streamed request that was already receiving tokens is stopped by closing it (llama.cpp and
 llama-cpp-python check for a closed connection at every token), so its hold is short.
 """
@@ -42,6 +46,8 @@ HOLD_MARGIN_SECONDS = 5.0
 #: a stream closed while tokens were arriving: the server stops at its next token
 STREAM_CLOSED_HOLD_SECONDS = 2.0
 SPEED_KEY = "memora:speed:{base}:{model}"
+#: the fewest tokens a call's `max_tokens` is cut to for a slow server (a judge answer needs some room)
+MIN_CAPPED_TOKENS = 64
 
 
 def _root(base_url: str) -> str:
@@ -77,6 +83,15 @@ def speed(model: str) -> float | None:
     except Exception:
         return None
     return float(value) if value else None
+
+
+def tokens_within(*, model: str, max_tokens: int | None, seconds: float) -> int | None:
+    """`max_tokens` of a blocking call with a time limit of `seconds`: at most what `model` writes in that
+    time at the speed it has shown (never below MIN_CAPPED_TOKENS), as asked before any speed is known."""
+    rate = speed(model)
+    if not rate or not max_tokens or seconds <= 0:
+        return max_tokens
+    return min(max_tokens, max(MIN_CAPPED_TOKENS, int(rate * seconds)))
 
 
 def hold_seconds(*, model: str, max_tokens: int | None, elapsed: float, time_limit: float) -> float:

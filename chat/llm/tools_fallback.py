@@ -5,6 +5,11 @@ is asked again without them. A rejection, or an answer that comes once the tools
 empty one, means the provider does not handle them: the model is not offered tools again for
 TOOLS_RETRY_SECONDS (`ToolsFallback.supported`), so a server restarted with another chat format, or a
 passing fault, gets its tools back. An empty answer without tools had another cause (length).
+
+Tools offered again after that pause are on trial: until a request carrying them is answered, a request
+that fails before anything arrives (a first-token timeout while the server works through its
+function-calling grammar, a dropped connection, an empty answer however the retry without them ends)
+turns them off again for the same while, so the next turns do not fail the same way.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ class ToolsFallback:
 
     def __init__(self) -> None:
         self.off_until = 0.0
+        # Offered again after a pause: the first failure before anything arrived turns them off again.
+        self.on_trial = False
 
     @property
     def supported(self) -> bool:
@@ -45,6 +52,7 @@ class ToolsFallback:
                 TOOLS_RETRY_SECONDS,
             )
         self.off_until = time.monotonic() + TOOLS_RETRY_SECONDS
+        self.on_trial = True
 
     def request(self, request: dict[str, Any]) -> ToolsRequest:
         return ToolsRequest(self, request)
@@ -64,6 +72,14 @@ class ToolsRequest:
         if self.suspect:
             self.fallback.disable(IGNORED)
             self.suspect = False
+        elif "tools" in self.request:  # answered with tools: they work again
+            self.fallback.on_trial = False
+
+    def failed(self, error: LLMError | None) -> None:
+        """The request ends without anything arriving (`error`, or None: an empty answer). Tools on
+        trial that were sent, or dropped after an empty answer, are turned off again."""
+        if self.fallback.on_trial and self.fallback.supported and (self.suspect or "tools" in self.request):
+            self.fallback.disable(f"offered again, the request failed before any answer: {error or 'empty'}")
 
     def drop_tools(self, error: LLMError | None) -> bool:
         """Whether to ask again without tools after `error` (None: a finished answer with neither text nor

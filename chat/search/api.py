@@ -13,7 +13,7 @@ from ninja.errors import HttpError
 from chat.schemas import PROJECT_FILTER
 from chat.search.query import OFFSET_MAX, PAGE_MAX, QUERY_MAX_CHARS, SearchRejected, search
 from chat.selectors import project_get_for_user
-from config.api_errors import AUTH_ERRORS, NOT_FOUND, PARAM_ERRORS, ErrorOut
+from core.api_errors import AUTH_ERRORS, NOT_FOUND, PARAM_ERRORS, ErrorOut
 
 router = Router(tags=["search"])
 

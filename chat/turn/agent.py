@@ -194,6 +194,7 @@ class Turn:
         """Validate, lock and save the user message (with `replace`, in place of that latest message of the
         user's: chat.edits). Raises services.TurnRejected, writing nothing."""
         model = get_chat_model()  # first: a misconfigured provider must fail before anything is locked
+        extensions.turn_prefetch(user.pk, content)  # runs beside the turn's start, which waits for it later
         started, *built = await _begin_async(
             user=user, conversation=conversation, content=content, origin=origin, replace=replace
         )

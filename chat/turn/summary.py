@@ -68,8 +68,9 @@ def _pieces(lines: list[str], room: int) -> list[str]:
 
 
 def summarize(*, previous: str | None, items: list[dict[str, Any]], budget: Budget, max_tokens: int) -> str:
-    """One summary of an earlier summary and `items`, by SUMMARY_MODEL without streaming. Every request
-    fits the window: a long transcript is summarized in pieces, each folded into the next. Raises LLMError."""
+    """One summary of an earlier summary and `items`, by SUMMARY_MODEL (streamed: given up, it stops the
+    server). Every request fits the window: a long transcript is summarized in pieces, each folded into the
+    next. Raises LLMError."""
     model = get_chat_model()
     prompt = summary_prompt().replace("{max_words}", str(max(40, int(max_tokens * 0.6))))
     overhead = tokens.estimate_request([{"role": "system", "content": prompt}, {"role": "user", "content": ""}])

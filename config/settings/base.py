@@ -1,5 +1,5 @@
-"""Settings shared by every run. Everything an operator may change comes from the environment (README,
-"Configuration"). Debug and the secret key are set by development.py or production.py, which
+"""Settings shared by every run. Everything an operator may change comes from the environment
+(docs/configuration.md). Debug and the secret key are set by development.py or production.py, which
 config/settings/__init__.py picks from DJANGO_DEBUG."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ ALLOWED_HOSTS = [
 # Other origins (scheme://host[:port]) allowed to post forms and open WebSockets, comma-separated.
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
-# --- Transport and browser safety (README, "Security") ---
+# --- Transport and browser safety (docs/security.md) ---
 # One switch for a deployment behind an HTTPS proxy: secure cookies, HSTS, the SSL redirect, and trust of
 # the proxy's X-Forwarded-Proto (the proxy must set it, overwriting whatever the client sent).
 MEMORA_HTTPS = env_bool("MEMORA_HTTPS", False)
@@ -102,21 +102,21 @@ INSTALLED_APPS = [
     "connect",
 ]
 
-# Some of Django's middleware with its hooks run on the event loop under ASGI (config/middleware.py).
+# Some of Django's middleware with its hooks run on the event loop under ASGI (core/middleware.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "config.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
-    "config.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
+    "core.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
+    "core.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "config.middleware.LocaleMiddleware",  # Accept-Language, else LANGUAGE_CODE
-    "config.middleware.CommonMiddleware",
+    "core.middleware.LocaleMiddleware",  # Accept-Language, else LANGUAGE_CODE
+    "core.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "config.middleware.AuthenticationMiddleware",
+    "core.middleware.AuthenticationMiddleware",
     "accounts.middleware.UserLanguageMiddleware",  # a signed-in user's own language setting wins
-    "config.middleware.MessageMiddleware",
+    "core.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "config.middleware.CSPMiddleware",
+    "core.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -136,7 +136,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "chat.context_processors.model_info",
-                "config.i18n.javascript_catalogue",
+                "core.i18n.javascript_catalogue",
             ],
         },
     },
@@ -226,7 +226,7 @@ LOGOUT_REDIRECT_URL = "login"
 
 # The interface speaks English and Simplified Chinese (SPEC §8, "Languages"): the user's own setting
 # (User.language) wins, else the browser's Accept-Language, else LANGUAGE_CODE. The compiled catalogues
-# (locale/*/LC_MESSAGES/*.mo) are committed, so a fresh machine needs no gettext tools (README, "Languages").
+# (locale/*/LC_MESSAGES/*.mo) are committed, so a fresh machine needs no gettext tools (docs/chat.md, "Languages").
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
@@ -261,16 +261,16 @@ if REDIS_URL:
         }
     }
     CELERY_BROKER_URL = REDIS_URL
-    # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (config/broker.py).
-    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
+    # kombu's Redis transport, reconnecting instead of stopping the worker when Redis goes away (core/broker.py).
+    CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     # Rate-limit counters shared by every process (see accounts/throttle.py), through one connection
-    # pool per process rather than one per request (config/cache.py).
+    # pool per process rather than one per request (core/cache.py).
     # Short timeouts: the counters fail open when Redis is away (accounts/throttle.py), and an unreachable
     # host must cost a request a second, not the operating system's minutes-long connect timeout.
     CACHES = {
         "default": {
-            "BACKEND": "config.cache.SharedRedisCache",
+            "BACKEND": "core.cache.SharedRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
         }
@@ -278,10 +278,10 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # kombu's filesystem transport: a real broker between processes that needs no server; written
-    # atomically and skipping unreadable files (config/broker.py).
+    # atomically and skipping unreadable files (core/broker.py).
     BROKER_DIR = VAR_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT = "config.broker:FilesystemTransport"
+    CELERY_BROKER_TRANSPORT = "core.broker:FilesystemTransport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

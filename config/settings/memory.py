@@ -1,6 +1,6 @@
 """The memory app's settings (part of base.py, which imports them all): extraction, recall, the judge,
-and the worker's sweeps. Everything an operator may change comes from the environment (README,
-"Configuration")."""
+and the worker's sweeps. Everything an operator may change comes from the environment
+(docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ MEMORY_MAX_ACTIVE = env_int("MEMORY_MAX_ACTIVE", 500)
 # Operations applied from one judge answer; the rest are dropped with a recorded reason.
 MEMORY_MAX_OPS_PER_ANSWER = env_int("MEMORY_MAX_OPS_PER_ANSWER", 50)
 # Every worker sweeps for extraction work a dead worker or a lost message left behind, at start and then
-# this often; work is overdue when its newest message is older than the grace (memory/recovery.py).
+# this often; work is overdue when its newest message is older than the grace (memory/extraction/recovery.py).
 MEMORY_SWEEP_SECONDS = float(os.environ.get("MEMORY_SWEEP_SECONDS", "30"))
 # Suggestions (learned memories waiting for Keep or Discard) left unanswered this long are deleted.
 MEMORY_SUGGESTION_DAYS = env_int("MEMORY_SUGGESTION_DAYS", 14)
@@ -48,7 +48,7 @@ MEMORY_SWEEP_GRACE_SECONDS = float(os.environ.get("MEMORY_SWEEP_GRACE_SECONDS", 
 # Extraction runs older than this many days keep their counts, status and timings but lose their text
 # (judge input, raw output, the operations' content, error details); the worker's sweep strips it.
 MEMORY_RUN_RETENTION_DAYS = env_int("MEMORY_RUN_RETENTION_DAYS", 30)
-# A run's claim on a user expires after this many seconds, longer than a judge call (memory/pipeline.py).
+# A run's claim on a user expires after this many seconds, longer than a judge call (memory/extraction/claim.py).
 MEMORY_CLAIM_TTL_SECONDS = 300
 # After a failed judge call the batch rests this many seconds × 2^(attempt-1) before the next try.
 MEMORY_RETRY_BASE_SECONDS = float(os.environ.get("MEMORY_RETRY_BASE_SECONDS", "30"))

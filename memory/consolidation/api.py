@@ -14,7 +14,7 @@ from ninja import Path, Router, Schema
 from ninja.responses import Status
 
 from accounts.models import User
-from config.api_errors import AUTH_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
+from core.api_errors import AUTH_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from memory.consolidation import selectors, services
 from memory.consolidation.candidates import user_clusters
 from memory.consolidation.tasks import consolidate_later

@@ -1,6 +1,6 @@
 """The consolidation judge: what it is shown for one cluster, how it is asked, and how its answer is checked.
 
-It is asked like the extraction judge (memory.judge_call): MEMORY_MODEL through the same provider, in the
+It is asked like the extraction judge (memory.extraction.judge.call): MEMORY_MODEL through the same provider, in the
 provider's queue as background work (chat.model_queue), within MEMORY_JUDGE_TIMEOUT. Its answer is
 validated strictly: any malformed proposal fails the whole cluster (never the pass), and ids must be the
 cluster's own.

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from config.tasks import send_task_on_commit
+from core.tasks import send_task_on_commit
 from memory.models import ConsolidationPass, Memory
 
 logger = logging.getLogger(__name__)

@@ -13,12 +13,12 @@ from typing import Any
 
 import yaml
 
-from memory import judge
-from memory.batching import compact_prompt
-from memory.judge_validation import Review, Scopes
+from memory.extraction import judge
+from memory.extraction.batching import compact_prompt
+from memory.extraction.judge.validation import Review, Scopes
+from memory.extraction.shown import budget as shown_budget
+from memory.extraction.shown import choose
 from memory.models import MemoryKey
-from memory.pipeline.shown import budget as shown_budget
-from memory.pipeline.shown import choose
 from memory.recall import Candidate
 
 # Whose term index ranking keeps for the cases (memory.recall): no real user has id 0.
@@ -132,7 +132,7 @@ class Case:
             for text in conversation:
                 number = FIRST_MESSAGE_ID + len(pending)
                 pending.append(judge.PendingMessage(number, f"c{index + 1}", text, sent, *where))
-        # The memories extraction would show beside these messages (memory.pipeline.shown).
+        # The memories extraction would show beside these messages (memory.extraction.shown).
         memories = choose(user_id=EVAL_USER_ID, memories=candidates, pending=pending, budget=shown_budget())
         return judge.render_input(memories=memories, pending=pending, today=self.today, compact=compact_prompt())
 

@@ -1,7 +1,7 @@
 """The permission-grant guard's measure: memory/evals/guard.yaml, through the code guard alone and through
 a judge's whole pipeline.
 
-- `code_guard(text)`: what validation does with a memory of that content (memory.judge_content); refused
+- `code_guard(text)`: what validation does with a memory of that content (memory.extraction.judge.content); refused
   when it gives a reason.
 - `through_judge(text, target)`: the sentence as a user's pending message, answered by the judge
   (memory.evals.runner, as extraction asks), parsed and validated as extraction does; refused when
@@ -21,7 +21,7 @@ import yaml
 
 from memory.evals.cases import Case
 from memory.evals.runner import Target, run_case
-from memory.judge_content import clean_content
+from memory.extraction.judge.content import clean_content
 
 GUARD_PATH = Path(__file__).with_name("guard.yaml")
 REFUSE_TARGET = 0.95  # share of `refuse` refused

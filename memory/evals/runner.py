@@ -1,7 +1,7 @@
 """Running golden cases through the judge: the pipeline's own call and checks, and no database.
 
 Each case is rendered with `judge.render_input` (what extraction shows the judge), answered by
-`memory.judge_call.call_judge` (how extraction asks), and scored by `memory.evals.scoring` (which parses
+`memory.extraction.judge.call.call_judge` (how extraction asks), and scored by `memory.evals.scoring` (which parses
 and validates the answer as extraction does). Nothing is written anywhere.
 
 Every call is bounded twice: the judge call's own `max_tokens` and wall-clock deadline (the adapter
@@ -25,7 +25,7 @@ from chat.model_queue import hold_after_abandon
 from chat.turn.tokens import estimate_request, estimate_text
 from memory.evals.cases import Case
 from memory.evals.scoring import CaseScore, score_answer
-from memory.judge_call import call_judge
+from memory.extraction.judge.call import call_judge
 
 DEFAULT_DEADLINE_SECONDS = 120.0
 # How much longer than the call's own deadline the backstop waits before giving up on it.
@@ -74,7 +74,7 @@ def call_with_deadline(call: Callable[[], str], deadline: float) -> tuple[str | 
 
 
 def validation_limits() -> dict[str, int]:
-    """The limits extraction validates a judge answer with (memory.pipeline passes the same settings)."""
+    """The limits extraction validates a judge answer with (memory.extraction passes the same settings)."""
     return {"max_operations": settings.MEMORY_MAX_OPS_PER_ANSWER, "max_active": settings.MEMORY_MAX_ACTIVE}
 
 

@@ -1,8 +1,8 @@
 """Scoring the judge's answers against the golden set. Pure: no model, no database.
 
 An answer goes through exactly what the pipeline does with it — `judge.parse_output` (strict) and
-`judge_validation.validate` against the case's memories — and what would be applied is compared with the case's
-expectations:
+`validation.validate` (memory.extraction.judge) against the case's memories — and what would be applied
+is compared with the case's expectations:
 
 - an applied operation that meets an expectation is a hit (true positive);
 - an applied operation that meets none is a false positive (a wrong memory, a wrong id, an extra add);
@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from memory import judge, judge_validation
 from memory.evals.cases import Case, Expectation
+from memory.extraction import judge
+from memory.extraction.judge import validation
 
 # Every case belongs to one user; the ids in its memories are that user's.
 EVAL_OWNER_ID = 1
@@ -138,7 +139,7 @@ def _shape_problem(raw: str, reason: str) -> str:
 def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mapping[str, int] | None = None) -> CaseScore:
     """Score one answer (or a failed call: `raw` None and `error` set) to `case`.
 
-    `limits` are the extra arguments extraction gives `judge_validation.validate` (see `runner.validation_limits`).
+    `limits` are the extra arguments extraction gives `validation.validate` (see `runner.validation_limits`).
     """
     score = CaseScore(case_id=case.id, category=case.category, lang=case.lang, raw=raw or "")
     required = list(case.required)
@@ -156,10 +157,10 @@ def score_answer(case: Case, raw: str | None, *, error: str = "", limits: Mappin
         return score
     rendered, scopes = case.judge_input(), case.scopes()
     known = {
-        memory_id: judge_validation.KnownMemory(owner_id=EVAL_OWNER_ID, active=True, content=content)
+        memory_id: validation.KnownMemory(owner_id=EVAL_OWNER_ID, active=True, content=content)
         for memory_id, content in case.memories.items()
     }
-    plan = judge_validation.validate(
+    plan = validation.validate(
         operations,
         owner_id=EVAL_OWNER_ID,
         known=known,

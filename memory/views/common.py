@@ -20,7 +20,7 @@ from django_htmx.http import reswap, retarget
 from accounts.layout import layout_context
 from accounts.models import User
 from chat.selectors import project_get_for_user
-from config.http import HttpRequest
+from core.http import HttpRequest
 from memory import connected, fragments, selectors, services
 from memory.forms import MemoryForm
 from memory.models import Memory

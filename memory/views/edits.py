@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts.models import User
-from config.http import HttpRequest
+from core.http import HttpRequest
 from memory import fragments, selectors, services
 from memory.forms import MemoryForm
 from memory.models import CONTENT_MAX, Memory

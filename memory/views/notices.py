@@ -10,8 +10,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from config.http import HttpRequest
-from memory import chat_fragments, notices, selectors
+from core.http import HttpRequest
+from memory import chat_fragments, notice_selectors, notices
 from memory.views.common import request_user
 
 
@@ -25,7 +25,7 @@ def memory_notices(request: HttpRequest) -> HttpResponse:
     try:
         after = int(request.GET.get("after", ""))
     except ValueError:  # no position yet: start from now rather than replay old runs
-        after = selectors.extraction_run_last_changed_id(user=user)
+        after = notice_selectors.extraction_run_last_changed_id(user=user)
     items, last = notices.notices_after(user=user, after_run_id=after)
     context: dict[str, Any] = {
         "enabled": True,
@@ -38,7 +38,7 @@ def memory_notices(request: HttpRequest) -> HttpResponse:
         try:
             marker = int(request.GET.get("marker", ""))
         except ValueError:
-            marker = selectors.memory_marker_last_id(conversation_id=conversation_id)
+            marker = notice_selectors.memory_marker_last_id(conversation_id=conversation_id)
         html, marker = notices.markers_after(user=user, conversation_id=conversation_id, after_marker_id=marker)
         context.update(conversation_id=conversation_id, marker=marker, markers=html)
     return render(request, "memory/_notice_poller.html", context)

@@ -19,7 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.models import User
 from accounts.services import user_set_memory_enabled
-from config.http import HttpRequest
+from core.http import HttpRequest
 from memory import fragments, selectors, services
 from memory.forms import ForgetAllForm, MemorySwitchForm
 from memory.models import CONTENT_MAX, Memory

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 
 from accounts.models import User
-from config.http import HttpRequest
+from core.http import HttpRequest
 from memory import services
 from memory.models import Memory
 from memory.views.common import memory_view, page_url

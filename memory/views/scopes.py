@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 
 from accounts.models import User
 from chat.selectors import project_get_for_user
-from config.http import HttpRequest
+from core.http import HttpRequest
 from memory import moves, services
 from memory.models import Memory
 from memory.views.common import memory_view, page_url

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import User
 from accounts.services import user_set_memory_review
-from config.http import HttpRequest
+from core.http import HttpRequest
 from memory import chat_fragments, fragments, notices, services
 from memory.models import Memory
 from memory.views.common import history, memory_view, page_url, rejected, request_user, search_query, summary_oob

@@ -13,7 +13,7 @@ from chat.models import AgentState, Conversation, Message
 from chat.turn import compaction, cut
 from chat.turn.agent import Turn
 from chat.turn.model_input import TurnEvent
-from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.fake_openai import FakeOpenAIServer, FakeResponse, summary_request
 from tests.turns import run_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +26,7 @@ def provider(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
     """The fake provider answering a reply of ~40 words to chat requests and a short summary otherwise."""
 
     def respond(body: dict[str, Any]) -> FakeResponse:
-        if body.get("stream"):
+        if not summary_request(body):
             return FakeResponse(REPLY)
         return FakeResponse("Summary: the user compares two small phones; budget 600 euros.")
 
@@ -79,7 +79,7 @@ async def test_a_refusal_for_length_compacts_and_retries_the_same_turn_once(
     event = await turn(user, conversation, "And which one would you pick?")
     assert event.type == "done" and event.assistant_message is not None
     assert event.assistant_message.content == REPLY.strip()
-    chat_requests = [r for r in provider.requests[requests:] if r.get("stream")]
+    chat_requests = [r for r in provider.requests[requests:] if not summary_request(r)]
     assert len(chat_requests) == 2  # refused once, retried once
     assert chat_requests[1]["messages"][-1] == {"role": "user", "content": "And which one would you pick?"}
     state = await state_of(conversation)
@@ -125,7 +125,7 @@ async def test_a_failing_summarizer_falls_back_to_dropping_the_oldest_messages(
     provider: FakeOpenAIServer, settings: Any, user: User, conversation: Conversation, caplog: Any
 ) -> None:
     def respond(body: dict[str, Any]) -> FakeResponse:
-        return FakeResponse(REPLY) if body.get("stream") else FakeResponse(status=500)
+        return FakeResponse(status=500) if summary_request(body) else FakeResponse(REPLY)
 
     provider.responder = respond
     for i in range(10):
@@ -266,7 +266,7 @@ async def test_background_compaction_keeps_the_old_state_when_the_summarizer_fai
     for i in range(8):
         await turn(user, conversation, said(i))
     before = await state_of(conversation)
-    provider.responder = lambda body: FakeResponse(REPLY) if body.get("stream") else FakeResponse(status=500)
+    provider.responder = lambda body: FakeResponse(status=500) if summary_request(body) else FakeResponse(REPLY)
     settings.CHAT_CONTEXT_TOKENS, settings.CHAT_REPLY_TOKENS = 1500, 200  # the state is now above 0.75
     assert await _compact_in_background(conversation) == "failed"
     after = await state_of(conversation)

@@ -279,13 +279,56 @@ async def test_an_empty_stream_is_reported_as_empty(fake_openai: FakeOpenAIServe
     assert caught.value.kind == "empty"
 
 
-def test_complete_text_sends_one_plain_request(fake_openai: FakeOpenAIServer) -> None:
+def test_complete_text_sends_one_streamed_request_without_a_format(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.queue(FakeResponse("The user wants a small phone."))
     answer = get_chat_model().complete_text(messages=USER, model="summarizer", max_tokens=300, timeout=5)
     assert answer == "The user wants a small phone."
     request = fake_openai.requests[0]
     assert request["model"] == "summarizer" and request["max_tokens"] == 300
-    assert not request.get("stream") and "response_format" not in request
+    assert request["stream"] is True and "response_format" not in request
+
+
+def test_a_summary_given_up_while_it_streams_closes_it_and_the_server_stops(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse("The user talked about phones. " * 30, chunk_delay=0.1))
+    with pytest.raises(LLMError) as caught:
+        get_chat_model().complete_text(messages=USER, model="summarizer", max_tokens=300, timeout=0.5)
+
+    assert caught.value.kind == "timeout" and caught.value.writing
+    deadline = time.monotonic() + 3
+    while fake_openai.in_flight and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_openai.in_flight == 0
+
+
+def test_judge_and_summary_calls_ask_for_no_more_than_the_server_writes_within_their_limit(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    from chat.llm import server_load
+
+    server_load.observe_speed(model="slow", completion_tokens=100, seconds=10)  # 10 tokens a second
+    model = get_chat_model()
+    model.complete_text(messages=USER, model="slow", max_tokens=300, timeout=5)
+    model.complete_json(messages=USER, model="slow", temperature=0.3, timeout=20, max_tokens=512)
+    model.complete_json(messages=USER, model="fast", temperature=0.3, timeout=20, max_tokens=512)
+
+    assert [r["max_tokens"] for r in fake_openai.requests] == [server_load.MIN_CAPPED_TOKENS, 200, 512]
+
+
+def test_a_judge_answer_cut_at_the_tokens_its_time_allowed_is_a_timeout_not_an_unusable_answer(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    from chat.llm import server_load
+
+    server_load.observe_speed(model="slow", completion_tokens=100, seconds=10)
+    fake_openai.queue(FakeResponse('{"operations": [', finish_reason="length"))
+    with pytest.raises(LLMError) as caught:
+        get_chat_model().complete_json(messages=USER, model="slow", temperature=0.3, timeout=20, max_tokens=512)
+    assert caught.value.kind == "timeout" and "10.0 tokens a second" in str(caught.value)
+
+    fake_openai.queue(FakeResponse('{"operations": [', finish_reason="length"))  # within its own max_tokens
+    with pytest.raises(LLMError) as caught:
+        get_chat_model().complete_json(messages=USER, model="slow", temperature=0.3, timeout=20, max_tokens=100)
+    assert caught.value.kind == "length"
 
 
 async def test_stream_chunks_are_read_from_the_raw_events() -> None:

@@ -42,3 +42,35 @@ def test_an_empty_answer_turns_tools_off_only_when_the_answer_without_them_comes
     assert one.drop_tools(None) and fallback.supported  # suspect, not yet convicted
     one.answered()
     assert not fallback.supported
+
+
+def test_tools_offered_again_after_the_pause_are_turned_off_again_by_a_failure_before_any_answer() -> None:
+    fallback = ToolsFallback()
+    fallback.disable("an empty answer when tools were offered")
+    fallback.off_until = 0.0  # the pause is over: offered again, on trial
+    assert fallback.supported
+    one = fallback.request({"model": "m", "tools": [{}], "tool_choice": "auto"})
+    one.failed(LLMError("The model did not start answering within 60 s.", kind="timeout"))
+    assert not fallback.supported
+
+
+def test_tools_on_trial_dropped_after_an_empty_answer_are_turned_off_whatever_the_retry_does() -> None:
+    fallback = ToolsFallback()
+    fallback.disable("an empty answer when tools were offered")
+    fallback.off_until = 0.0
+    one = fallback.request({"model": "m", "tools": [{}], "tool_choice": "auto"})
+    assert one.drop_tools(None)
+    one.failed(LLMError("Could not reach the model provider.", kind="connection"))  # the retry without them
+    assert not fallback.supported
+
+
+def test_tools_answered_on_trial_stay_and_a_first_failure_never_turns_them_off() -> None:
+    fallback = ToolsFallback()
+    timeout = LLMError("The model did not start answering within 60 s.", kind="timeout")
+    fallback.request({"model": "m", "tools": [{}]}).failed(timeout)
+    assert fallback.supported  # never found wanting: one timeout says nothing about tools
+    fallback.disable("an empty answer when tools were offered")
+    fallback.off_until = 0.0
+    fallback.request({"model": "m", "tools": [{}]}).answered()
+    fallback.request({"model": "m", "tools": [{}]}).failed(timeout)
+    assert fallback.supported  # they worked again since

@@ -42,7 +42,7 @@ async def test_every_chat_request_carries_max_tokens_from_the_reply_budget(
 def test_the_judge_call_carries_max_tokens_its_schema_and_the_judge_model(
     fake_openai: FakeOpenAIServer, settings: Any
 ) -> None:
-    from memory.judge_call import answer_schema, call_judge
+    from memory.extraction.judge.call import answer_schema, call_judge
 
     settings.MEMORY_JUDGE_MAX_TOKENS = 777
     settings.MEMORY_MODEL = "judge-model"
@@ -247,6 +247,23 @@ async def test_chat_tools_off_never_sends_tools(fake_openai: FakeOpenAIServer, s
 
 
 async def test_an_empty_answer_without_tools_streams_nothing(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.queue(FakeResponse(chunks=[]))
+    fake_openai.queue(FakeResponse(chunks=[]), FakeResponse(chunks=[]))
     chunks = await _collect(messages=USER)
     assert not [c for c in chunks if not isinstance(c, Usage)]  # the agent turns this into an error with Retry
+    assert len(fake_openai.requests) == 2  # asked once more, then given up
+
+
+@pytest.mark.parametrize("empty", [[], ["\n", "  ", "\n\n"]], ids=["nothing", "blanks"])
+async def test_an_empty_answer_is_asked_once_more_and_the_second_answer_is_the_reply(
+    fake_openai: FakeOpenAIServer, empty: list[str]
+) -> None:
+    # Gemma 3 270M under a ChatML template sometimes samples its end-of-turn token first.
+    fake_openai.queue(FakeResponse(chunks=empty), FakeResponse("Seven is a prime."))
+    assert _text(await _collect(messages=USER)) == "Seven is a prime."
+    assert len(fake_openai.requests) == 2
+
+
+async def test_with_tools_an_empty_answer_is_asked_without_them_and_once_more(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.queue(FakeResponse(chunks=[]), FakeResponse(chunks=[]), FakeResponse("Eight is even."))
+    assert _text(await _collect(messages=USER, tools=[FLUSH])) == "Eight is even."
+    assert ["tools" in r for r in fake_openai.requests] == [True, False, False]

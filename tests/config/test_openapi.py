@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from config.api_errors import ID_MAX, OFFSET_MAX
+from core.api_errors import ID_MAX, OFFSET_MAX
 
 METHODS = {"get", "post", "put", "patch", "delete"}
 

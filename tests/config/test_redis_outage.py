@@ -33,7 +33,7 @@ def stopped_redis(settings: Any) -> Iterator[PrivateRedis]:
         pytest.skip("needs redis-server")
     redis = PrivateRedis()
     server = redis()
-    settings.CACHES = {"default": {"BACKEND": "config.cache.SharedRedisCache", "LOCATION": redis.url}}
+    settings.CACHES = {"default": {"BACKEND": "core.cache.SharedRedisCache", "LOCATION": redis.url}}
     settings.CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis.url]}}
     }

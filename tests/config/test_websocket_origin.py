@@ -98,6 +98,6 @@ async def test_behind_an_https_proxy_the_forwarded_scheme_is_the_sites_own(
 def test_a_refused_handshake_does_not_listen_on_the_channel_layer() -> None:
     from channels.layers import get_channel_layer
 
-    from config.security import _Denier
+    from core.security import _Denier
 
     assert get_channel_layer(_Denier.channel_layer_alias) is None

@@ -1,7 +1,8 @@
 """Suggestions in Chromium, on the offline demo model: a sensitive fact waits as "Memora would like to
 remember …" with Keep and Discard in the conversation; with review set to "all", every learned fact
 waits, and Settings → Memory's Suggested section keeps or discards them. The notice never covers the
-conversation's first message, on a wide screen and on a phone."""
+conversation's first message, on a wide screen and on a phone, and quotes the memory once (no marks of
+its own around it), in English and Chinese, live and after a reload."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.axe import audit
 from tests.e2e.browser import running_stack, sign_up
 
 pytestmark = pytest.mark.browser
@@ -110,3 +112,52 @@ def test_keep_and_discard_on_the_page(page: Any, demo_server_url: str) -> None:
     page.reload()
     expect(page.locator("#memory-list > .memory-row")).to_have_count(1)
     expect(page.locator("#memory-suggested .memory-row")).to_have_count(0)
+
+
+# Quotation marks that CSS adds before or after an element (the start page's ideas are quoted that way).
+ADDED_QUOTES = """root => [root, ...root.querySelectorAll('*')].flatMap(el => ['::before', '::after']
+  .map(at => getComputedStyle(el, at).content).filter(c => c && c !== 'none' && c !== 'normal'))"""
+
+
+@pytest.mark.parametrize(
+    ("lang", "said", "wanted", "kept"),
+    [
+        ("en", "I'm left-handed now.", "Memora would like to remember “Is left-handed”.", "Kept: “Is left-handed”."),
+        ("zh", "我现在更喜欢大屏手机了。", "Memora 想记住“偏好大屏手机”。", "已保留：“偏好大屏手机”。"),
+    ],
+)
+def test_a_suggestion_in_the_conversation_has_no_stray_quote_marks(
+    browser: Any, demo_server_url: str, lang: str, said: str, wanted: str, kept: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800},
+        extra_http_headers={"Accept-Language": "zh-CN,zh;q=0.9"} if lang == "zh" else {},
+    )
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    base = demo_server_url
+    sign_up(page, base, f"quotes-{lang}")
+    page.goto(f"{base}/settings/memory/")
+    page.locator("#memory-review input[value=all]").check()
+    page.locator("#memory-review button[type=submit]").click()
+    expect(page.locator("#memory-review input[value=all]")).to_be_checked()
+
+    start(page, base, said)  # pushed over the WebSocket (or brought by the poll) while the page is open
+    suggestion = page.locator(".notice-memory .suggestion").last
+    expect(suggestion.locator("p")).to_have_text(wanted, timeout=20_000)
+    assert page.evaluate(ADDED_QUOTES, suggestion.element_handle()) == []
+    assert suggestion.inner_text().splitlines()[0] == wanted  # what is seen: the sentence, nothing around it
+    marker = page.locator(".conversation-marker.marker-memory .marker-text")
+    expect(marker).to_have_text(wanted.rstrip(".。"))
+    audit(page, f"a suggestion in the conversation ({lang})")
+    suggestion.locator("button").first.click()  # Keep
+    answered = page.locator(".notice-memory .suggestion.is-answered")
+    expect(answered).to_contain_text(kept)
+    assert page.evaluate(ADDED_QUOTES, answered.element_handle()) == []
+
+    page.reload()  # the lasting marker, read again
+    marker = page.locator(".conversation-marker.marker-memory")
+    expect(marker).to_have_count(1)
+    assert page.evaluate(ADDED_QUOTES, marker.element_handle()) in ([], ['""'])  # the dot before it only
+    expect(marker.locator(".marker-text")).not_to_have_text(re.compile(r"^[“”「」\"]|[“”「」\"]$"))
+    context.close()

@@ -1,8 +1,8 @@
 """The fourth walkthrough's paper cuts, each in Chromium, in English and Chinese: htmx form errors in
 place beside their field, search results and opening one, dates in the browser's time zone, the memory
-summary after Pin, input-method Enter, a provider's words behind 详情, focus after a refused deletion,
-suggestions with their source, the README's Chinese walkthrough. (The start page's temporary-chat line:
-test_paper_cuts.py; the admin's extraction runs: test_admin_browser.py.)"""
+summary after Pin, input-method Enter, a provider's words behind 详情, a restored wording listed once,
+focus after a refused deletion, suggestions with their source, the README's Chinese walkthrough. (The
+start page's temporary-chat line: test_paper_cuts.py; the admin's extraction runs: test_admin_browser.py.)"""
 
 from __future__ import annotations
 
@@ -189,6 +189,51 @@ def test_a_provider_error_in_chinese_keeps_the_providers_words_behind_details(
     page.reload()  # saved in Chinese, read again
     expect(page.locator(".message-error p").first).to_have_text("模型服务自身出了问题。请稍后再试。")
     audit(page, "a failed reply in Chinese")
+    context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_restored_wording_is_listed_once_in_the_list_and_history(
+    browser: Any, live_server_url: str, lang: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"restorer-{lang}")
+    one, two = "Has a cat called Miso", "Has two cats, Miso and Tofu"
+    row = add_memory(page, live_server_url, one)
+    row.locator("form[action$='/edit/'] button").click()
+    page.locator(".memory-edit-form textarea").fill(two)
+    page.locator(".memory-edit-form button[type=submit]").first.click()
+    expect(page.locator("#memory-list > .memory-row", has_text=two)).to_have_count(1)
+
+    def listed(text: str) -> Any:
+        return page.locator(".memory-content").filter(has_text=re.compile(f"^{re.escape(text)}$"))
+
+    def restore(text: str) -> None:
+        row = page.locator("#memory-history .history-row", has=listed(text))
+        row.locator("form[action$='/restore/'] button").click()
+        expect(page.locator("#memory-list > .memory-row", has=listed(text))).to_have_count(1)
+
+    restore(one)  # the earlier wording, back in use
+    for reload in (False, True):  # live, then as loaded
+        if reload:
+            page.reload()
+        expect(listed(one)).to_have_count(1)  # in the list, not also in History
+        expect(page.locator("#memory-history .history-row", has=listed(one))).to_have_count(0)
+        replaced = page.locator("#memory-history .history-row", has=listed(two))
+        expect(replaced).to_have_count(1)
+        expect(replaced.locator(".replaced-by a")).to_have_text(f"“{one}”")  # what replaced it, once
+    audit(page, f"History after a restore ({lang})")
+
+    restore(two)  # back and forth: each wording is still on the page once
+    restore(one)
+    page.reload()
+    expect(listed(one)).to_have_count(1)
+    expect(listed(two)).to_have_count(1)
+    expect(page.locator("#memory-history .history-row")).to_have_count(1)
     context.close()
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from chat.extensions import turn_finished
 from chat.models import Message
-from memory import pipeline
+from memory.extraction import clock as extraction_clock
 from memory.tasks import extract_memories_task
 from tests.helpers import say
 
@@ -27,7 +27,7 @@ def clock_at_start(monkeypatch: Any, settings: Any) -> Clock:
     settings.MEMORY_EXTRACT_IDLE_SECONDS, settings.MEMORY_EXTRACT_MAX_WAIT_SECONDS = 60, 600
     settings.MEMORY_SWEEP_GRACE_SECONDS = 30
     clock = Clock()
-    monkeypatch.setattr(pipeline.clock, "now", lambda: clock.now)
+    monkeypatch.setattr(extraction_clock, "now", lambda: clock.now)
     return clock
 
 

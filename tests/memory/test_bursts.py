@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chat.models import Message
-from memory import recovery
+from memory.extraction import recovery
 from memory.tasks import extract_memories_task
 from tests.helpers import say
 from tests.memory.chatting import START, Clock, chat, clock_at_start, tasks_recorded

@@ -13,8 +13,8 @@ from chat.models import Message
 from chat.services import conversation_create
 from chat.turn.agent import Turn
 from memory import tasks
-from memory.demo import demo_judge, demo_tool_trigger, judge_answer
-from memory.judge import ActiveMemory, PendingMessage, judge_prompt, render_input
+from memory.demo.judge import demo_judge, demo_tool_trigger, judge_answer
+from memory.extraction.judge import ActiveMemory, PendingMessage, judge_prompt, render_input
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task
 from tests.helpers import make_user, run, say
@@ -324,7 +324,8 @@ def pending_count(user_id: int) -> int:
 def test_the_demo_model_relays_the_flush_result_in_the_users_language() -> None:
     from django.utils import translation
 
-    from memory import demo_wording, tools
+    from memory import tools
+    from memory.demo import wording as demo_wording
 
     text = "Memory updated. Remembered: 偏好小手机. Forgot: Lives in Lyon."
     assert demo_wording.demo_result_wording(text) == "Memory updated. Remembered: 偏好小手机. Forgot: Lives in Lyon."

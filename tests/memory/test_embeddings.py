@@ -140,3 +140,35 @@ async def test_a_failing_or_slow_endpoint_leaves_the_turn_answered_lexically(
     assert event.type == "done" and time.monotonic() - started < 3
     system = _blocks(fake_model.requests[-1])
     assert "- Is allergic to peanuts." in system and "- Plays the cello in an orchestra." in system
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_turns_message_is_embedded_as_the_turn_starts_and_kept_for_the_same_words(
+    embedding_server: FakeOpenAIServer, fake_model: Any
+) -> None:
+    from chat import extensions
+    from memory import embeddings
+
+    user, conversation = await _embedded_user()
+    await run_to_end(await Turn.begin(user=user, conversation=conversation, content="Which orchestra pieces?"))
+    embedding_server.embedding_requests.clear()
+
+    extensions.turn_prefetch(user.pk, "Any  satay ideas?")  # what Turn.begin does before saving anything
+    embeddings._pending("Any satay ideas?").future.result(timeout=5)
+    assert _memory_inputs(embedding_server) == [["Any  satay ideas?"]]  # before the turn started
+
+    await run_to_end(await Turn.begin(user=user, conversation=conversation, content="Any satay ideas?"))
+    await run_to_end(await Turn.begin(user=user, conversation=conversation, content="Any satay ideas?"))
+
+    assert "- Is allergic to peanuts." in _blocks(fake_model.requests[-1])
+    assert len(_memory_inputs(embedding_server)) == 1  # the same words: no second request
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_greeting_needs_no_embedding(embedding_server: FakeOpenAIServer, fake_model: Any) -> None:
+    user, conversation = await _embedded_user()
+    embedding_server.embedding_requests.clear()
+
+    await run_to_end(await Turn.begin(user=user, conversation=conversation, content="Hi there!"))
+
+    assert _memory_inputs(embedding_server) == []

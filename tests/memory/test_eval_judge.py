@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from chat.llm.demo import DemoChatModel
 from memory.evals.cases import load_cases
 from memory.evals.runner import Target, call_with_deadline, run_case
-from memory.judge_call import JUDGE_TEMPERATURE, answer_schema
+from memory.extraction.judge.call import JUDGE_TEMPERATURE, answer_schema
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 
 from memory.evals.cases import CATEGORIES, Case, CaseError, Expectation, load_cases
 from memory.evals.scoring import prompt_example, score_answer, summarise
-from memory.judge import CONVERSATION_BREAK
+from memory.extraction.judge import CONVERSATION_BREAK
 
 CASES = load_cases()
 

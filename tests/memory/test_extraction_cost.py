@@ -1,7 +1,7 @@
 """What learning costs as a user's history grows: 100 user messages sent over an afternoon, in sessions,
 against the fake model as the judge on a 4,096-token window. The judge calls and the characters sent stay
 within budget, and do not grow between 20 and 500 memories: the judge is shown what matters to its batch
-(memory.pipeline.shown) and a burst is judged once (memory.pipeline.reads.quiet)."""
+(memory.extraction.shown) and a burst is judged once (memory.extraction.reads.quiet)."""
 
 from __future__ import annotations
 

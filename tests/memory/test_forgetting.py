@@ -19,8 +19,9 @@ from accounts.models import User
 from chat.models import AgentState, ConversationMarker
 from chat.services import conversation_create, conversation_delete
 from chat.turn.agent import Turn
-from memory import forgetting, pipeline, retention, services
+from memory import forgetting, services
 from memory.changes import MemoryChange
+from memory.extraction import outcomes, retention
 from memory.models import ExtractionRun, Memory
 from memory.notices import mark_conversation
 from tests.helpers import make_memory, make_user, run, say
@@ -54,7 +55,7 @@ def test_a_run_that_finishes_after_a_delete_keeps_no_copy(fake_model: Any, user:
     fake_model.judge(judge_while_the_user_deletes)
     result = run(user, up_to=message)
 
-    assert result.status == pipeline.Outcome.ABANDONED
+    assert result.status == outcomes.Outcome.ABANDONED
     assert scan_beyond_display_log(SENTENCE) == []
     record = ExtractionRun.objects.get(owner=user)
     assert forgetting.DELETED_MEMORY in record.judge_input[-1]["content"]
@@ -89,9 +90,9 @@ def test_work_for_a_deleted_account_is_a_no_op(fake_model: Any, user: Any, conve
     fake_model.judge(judge_while_the_account_goes)
     result = run(user, up_to=message)
 
-    assert result.status in (pipeline.Outcome.ABANDONED, pipeline.Outcome.FAILED)
+    assert result.status in (outcomes.Outcome.ABANDONED, outcomes.Outcome.FAILED)
     assert not ExtractionRun.objects.exists() and not Memory.objects.exists()
-    assert run(user, up_to=message).status == pipeline.Outcome.MEMORY_OFF  # and later work does nothing
+    assert run(user, up_to=message).status == outcomes.Outcome.MEMORY_OFF  # and later work does nothing
 
 
 @pytest.mark.django_db
@@ -191,7 +192,7 @@ def test_the_admin_shows_a_run_lost_its_text_to_retention(user: Any, admin_clien
 @pytest.mark.django_db
 def test_sqlite_overwrites_deleted_rows() -> None:
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite only; PostgreSQL's vacuum is described in the README")
+        pytest.skip("SQLite only; PostgreSQL's vacuum is described in docs/security.md")
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA secure_delete")
         assert cursor.fetchone()[0] == 1

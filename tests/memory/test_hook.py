@@ -8,9 +8,9 @@ from celery.exceptions import Retry
 from chat.extensions import turn_finished
 from chat.llm import LLMError
 from chat.models import Message
-from memory import pipeline
+from memory.extraction import batches, outcomes
+from memory.extraction.retries import retry_delay
 from memory.models import ExtractionRun, Memory
-from memory.retries import retry_delay
 from memory.tasks import extract_memories_task
 from tests.helpers import say
 
@@ -95,7 +95,7 @@ def test_task_is_idempotent(fake_model: Any, user: Any, conversation: Any) -> No
     first = extract_memories_task.apply(args=(user.pk, messages[-1].pk)).get()
     second = extract_memories_task.apply(args=(user.pk, messages[-1].pk)).get()
 
-    assert (first, second) == (pipeline.Outcome.APPLIED, pipeline.Outcome.NOTHING_PENDING)
+    assert (first, second) == (outcomes.Outcome.APPLIED, outcomes.Outcome.NOTHING_PENDING)
     assert len(fake_model.judge_requests) == 1
     assert Memory.objects.filter(owner=user).count() == 1
 
@@ -136,7 +136,7 @@ def test_a_new_trigger_during_the_backoff_window_neither_runs_nor_schedules_anot
         extract_memories_task.run(user.pk, messages[-1].pk)
     newer = say(conversation, "message 3")
 
-    assert extract_memories_task.run(user.pk, newer.pk) == pipeline.Outcome.BACKING_OFF
+    assert extract_memories_task.run(user.pk, newer.pk) == outcomes.Outcome.BACKING_OFF
 
     assert retries == [retry_delay(1)]  # only the failed task's own retry is scheduled
     assert len(fake_model.judge_requests) == 1 and ExtractionRun.objects.count() == 1
@@ -147,7 +147,7 @@ def test_a_retry_that_finds_a_newer_failure_waits_out_its_window(
 ) -> None:
     messages = [say(conversation, f"message {i}") for i in range(3)]
     fake_model.judge(LLMError("The model provider sent an answer that could not be read.", kind="bad_response"))
-    pipeline.extract(user_id=user.pk, trigger=ExtractionRun.Trigger.BACKGROUND, up_to_message_id=messages[-1].pk)
+    batches.extract(user_id=user.pk, trigger=ExtractionRun.Trigger.BACKGROUND, up_to_message_id=messages[-1].pk)
     retries: list[float] = []
 
     def record_retry(*args: Any, countdown: float = 0, **kwargs: Any) -> Retry:

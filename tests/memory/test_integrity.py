@@ -13,7 +13,7 @@ from django.test import Client
 
 from accounts.models import User
 from memory import services
-from memory.judge_content import instruction_problem
+from memory.extraction.judge.content import instruction_problem
 from memory.models import ExtractionRun, Memory
 from tests.helpers import make_memory, run, say
 

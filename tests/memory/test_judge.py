@@ -5,8 +5,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memory.demo import message_days
-from memory.judge import (
+from memory.extraction.judge import (
     CONVERSATION_BREAK,
     ActiveMemory,
     MalformedOutput,
@@ -16,7 +15,8 @@ from memory.judge import (
     parse_output,
     render_input,
 )
-from memory.judge_validation import KnownMemory, validate
+from memory.extraction.judge.request import message_days
+from memory.extraction.judge.validation import KnownMemory, validate
 
 
 def test_render_numbers_messages_and_marks_conversation_changes() -> None:

@@ -1,4 +1,4 @@
-"""Judge batches bounded by size (memory.batching), split when refused for length, never dropped for it;
+"""Judge batches bounded by size (memory.extraction.batching), split when refused for length, never dropped for it;
 a dropped batch can be retried from the admin; judge calls share a bounded number of slots."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from chat.models import Message
 from chat.services import conversation_create
 from chat.turn.tokens import estimate_request
 from chat.turn.transactions import turn_start
-from memory import batching, judge
+from memory.extraction import batching, judge
+from memory.extraction.outcomes import Outcome
 from memory.models import ExtractionRun
-from memory.pipeline import Outcome
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import make_memory, run, say
 

@@ -1,4 +1,4 @@
-"""What the judge is shown of the user's memories (memory.pipeline.shown): the ones that matter to its batch,
+"""What the judge is shown of the user's memories (memory.extraction.shown): the ones that matter to its batch,
 bounded in number and in share of the window, while validation still knows every active memory."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ import pytest
 
 from chat.models import Message
 from chat.turn.tokens import estimate_text
-from memory import batching, judge
-from memory.judge import PendingMessage
+from memory.extraction import batching, judge, shown
+from memory.extraction.judge import PendingMessage
 from memory.models import ExtractionRun, Memory
-from memory.pipeline import shown
 from memory.recall import Candidate
 from tests.helpers import make_memory, run, say
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from chat.models import ConversationMarker
-from memory import notices, selectors
+from memory import notice_selectors, notices
 from memory.models import ExtractionRun, Memory
 from memory.selectors import memories_active
 from tests.helpers import make_conversation, make_memory, run, say
@@ -131,7 +131,7 @@ def test_the_poll_brings_the_open_conversations_new_markers(
     browser: Client, fake_model: Any, user: User, conversation: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     other = make_conversation(owner=user)
-    before = selectors.memory_marker_last_id(conversation_id=str(conversation.pk))
+    before = notice_selectors.memory_marker_last_id(conversation_id=str(conversation.pk))
     message = say(conversation, "I wear glasses.")
     fake_model.judge({"operations": [{"op": "add", "content": "Wears glasses.", "sources": [1]}]})
     with django_capture_on_commit_callbacks(execute=True):

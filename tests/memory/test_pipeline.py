@@ -10,11 +10,13 @@ from django.utils import timezone
 
 from chat.llm import LLMError
 from chat.models import Message
-from memory import pipeline, services
+from memory import services
 from memory.changes import MemoryChange
-from memory.judge import CONVERSATION_BREAK
+from memory.extraction import claim, outcomes, retries
+from memory.extraction import clock as extraction_clock
+from memory.extraction.judge import CONVERSATION_BREAK
+from memory.extraction.outcomes import Outcome
 from memory.models import ExtractionRun, Memory, MemoryClaim
-from memory.pipeline import Outcome
 from tests.helpers import make_conversation, make_memory, make_message, make_user, run, say
 
 pytestmark = pytest.mark.django_db
@@ -224,7 +226,7 @@ def test_an_unreadable_answer_fails_the_batch(fake_model: Any, user: Any, conver
 
 
 class Clock:
-    """memory.pipeline.clock.now, moved by hand."""
+    """memory.extraction.clock.now, moved by hand."""
 
     def __init__(self) -> None:
         self.now = timezone.now()
@@ -237,7 +239,7 @@ class Clock:
 def clock(monkeypatch: Any, settings: Any) -> Clock:
     settings.MEMORY_RETRY_BASE_SECONDS = 30
     clock = Clock()
-    monkeypatch.setattr(pipeline.clock, "now", lambda: clock.now)
+    monkeypatch.setattr(extraction_clock, "now", lambda: clock.now)
     return clock
 
 
@@ -251,7 +253,7 @@ def test_third_failed_attempt_skips_the_batch_and_drops_the_run(
     outcomes = []
     for attempt in range(1, 4):
         outcomes.append(run(user, up_to=message).status)
-        clock.advance(pipeline.retry_delay(attempt))
+        clock.advance(retries.retry_delay(attempt))
 
     assert outcomes == [Outcome.FAILED, Outcome.FAILED, Outcome.DROPPED]
     assert statuses(message) == ["skipped"]
@@ -373,12 +375,12 @@ def test_batches_hold_at_most_forty_messages_oldest_first(fake_model: Any, user:
 
 def test_busy_when_another_run_holds_the_claim(fake_model: Any, user: Any, conversation: Any) -> None:
     message = say(conversation, "I'm vegetarian")
-    token = pipeline.claim_take(user_id=user.pk)
+    token = claim.claim_take(user_id=user.pk)
     assert token is not None
 
     assert run(user, up_to=message).status == Outcome.BUSY
     assert fake_model.judge_requests == []
-    pipeline.claim_release(user_id=user.pk, token=token)
+    claim.claim_release(user_id=user.pk, token=token)
     assert run(user, up_to=message).status == Outcome.APPLIED
 
 
@@ -512,7 +514,7 @@ def test_two_concurrent_runs_for_one_user_make_one_judge_call(fake_model: Any, s
         return '{"operations": [{"op": "add", "content": "Is vegetarian.", "sources": [1]}]}'
 
     fake_model.judge(slow_judge)
-    results: list[pipeline.Result] = []
+    results: list[outcomes.Result] = []
 
     def first_run() -> None:
         try:

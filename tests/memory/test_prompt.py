@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.judge import CONVERSATION_BREAK, judge_prompt
+from memory.extraction.judge import CONVERSATION_BREAK, judge_prompt
 
 PROMPT = judge_prompt()
 # The words the rules are pinned by, whatever the line breaks.
@@ -72,7 +72,7 @@ def test_judge_prompt_shows_every_operation_in_the_answer_format() -> None:
 
 
 def test_judge_prompt_starts_with_the_marker_the_demo_judge_recognises() -> None:
-    from memory.demo import JUDGE_MARKER
+    from memory.demo.judge import JUDGE_MARKER
 
     assert PROMPT.startswith(JUDGE_MARKER)
 

@@ -106,6 +106,18 @@ async def test_a_vegetarians_steakhouse_question_carries_the_diet_and_a_greeting
 
 
 @pytest.mark.django_db(transaction=True)
+async def test_a_request_for_sichuan_dishes_carries_the_memory_of_not_eating_spicy_food(
+    embedded: None, fake_model: Any
+) -> None:
+    # e5-small alone ranks the other food memories as close (0.86–0.88): memory.concepts makes the connection
+    user = await _user_with(
+        "不吃辣，吃了会胃疼。", "喜欢喝普洱茶，下午以后不喝咖啡。", "喜欢吃甜食。", "最近在学做饭。", "住在上海浦东。"
+    )
+
+    assert "不吃辣，吃了会胃疼。" in await _background(user, "推荐几道川菜", fake_model)
+
+
+@pytest.mark.django_db(transaction=True)
 async def test_six_phone_memories_of_ten_all_come_with_which_phone_should_i_buy(
     embedded: None, fake_model: Any
 ) -> None:

@@ -49,6 +49,21 @@ def test_word_forms_and_chinese_without_spaces_match() -> None:
     assert ids(rank(MEMORIES, message="这个周末爬山怎么样")) == [7]
 
 
+def test_a_dish_reaches_the_dietary_fact_it_bears_on_without_a_shared_word() -> None:
+    diet = [
+        Candidate(1, "不吃辣，吃了会胃疼。"),
+        Candidate(2, "喜欢喝普洱茶，下午以后不喝咖啡。"),
+        Candidate(3, "Is vegetarian."),
+        Candidate(4, "Plays the cello."),
+        Candidate(5, "周末喜欢去钓鱼。"),
+    ]
+    assert ids(rank(diet, message="推荐几道川菜")) == [1]
+    assert ids(rank(diet, message="火锅点什么锅底？")) == [1]
+    assert ids(rank(diet, message="Can you recommend a good steakhouse?")) == [3]
+    assert ids(rank(diet, message="Any good pubs nearby?")) == []  # no memory about alcohol
+    assert ids(rank(diet, message="你好")) == []
+
+
 def test_always_used_memories_are_not_ranked_but_carried_pinned_first() -> None:
     assert 1 not in ids(rank(MEMORIES, message="peanuts in the sauce?"))
     assert ids(always_used(MEMORIES)) == [1, 2]

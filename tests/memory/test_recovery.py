@@ -1,4 +1,4 @@
-"""The extraction sweep: claims of dead workers released at once, overdue work found (memory/recovery.py)."""
+"""The extraction sweep: claims of dead workers released at once, overdue work found (memory/extraction/recovery.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from chat.models import Message
 from chat.turn.process import owner
-from memory import pipeline, recovery
+from memory.extraction import recovery
+from memory.extraction.claim import STALE_RUN_ERROR, claim_take
 from memory.models import ExtractionRun, MemoryClaim
 from tests.helpers import make_user, say
 
@@ -26,7 +27,7 @@ def dead_owner() -> str:
 
 
 def held_claim(user: Any, holder: str) -> ExtractionRun:
-    token = pipeline.claim_take(user_id=user.pk)
+    token = claim_take(user_id=user.pk)
     assert token is not None
     run = ExtractionRun.objects.create(owner=user, trigger="background", status=ExtractionRun.Status.RUNNING)
     MemoryClaim.objects.filter(user=user).update(run=run, owner=holder)
@@ -34,7 +35,7 @@ def held_claim(user: Any, holder: str) -> ExtractionRun:
 
 
 def test_a_claim_records_its_process(user: Any) -> None:
-    pipeline.claim_take(user_id=user.pk)
+    claim_take(user_id=user.pk)
     assert MemoryClaim.objects.get(user=user).owner == owner()
 
 
@@ -46,8 +47,8 @@ def test_a_dead_workers_claim_is_released_at_once_and_its_run_counts_as_failed(u
     claim = MemoryClaim.objects.get(user=user)
     assert (claim.token, claim.owner) == (None, "")
     run.refresh_from_db()
-    assert (run.status, run.error) == ("failed", pipeline.STALE_RUN_ERROR)
-    assert pipeline.claim_take(user_id=user.pk) is not None
+    assert (run.status, run.error) == ("failed", STALE_RUN_ERROR)
+    assert claim_take(user_id=user.pk) is not None
 
 
 def test_a_live_or_remote_claim_is_left_to_its_holder(user: Any, other_user: Any) -> None:

@@ -94,8 +94,8 @@ def test_a_server_that_does_not_answer_leaves_a_waiting_marker_with_why(
 
 
 def test_the_markers_reasons_are_in_chinese_too(fake_model: Any, user: Any, conversation: Any) -> None:
+    from memory.extraction.outcomes import Outcome, Result
     from memory.notices import outcome_text
-    from memory.outcomes import Outcome, Result
 
     with translation.override("zh-hans"):
         texts = [outcome_text(Result(status)) for status in (Outcome.FAILED, Outcome.DROPPED, Outcome.UNAVAILABLE)]

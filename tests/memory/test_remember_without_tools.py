@@ -3,13 +3,14 @@ request runs the flush pipeline after the turn and the conversation shows what c
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 import pytest
 
 from chat.extensions import turn_finished
-from chat.llm import tools_fallback, tools_usable
+from chat.llm import LLMError, tools_fallback, tools_usable
 from chat.models import ConversationMarker, Message
 from memory.models import ExtractionRun, Memory
 from memory.tasks import extract_memories_task
@@ -133,3 +134,34 @@ def test_tools_a_provider_ignored_are_offered_again_after_a_while(
     assert not model.tools_supported and not tools_usable()
     time.sleep(0.3)
     assert model.tools_supported and tools_usable()
+
+
+@pytest.mark.parametrize("fails", ["hang", "empty twice"])
+def test_tools_offered_again_are_turned_off_again_when_the_turn_fails_before_any_answer(
+    fake_openai: Any, settings: Any, monkeypatch: Any, fails: str
+) -> None:
+    from asgiref.sync import async_to_sync
+
+    from chat.llm import get_chat_model
+    from tests.fake_openai import FakeResponse
+
+    settings.LLM_FIRST_TOKEN_TIMEOUT = 2
+    monkeypatch.setattr(tools_fallback, "TOOLS_RETRY_SECONDS", 0.2)
+    model = get_chat_model()
+    model.tools.disable("an empty answer when tools were offered")  # type: ignore[attr-defined]
+    time.sleep(0.3)
+    assert tools_usable()  # offered again after the pause
+    monkeypatch.setattr(tools_fallback, "TOOLS_RETRY_SECONDS", 600)
+    if fails == "hang":  # the server works through its tool grammar past the first-token deadline
+        fake_openai.queue(FakeResponse(hang=True))
+    else:  # empty with tools, and empty again without them
+        fake_openai.queue(FakeResponse(""), FakeResponse(""))
+    tool = {"type": "function", "function": {"name": "flush_memory", "parameters": {"type": "object"}}}
+
+    async def ask() -> list[Any]:
+        return [c async for c in model.stream(messages=[{"role": "user", "content": "Hi"}], tools=[tool])]
+
+    with contextlib.suppress(LLMError):  # the hang ends in a timeout; two empty answers in nothing
+        async_to_sync(ask)()
+    assert fake_openai.requests[0].get("tools")
+    assert not tools_usable()  # the next turns go without them for another while

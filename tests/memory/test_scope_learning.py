@@ -12,9 +12,10 @@ import pytest
 from chat.models import Project
 from chat.projects import project_create
 from chat.services import conversation_create
-from memory import demo, judge
+from memory.demo import judge as demo
+from memory.extraction import judge
+from memory.extraction.outcomes import Outcome
 from memory.models import ExtractionRun, Memory, MemoryKey
-from memory.pipeline import Outcome
 from tests.helpers import make_memory, run, say
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,10 @@ from celery.exceptions import Retry
 
 from chat.llm import LLMError
 from chat.models import Message
-from memory import pipeline, retries
+from memory.extraction import clock as extraction_clock
+from memory.extraction import retries
+from memory.extraction.outcomes import Outcome
 from memory.models import ExtractionRun
-from memory.pipeline import Outcome
 from memory.tasks import extract_memories_task
 from tests.helpers import run, say
 from tests.memory.test_pipeline import ADD, Clock
@@ -26,7 +27,7 @@ TIMEOUT = LLMError("The model provider did not answer within 120 s.", kind="time
 def clock(monkeypatch: Any, settings: Any) -> Clock:
     settings.MEMORY_RETRY_BASE_SECONDS, settings.MEMORY_RETRY_MAX_SECONDS, settings.MEMORY_RETRY_HOURS = 30, 600, 24
     moved = Clock()
-    monkeypatch.setattr(pipeline.clock, "now", lambda: moved.now)
+    monkeypatch.setattr(extraction_clock, "now", lambda: moved.now)
     return moved
 
 
@@ -143,4 +144,4 @@ def test_the_task_retries_an_unavailable_server_with_the_backoff(
 
     assert scheduled == [30.0]
     assert ExtractionRun.objects.get().status == ExtractionRun.Status.UNAVAILABLE
-    assert pipeline.MAX_ATTEMPTS == 3  # unchanged: the attempts are for unusable answers
+    assert retries.MAX_ATTEMPTS == 3  # unchanged: the attempts are for unusable answers

@@ -10,9 +10,9 @@ import pytest
 from chat.llm import LLMError
 from chat.models import Message
 from chat.turn.tokens import estimate_request, estimate_text
-from memory import batching, judge
+from memory.extraction import batching, judge
+from memory.extraction.outcomes import Outcome
 from memory.models import ExtractionRun
-from memory.pipeline import Outcome
 from tests.helpers import run, say
 
 pytestmark = pytest.mark.django_db
@@ -153,6 +153,6 @@ def test_the_compact_prompt_states_the_same_rules(rule: str) -> None:
 
 
 def test_the_compact_prompt_starts_with_the_marker_the_demo_judge_recognises() -> None:
-    from memory.demo import JUDGE_MARKER
+    from memory.demo.judge import JUDGE_MARKER
 
     assert judge.judge_prompt(compact=True).startswith(JUDGE_MARKER)

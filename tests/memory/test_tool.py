@@ -10,7 +10,8 @@ from chat.extensions import TurnContext
 from chat.llm import LLMError
 from chat.services import conversation_create
 from chat.turn.agent import Turn
-from memory import pipeline, tools
+from memory import tools
+from memory.extraction import claim, retries
 from memory.models import Memory
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.helpers import make_conversation, make_memory, make_user, say
@@ -120,10 +121,10 @@ def test_each_outcome_has_its_own_sentence(fake_model: Any, user: Any, settings:
     tools.flush_memory.run(failed_ctx, {})  # the second attempt may run at once; the last one waits
     waiting_ctx = ctx_for(user)
     sentences["backing_off"] = tools.flush_memory.run(waiting_ctx, {})
-    token = pipeline.claim_take(user_id=user.pk)
+    token = claim.claim_take(user_id=user.pk)
     busy_ctx = ctx_for(user)
     sentences["busy"] = tools.flush_memory.run(busy_ctx, {})
-    pipeline.claim_release(user_id=user.pk, token=token)  # type: ignore[arg-type]
+    claim.claim_release(user_id=user.pk, token=token)  # type: ignore[arg-type]
     sentences["temporary"] = tools.flush_memory.run(ctx_for(user, temporary=True), {})
     user.memory_enabled = False
     user.save()
@@ -140,7 +141,7 @@ def test_each_outcome_has_its_own_sentence(fake_model: Any, user: Any, settings:
     }
     assert len(set(sentences.values())) == len(sentences)
     # A failed or waiting flush is retried once its backoff window has passed; a busy one shortly.
-    window = pipeline.retry_delay(1)
+    window = retries.retry_delay(1)
     assert [(m, c is not None and c > 0) for _, m, c in later] == [
         (failed_ctx.user_message.pk, True),
         (failed_ctx.user_message.pk, True),

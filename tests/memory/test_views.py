@@ -535,7 +535,7 @@ def test_search_matches_words_apart_and_across_a_line_break_in_the_source(
     assert "0 active memories" in body(alice.get(PAGE, {"q": "thumb kayaks"}, headers=HTMX))
 
 
-def test_history_says_a_restored_wording_is_in_use_again_and_what_replaced_a_forgotten_one(
+def test_a_restored_wording_is_listed_once_and_history_says_what_replaced_a_forgotten_one(
     alice: Client, user: User
 ) -> None:
     first = services.memory_add(user=user, content="Likes small phones")
@@ -544,11 +544,25 @@ def test_history_says_a_restored_wording_is_in_use_again_and_what_replaced_a_for
     services.memory_restore(user=user, memory=Memory.objects.get(pk=first.pk))
     page = body(alice.get(PAGE))
     history = page[page.index('id="memory-history"') :]
-    first_row = history[history.index(f'id="memory-{first.pk}"') :].split("</li>")[0]
+    assert f'id="memory-{first.pk}"' not in history  # in use again: the active list has it
+    assert page.count(">Likes small phones</p>") == 1
     second_row = history[history.index(f'id="memory-{second.pk}"') :].split("</li>")[0]
-    assert "In use again" in first_row and "Replaced by the newer version" not in first_row
     assert "Later you restored an earlier version" in second_row and "“Likes small phones”" in second_row
     assert "Restored later as" not in history
+
+
+def test_a_wording_restored_and_replaced_again_is_listed_once_in_history(alice: Client, user: User) -> None:
+    first = services.memory_add(user=user, content="Likes small phones")
+    second = services.memory_edit(user=user, memory=first, content="Likes big phones")
+    again = services.memory_restore(user=user, memory=Memory.objects.get(pk=first.pk))
+    services.memory_edit(user=user, memory=again, content="Likes foldable phones")
+    page = body(alice.get(PAGE))
+    history = page[page.index('id="memory-history"') :]
+    assert history.count(">Likes small phones</p>") == 1  # the restored copy, not also the version it copied
+    assert f'id="memory-{again.pk}"' in history and f'id="memory-{first.pk}"' not in history
+    assert f'id="memory-{second.pk}"' in history
+    found = body(alice.get(PAGE, {"q": "small"}, headers=HTMX))
+    assert "0 active memories and 1 in History" in found
 
 
 def test_a_refused_add_empties_the_status_line(alice: Client) -> None:

@@ -130,7 +130,7 @@ def test_the_quota_resets_at_the_start_of_next_month_utc() -> None:
 def test_background_extraction_waits_over_quota_and_resumes_when_it_is_raised(
     user: User, settings: Any, fake_openai: Any
 ) -> None:
-    from memory.outcomes import Outcome
+    from memory.extraction.outcomes import Outcome
     from tests.fake_openai import FakeResponse
     from tests.helpers import run, say
 

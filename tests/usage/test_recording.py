@@ -15,7 +15,7 @@ from chat.models import Conversation, Message, Project
 from chat.services import conversation_create
 from chat.turn.agent import Turn
 from chat.turn.model_input import TurnEvent
-from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.fake_openai import FakeOpenAIServer, FakeResponse, summary_request
 from tests.turns import run_to_end
 from usage.models import DailyUsage, ReplyMemoryTokens
 from usage.services import usage_record
@@ -198,7 +198,7 @@ async def test_summaries_are_counted_for_the_conversations_owner(
     monkeypatch.setattr(compact_conversation_task, "apply_async", lambda *args, **kwargs: None)
 
     def respond(body: dict[str, Any]) -> FakeResponse:
-        if body.get("stream"):
+        if not summary_request(body):
             return FakeResponse("A considered answer about phones, cameras and batteries. " * 3)
         return FakeResponse("Summary: two phones.", usage={"prompt_tokens": 777, "completion_tokens": 33})
 

@@ -18,10 +18,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
 from chat.llm import get_chat_model
-from memory.batching import compact_prompt
 from memory.evals import scoring
 from memory.evals.cases import CATEGORIES, GOLDEN_PATH, Case, CaseError, load_cases
 from memory.evals.runner import Target, run_cases
+from memory.extraction.batching import compact_prompt
 
 
 def _ratio(value: float | None) -> str:

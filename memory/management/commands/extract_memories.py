@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import User
-from memory import pipeline
+from memory.extraction import batches, outcomes
 from memory.models import ExtractionRun
 
 
@@ -22,9 +22,7 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"No user named {username!r}.")
         trigger = ExtractionRun.Trigger.MANUAL
-        result = pipeline.extract(
-            user_id=user.pk, trigger=trigger, up_to_message_id=None, **pipeline.extraction_params(trigger=trigger)
-        )
+        result = batches.extract(user_id=user.pk, trigger=trigger, up_to_message_id=None)
         changes = f"added {result.added}, updated {result.updated}, retracted {result.retracted}"
         if result.cleared:
             changes += ", cleared everything"
@@ -33,5 +31,5 @@ class Command(BaseCommand):
             self.stdout.write(f"  {change.sentence().rstrip('.')}.")
         if result.run_ids:
             self.stdout.write(f"Extraction runs (see admin): {', '.join(map(str, result.run_ids))}")
-        if result.status in (pipeline.Outcome.FAILED, pipeline.Outcome.DROPPED, pipeline.Outcome.UNAVAILABLE):
+        if result.status in (outcomes.Outcome.FAILED, outcomes.Outcome.DROPPED, outcomes.Outcome.UNAVAILABLE):
             raise CommandError(result.error or "Extraction failed.")

@@ -1,0 +1,147 @@
+"""Middleware of our own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import csp.middleware as csp
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
+from django.contrib.auth import middleware as auth
+from django.contrib.messages import middleware as messages
+from django.http import HttpRequest, HttpResponse
+from django.middleware import common, locale
+from django.utils.deprecation import MiddlewareMixin
+from django.utils.translation import gettext_lazy
+from whitenoise.middleware import WhiteNoiseMiddleware
+
+from core.api_errors import error_response, is_api_request
+
+
+class StaticFilesMiddleware(WhiteNoiseMiddleware):
+    """WhiteNoise, able to run in an async middleware chain.
+
+    WhiteNoise's middleware is synchronous only: under ASGI Django would then run every request
+    (chat turns included) through a thread and back, a few milliseconds on the way to each first token.
+    Here a request outside the static prefix goes straight on; only a static file is looked up and
+    served in a thread, by WhiteNoise as before.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Any) -> None:
+        super().__init__(get_response)
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.async_mode:
+            return self._acall(request)
+        return super().__call__(request)
+
+    async def _acall(self, request: HttpRequest) -> Any:
+        if request.path_info.startswith(self.static_prefix):
+            response = await sync_to_async(self._static_response, thread_sensitive=False)(request)
+            if response is not None:
+                return response
+        return await self.get_response(request)
+
+    def _static_response(self, request: HttpRequest) -> Any:
+        path = request.path_info
+        static_file = self.find_file(path) if self.autorefresh else self.files.get(path)
+        return self.serve(static_file, request) if static_file is not None else None
+
+
+# --- Django's middleware, without a thread hop per hook ---------------------------------------------------
+#
+# Under ASGI, Django runs each hook of a MiddlewareMixin in a thread: one hop each, before every chat
+# turn's first token. The hooks of these classes only read the request and set attributes and headers,
+# so here they run on the event loop (stored messages, which may need the session's database, still go to
+# a thread). Security, CSRF, clickjacking and sessions keep Django's own classes: `check --deploy` looks
+# for them by name.
+
+
+class _InlineHooks:
+    get_response: Any
+    process_request: Any
+    process_response: Any
+
+    def _response_writes(self, request: HttpRequest) -> bool:
+        """Whether process_response may touch the database for this request (it then runs in a thread)."""
+        return False
+
+    async def __acall__(self, request: HttpRequest) -> Any:
+        response = None
+        if hasattr(self, "process_request"):
+            response = self.process_request(request)
+        response = response or await self.get_response(request)
+        if hasattr(self, "process_response"):
+            if self._response_writes(request):
+                response = await sync_to_async(self.process_response, thread_sensitive=True)(request, response)
+            else:
+                response = self.process_response(request, response)
+        return response
+
+
+class LocaleMiddleware(_InlineHooks, locale.LocaleMiddleware):
+    pass  # reads Accept-Language (no database); accounts.middleware then applies a user's own setting
+
+
+class CommonMiddleware(_InlineHooks, common.CommonMiddleware):
+    pass
+
+
+class AuthenticationMiddleware(_InlineHooks, auth.AuthenticationMiddleware):
+    pass  # request.user stays lazy: it is loaded (in a thread) only by what reads it
+
+
+class MessageMiddleware(_InlineHooks, messages.MessageMiddleware):
+    def _response_writes(self, request: HttpRequest) -> bool:
+        storage = getattr(request, "_messages", None)
+        return storage is None or storage.used or storage.added_new
+
+
+class CSPMiddleware(_InlineHooks, csp.CSPMiddleware):
+    pass
+
+
+class ApiErrorMiddleware(_InlineHooks, MiddlewareMixin):
+    """Under /api/, Django's own failures answer the API's one error shape (core/api_errors.py), not HTML.
+
+    The routes answer ErrorOut themselves; what reaches here in another form comes from Django around
+    them: an unknown path (404), a method the route does not have (405, ninja's empty answer), a request
+    Django refused before any route ran (400, or 413 when the body was over DATA_UPLOAD_MAX_MEMORY_SIZE),
+    and an unhandled exception (500, Django's error page). Headers (Allow, Retry-After) are kept.
+    """
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if response.status_code < 400 or not is_api_request(request):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        status = response.status_code
+        if status == 400 and _declared_length(request) > (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) > 0:
+            status = 413
+        replaced = error_response(status, str(_DETAILS.get(status) or response.reason_phrase))
+        for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+            if header in response:
+                replaced[header] = response[header]
+        return replaced
+
+
+def _declared_length(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+_DETAILS = {
+    400: gettext_lazy("Bad request."),
+    404: gettext_lazy("No such API route."),
+    405: gettext_lazy("This method is not allowed on this route."),
+    413: gettext_lazy("The request body is too large."),
+    500: gettext_lazy("The server failed while answering this request."),
+}
