@@ -10,7 +10,7 @@ asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_
 These steps use different services (and databases of their own), so they run side by side; each
 prints its output, in the order above, once it has finished, and the run fails if any step failed.
 A full run spreads each pass over MEMORA_TEST_WORKERS parallel workers (pytest-xdist; twice the
-processor count by default, as most tests wait on servers, workers and browsers rather than compute),
+processor count by default, up to 8, as most tests wait on servers, workers and browsers, not compute),
 each with its own database, Redis database (the Nth after TEST_REDIS_URL's), runtime folder and share
 of the browser tests' ports; a focused run uses one process unless MEMORA_TEST_WORKERS says otherwise.
 Each pass ends with its ten slowest tests.
@@ -47,11 +47,12 @@ Outcome = tuple[int, str]
 
 def workers() -> int:
     """How many parallel pytest workers each pass uses (1: none, the suite runs in pytest's own process):
-    MEMORA_TEST_WORKERS, else twice the processor count on a full run and 1 on a focused one."""
+    MEMORA_TEST_WORKERS, else twice the processor count (at most 8: each worker of the Redis pass takes
+    one of Redis's 16 databases) on a full run and 1 on a focused one."""
     chosen = os.environ.get("MEMORA_TEST_WORKERS", "").strip()
     if chosen:
         return max(1, int(chosen))
-    return 1 if sys.argv[1:] else 2 * (os.cpu_count() or 1)
+    return 1 if sys.argv[1:] else min(2 * (os.cpu_count() or 1), 8)
 
 
 def reachable(url: str) -> bool:
