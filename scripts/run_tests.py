@@ -7,8 +7,9 @@ With CI=true, PostgreSQL, Redis and Chromium are required: their absence fails t
 skipping tests, and a smoke test of `make run` (scripts/smoke_run.py) runs first (MEMORA_SMOKE=1
 asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
 
-These steps use different services (and databases of their own), so they run side by side; each
-prints its output, in the order above, once it has finished, and the run fails if any step failed.
+These steps use different services (and databases of their own), so they run side by side (one after
+another with MEMORA_TEST_WORKERS=1); each prints its output, in the order above, once it has finished,
+and the run fails if any step failed.
 A full run spreads each pass over MEMORA_TEST_WORKERS parallel workers (pytest-xdist; twice the
 processor count by default, up to 8, as most tests wait on servers, workers and browsers, not compute),
 each with its own database, Redis database (the Nth after TEST_REDIS_URL's), runtime folder and share
@@ -183,7 +184,8 @@ def main() -> int:
         return code, output, time.monotonic() - started
 
     failed = 0
-    with ThreadPoolExecutor(max_workers=len(steps)) as pool:
+    # MEMORA_TEST_WORKERS=1 runs the steps one after another too, each pass in one process.
+    with ThreadPoolExecutor(max_workers=len(steps) if workers() > 1 else 1) as pool:
         running = [(title, pool.submit(timed, step)) for title, step in steps.items()]
         for title, future in running:
             code, output, ended = future.result()
