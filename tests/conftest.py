@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ WORKER_DATABASE = "memora_test_database"
 _parallel_databases: dict[str, Any] = {}
 
 
-def _sqlite(database: dict[str, Any]) -> bool:
+def _sqlite(database: Mapping[str, Any]) -> bool:
     return bool(database["ENGINE"] == "django.db.backends.sqlite3")
 
 
