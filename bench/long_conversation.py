@@ -53,6 +53,9 @@ def setup_django(var_dir: Path, base_url: str, window: int, reply: int) -> None:
     os.environ["LLM_MAX_RETRIES"] = "0"
     os.environ["CHAT_CONTEXT_TOKENS"] = str(window)
     os.environ["CHAT_REPLY_TOKENS"] = str(reply)
+    # One conversation sends hundreds of turns as fast as the fake answers: more than a person would.
+    os.environ["CHAT_USER_TURNS_PER_MINUTE"] = "0"
+    os.environ["CHAT_ADDRESS_TURNS_PER_MINUTE"] = "0"
     os.environ.pop("REDIS_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "ERROR")

@@ -79,6 +79,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=40, help="turns per golden-set message")
+    parser.add_argument("--missed-ok", action="store_true", help="exit 0 when targets are missed (make bench)")
     args = parser.parse_args()
     django.setup()
     from django.conf import settings
@@ -158,7 +159,7 @@ def main() -> int:
     print(f"\nmachine: {machine()} (after)\nTargets")
     for name, ok in checks:
         print(f"  [{'ok' if ok else 'MISSED'}] {name}")
-    return 0 if all(ok for _, ok in checks) else 1
+    return 0 if all(ok for _, ok in checks) or args.missed_ok else 1
 
 
 if __name__ == "__main__":

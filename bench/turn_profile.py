@@ -64,12 +64,21 @@ def install() -> None:
 
     from accounts import auth
     from chat import api, selectors
-    from chat.turn import agent, transactions
+    from chat.turn import transactions
 
     auth.api_token_check = traced("authenticate", auth.api_token_check)  # type: ignore[assignment]
     selectors.conversation_get_for_user = traced("conversation lookup", selectors.conversation_get_for_user)
     transactions.turn_start = traced("turn_start", transactions.turn_start)  # looked up by agent._begin at each call
-    agent.build_model_input = traced("build_model_input", agent.build_model_input)
+    from chat.turn import metered, model_input
+
+    # The first input is built inside the turn's start (TurnMeter.build, in the same trip to the database).
+    model_input.build_model_input = traced("build_model_input", model_input.build_model_input)
+    metered_build = metered.TurnMeter.build
+
+    def build(self: Any, ctx: Any, context: Any) -> Any:
+        return traced("build_model_input", functools.partial(metered_build, self))(ctx, context)
+
+    metered.TurnMeter.build = build  # type: ignore[method-assign]
     sse_for = api._sse_for
 
     def first_delta(event: Any) -> bytes:

@@ -23,7 +23,8 @@ chat.extensions.notify_user, which sends
 
     {"type": "chat.notice", "html": "<rendered fragment>"}
 
-to that group; the fragment is appended to the page's notices area. {"type": "session.close"}
+to that group; the fragment is appended to the page's notices area. {"type": "chat.sidebar"} makes each
+page fetch its conversation list again (chat.sidebar). {"type": "session.close"}
 closes every socket of the user (sent on logout and password change). A socket does not rely on that
 message alone (the channel layer may miss it): every turn it starts re-checks, in the statement that
 starts it, that the user is still active (and still exists) and that the session the socket was opened
@@ -55,7 +56,7 @@ from django.utils.translation import gettext as _
 
 from accounts.middleware import socket_language
 from accounts.models import User
-from chat import selectors, services
+from chat import selectors, services, sidebar
 from chat.fragments import (
     delta_html,
     message_html,
@@ -374,6 +375,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """Rendered out-of-band pieces for one conversation's pages (chat.tasks: the summary divider)."""
         if event.get("conversation_id") == str(self.conversation.pk):
             await self.push(event["html"])
+
+    async def chat_sidebar(self, event: dict[str, Any]) -> None:
+        """A conversation of the user was renamed, pinned or moved (chat.sidebar.sidebar_changed): this page
+        fetches its list again, and its title when it shows that conversation."""
+        own = event.get("conversation_id") == str(self.conversation.pk)
+        await self.push(sidebar.sync_html(current=self.conversation, title=own))
 
     async def session_close(self, event: dict[str, Any]) -> None:
         """The user logged out or changed their password (accounts.sessions): close this socket."""

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.utils.translation import gettext as _
 
-from chat import extensions
+from chat import extensions, push, sidebar
+from chat.fragments import messages_removed_html
 from chat.models import Conversation, Message
 from chat.rejections import NotEditable
 from chat.services import messages_delete, title_from
@@ -45,4 +47,15 @@ def message_replace(*, conversation: Conversation, message_id: int, content: str
     if conversation.title and conversation.title == title_from(old.content):
         conversation.title = title_from(content)
         Conversation.objects.filter(pk=conversation.pk).update(title=conversation.title)
+        sidebar.sidebar_changed(conversation=conversation)
+    _removed_push(conversation, ids)
     return Replaced(content=old.content, message_ids=ids)
+
+
+def _removed_push(conversation: Conversation, message_ids: list[int]) -> None:
+    """After commit, every page open on the conversation drops the old message and its replies (the page
+    that made the edit does it at once too, chat.consumers); missed, they are gone on the next load."""
+    html = messages_removed_html(tuple(message_ids))
+    event = {"type": "chat.fragment", "conversation_id": str(conversation.pk), "html": html}
+    owner_id = conversation.owner_id
+    transaction.on_commit(lambda: push.send_event(event, user_id=owner_id))

@@ -40,26 +40,39 @@ def project_get_for_user(*, user: User, project_id: int) -> Project:
     return get_object_or_404(project_list(user=user), pk=project_id)
 
 
-def conversation_sidebar(*, user: User, current: Conversation | None = None) -> QuerySet[Conversation]:
+def conversation_titled(conversations: QuerySet[Conversation], title: str) -> QuerySet[Conversation]:
+    """The conversations whose title holds `title` (any case; blank: all), the sidebar's filter."""
+    return conversations.filter(title__icontains=title.strip()) if title.strip() else conversations
+
+
+def conversation_sidebar(*, user: User, current: Conversation | None = None, title: str = "") -> QuerySet[Conversation]:
     """The sidebar's history: temporary chats are listed only while they are open; a project's conversations
     are listed under their project (`project_sidebar`), pinned ones on top (`conversation_pinned`)."""
     keep = Q(temporary=False, project__isnull=True)
     if current is not None and current.project_id is None:
         keep |= Q(pk=current.pk)
-    return conversation_list(user=user).filter(keep, pinned=False)
+    return conversation_titled(conversation_list(user=user).filter(keep, pinned=False), title)
 
 
-def conversation_pinned(*, user: User) -> list[Conversation]:
+def conversation_pinned(*, user: User, title: str = "") -> list[Conversation]:
     """The user's pinned conversations, on top of the sidebar, most recent first."""
-    return list(conversation_list(user=user).filter(pinned=True).order_by("-updated_at", "-id")[:100])
+    pinned = conversation_titled(conversation_list(user=user).filter(pinned=True), title)
+    return list(pinned.order_by("-updated_at", "-id")[:100])
+
+
+def conversation_sidebar_count(*, user: User, current: Conversation | None = None, title: str = "") -> int:
+    """How many conversations the sidebar lists in all (pinned, in projects, by date) for a filter."""
+    keep = Q(temporary=False) | Q(pk=current.pk) if current is not None else Q(temporary=False)
+    return conversation_titled(conversation_list(user=user).filter(keep), title).count()
 
 
 PROJECT_SIDEBAR_CHATS = 5
 
 
-def project_sidebar(*, user: User, current: Conversation | None = None) -> list[Project]:
+def project_sidebar(*, user: User, current: Conversation | None = None, title: str = "") -> list[Project]:
     """The user's projects, each with `recent`: its newest conversations (at most PROJECT_SIDEBAR_CHATS, and the
-    open one), for the sidebar. Two queries."""
+    open one; a pinned one is listed on top instead), for the sidebar. Two queries. With a `title` filter, only
+    the projects holding a conversation it matches."""
     projects = list(project_list(user=user))
     if not projects:
         return []
@@ -67,11 +80,13 @@ def project_sidebar(*, user: User, current: Conversation | None = None) -> list[
     for project in projects:
         project.recent = []  # type: ignore[attr-defined]
     keep = Q(temporary=False) | Q(pk=current.pk) if current is not None else Q(temporary=False)
-    rows = conversation_list(user=user).filter(keep, project__isnull=False).order_by("-updated_at", "-id")
-    for conversation in rows[: 20 * PROJECT_SIDEBAR_CHATS]:
+    rows = conversation_list(user=user).filter(keep, project__isnull=False, pinned=False).order_by("-updated_at", "-id")
+    for conversation in conversation_titled(rows, title)[: 20 * PROJECT_SIDEBAR_CHATS]:
         recent = by_id[conversation.project_id].recent  # type: ignore[attr-defined,index]
         if len(recent) < PROJECT_SIDEBAR_CHATS or (current is not None and conversation.pk == current.pk):
             recent.append(conversation)
+    if title.strip():
+        return [p for p in projects if p.recent]  # type: ignore[attr-defined]
     return projects
 
 
@@ -96,11 +111,6 @@ def chat_model_choices() -> list[ChatModelOption]:
     default = catalogue.default_chat_model()
     own_label = settings.LLM_BACKEND != "openai" and not settings.CHAT_MODELS and model.label
     return [ChatModelOption(id=c.id, label=own_label or c.id, default=c.id == default) for c in catalogue.chat_models()]
-
-
-def turns_running(*, now: datetime) -> bool:
-    """Whether a reply is being written in any conversation (its lock's lease is live), in any process."""
-    return Conversation.objects.filter(lock_expires_at__gt=now).exists()
 
 
 def message_get(*, message_id: int) -> Message | None:
@@ -189,12 +199,13 @@ def conversation_sidebar_page(
     current: Conversation | None = None,
     before: tuple[datetime, UUID] | None = None,
     limit: int = SIDEBAR_PAGE,
+    title: str = "",
 ) -> tuple[list[Conversation], tuple[datetime, UUID] | None]:
     """One page of the sidebar, newest first, and the cursor of the next page (None at the end).
 
     A cursor (the last item's update time and id), not an offset: a conversation that moves to the
     top while the list is open is not shown twice."""
-    conversations = conversation_sidebar(user=user, current=current).order_by("-updated_at", "-id")
+    conversations = conversation_sidebar(user=user, current=current, title=title).order_by("-updated_at", "-id")
     if before is not None:
         updated_at, pk = before
         conversations = conversations.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, pk__lt=pk))

@@ -16,7 +16,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from chat import extensions
+from chat import extensions, sidebar
 from chat.limits import TurnOrigin, turn_rate_check, turn_starts_prune, user_row
 from chat.llm import catalogue
 from chat.markdown import plain_text
@@ -133,6 +133,7 @@ def conversation_move(*, conversation: Conversation, project: Project | None) ->
     _check_project_owner(conversation.owner_id, project)
     conversation.project = project
     Conversation.objects.filter(pk=conversation.pk).update(project=project)  # its place in the list stays
+    sidebar.sidebar_changed(conversation=conversation)
     return conversation
 
 
@@ -141,6 +142,7 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
     conversation.title = title.strip()[:200]
     conversation.save(update_fields=["title", "updated_at"])
     search_index_title(conversation=conversation)
+    sidebar.sidebar_changed(conversation=conversation)
     return conversation
 
 
@@ -157,6 +159,7 @@ def conversation_update(
     if pinned is not None and pinned != conversation.pinned:
         conversation.pinned = pinned
         Conversation.objects.filter(pk=conversation.pk).update(pinned=pinned)
+        sidebar.sidebar_changed(conversation=conversation)
     if title is not None:
         conversation_rename(conversation=conversation, title=title)
     return conversation
@@ -168,6 +171,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
     messages kept elsewhere (the conversation erasers, chat.extensions: run records, other
     conversations' tool results, a search index)."""
     conversations_erase(user_id=conversation.owner_id, conversation_ids=[conversation.pk])
+    sidebar.sidebar_changed(conversation=conversation)  # before the row (and so its id) goes
     conversation.delete()
 
 

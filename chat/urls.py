@@ -8,6 +8,7 @@ urlpatterns = [
     path("c/new/", views.conversation_new, name="conversation_new"),
     path("search/", views.search, name="search"),
     path("c/more/", views.conversation_more, name="conversation_more"),
+    path("c/list/", views.conversation_nav, name="conversation_nav"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation"),
     path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),
     path("c/<uuid:conversation_id>/pin/", views.conversation_pin, name="conversation_pin"),

@@ -23,19 +23,19 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from accounts.models import ApiToken, Scope
+from accounts.models import ApiToken, Scope, User
 from chat import extensions, model_queue
 from chat.extensions import TurnContext
 from chat.limits import TurnOrigin
 from chat.llm import LLMError, StreamChunk, TextDelta, ToolCall, ToolCalls, Usage, get_chat_model
-from chat.models import Message
+from chat.models import Conversation, Message
 from chat.rejections import ConversationBusy
 from chat.turn.leases import Pulse, turns_heartbeat
 from chat.turn.transactions import StartedTurn, turn_count_only, turn_finish, turn_start, user_messages_add
 from connect import history
 from connect.tokens import token_view
 from memory import connected
-from memory.context import block_for_turn, blocks_in_flight, candidates
+from memory.context import Block, block_for_turn, blocks_in_flight, candidates
 from memory.models import MemoryAccess
 
 BUSY_WAIT_SECONDS = 20.0  # a request waits this long for the conversation's previous one to finish
@@ -99,11 +99,7 @@ def prepare(
     reads = token.allows(Scope.MEMORY_READ)
     if not new:  # the same history again: nothing to save; the block is still built for its last message
         turn_count_only(user=user, origin=origin)
-        block = None
-        if reads and digests:
-            view = token_view(token)
-            ctx = connected.query_context(user=user, text=digests[-1][1], view=view)
-            block = block_for_turn(ctx, candidates(user_id=user.pk, view=view))
+        block = _block_again(token, digests) if reads else None
         ids = block.ids if block else []
         _log(token, client, ids)
         return Prepared(with_block(messages, block.text() if block else None), None, ids, str(conversation.pk))
@@ -112,14 +108,26 @@ def prepare(
     history.remember(
         conversation=conversation, saved=[(d, m) for (d, _), m in zip(new, [*earlier, turn.user_message], strict=True)]
     )
-    block_text = None
-    if reads:
-        ctx = TurnContext(user, conversation, turn.user_message, turn.assistant_message)
-        parts = [text for provider in extensions.context_providers() if (text := provider(ctx))]
-        block_text = "\n\n".join(parts) or None
-    ids = (blocks_in_flight.peek(turn.assistant_message.pk) or []) if reads else []
+    block_text, ids = _block_of_turn(turn, user=user, conversation=conversation) if reads else (None, [])
     _log(token, client, ids)
     return Prepared(with_block(messages, block_text), turn, ids, str(conversation.pk))
+
+
+def _block_again(token: ApiToken, digests: list[tuple[str, str]]) -> Block | None:
+    """The memory block for the last user message of a history already saved (nothing new to save)."""
+    if not digests:
+        return None
+    view = token_view(token)
+    ctx = connected.query_context(user=token.user, text=digests[-1][1], view=view)
+    return block_for_turn(ctx, candidates(user_id=token.user.pk, view=view))
+
+
+def _block_of_turn(turn: StartedTurn, *, user: User, conversation: Conversation) -> tuple[str | None, list[int]]:
+    """The context providers' blocks for the turn just started, as chat would build them, and the ids of the
+    memories they hold."""
+    ctx = TurnContext(user, conversation, turn.user_message, turn.assistant_message)
+    parts = [text for provider in extensions.context_providers() if (text := provider(ctx))]
+    return "\n\n".join(parts) or None, blocks_in_flight.peek(turn.assistant_message.pk) or []
 
 
 def _log(token: ApiToken, client: str, ids: list[int]) -> None:

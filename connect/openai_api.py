@@ -138,9 +138,18 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
             client=client_name(request.headers.get("User-Agent")) or "OpenAI client",
         )
     except TurnRejected as exc:
-        extra = {"Retry_After": str(exc.retry_after)} if exc.retry_after is not None else {}
-        kind = "rate_limit_error" if exc.status == 429 else "invalid_request_error"
-        return error(exc.status, str(exc), kind, type(exc).__name__, **extra)
+        return _rejected(exc)
+    return await _respond(prepared, parsed)
+
+
+def _rejected(exc: TurnRejected) -> JsonResponse:
+    extra = {"Retry_After": str(exc.retry_after)} if exc.retry_after is not None else {}
+    kind = "rate_limit_error" if exc.status == 429 else "invalid_request_error"
+    return error(exc.status, str(exc), kind, type(exc).__name__, **extra)
+
+
+async def _respond(prepared: completions.Prepared, parsed: CompletionRequest) -> HttpResponse | StreamingHttpResponse:
+    """The completion, streamed or whole, with the headers saying which memories it used and where it went."""
     headers = {MEMORIES_HEADER: ",".join(map(str, prepared.memory_ids))}
     if prepared.conversation_id:
         headers["X-Memora-Conversation-Id"] = prepared.conversation_id

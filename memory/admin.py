@@ -17,7 +17,7 @@ from chat.models import Message
 from memory import selectors, services
 from memory.extraction.run import dropped_batch_retry
 from memory.models import ExtractionRun, Memory, MemorySource, MemoryUser
-from memory.tasks import enqueue_extraction
+from memory.tasks import enqueue_for_message
 
 
 class ActiveFilter(admin.SimpleListFilter):
@@ -173,9 +173,7 @@ class ExtractionRunAdmin(admin.ModelAdmin):
             if outcome is None:
                 continue
             user_id, last_message_id, count = outcome
-            enqueue_extraction(
-                user_id=user_id, message_id=last_message_id, min_pending=1, trigger=ExtractionRun.Trigger.MANUAL
-            )
+            enqueue_for_message(user_id=user_id, message_id=last_message_id, trigger=ExtractionRun.Trigger.MANUAL)
             retried += count
         text = ngettext(
             "%(count)d message is pending again; extraction scheduled.",
@@ -287,9 +285,7 @@ class MemoryUserAdmin(admin.ModelAdmin):
                 .first()
             )
             if last is not None:
-                enqueue_extraction(
-                    user_id=user.pk, message_id=last, min_pending=1, trigger=ExtractionRun.Trigger.MANUAL
-                )
+                enqueue_for_message(user_id=user.pk, message_id=last, trigger=ExtractionRun.Trigger.MANUAL)
                 scheduled += 1
         text = ngettext(
             "Extraction scheduled for %(count)d user.", "Extraction scheduled for %(count)d users.", scheduled

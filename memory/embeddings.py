@@ -242,9 +242,9 @@ class _Pending:
 
 
 _QUERIES_KEPT = 512
-# A turn's message is embedded up to this many characters: the model's time grows with the text (about
-# 17 ms of CPU for a short message, 60 for 200 characters, far more for a pasted page), and what a message
-# is about is mostly said early; its words all count in the lexical ranking.
+# A turn's message is embedded up to this many characters: the model's time grows with the text (a pasted
+# page costs far more than a question), and what a message is about is mostly said early; its words all
+# count in the lexical ranking.
 QUERY_MAX_CHARS = 300
 _queries: OrderedDict[str, _Pending] = OrderedDict()
 _queries_lock = Lock()

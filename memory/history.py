@@ -103,21 +103,22 @@ def _hit_lines(ctx: TurnContext, query: SearchQuery, since: datetime | None, unt
     # A conversation's title comes from its first message: not shown when one of its messages is withheld.
     withheld = withheld_ids([entry.message_id for entry in page if entry.message_id is not None])
     hidden_titles = withheld_conversations([entry.conversation_id for entry in page if entry.message_id is None])
-    page = [
-        entry
-        for entry in page
-        if entry.message_id not in withheld
-        and (entry.message_id is not None or entry.conversation_id not in hidden_titles)
-    ][:HITS]
-    lines = []
-    for hit in search_hits(page, query, size=EXCERPT_CHARS):
-        day, title = hit.created_at.date().isoformat(), _quote(hit.conversation_title)
-        if hit.message_id is None:
-            lines.append(f"- [conversation {hit.conversation_id}] {day}: a conversation titled {title}")
-        else:
-            who = "the user wrote" if hit.role == "user" else "you (the assistant) replied"
-            lines.append(f"- [message {hit.message_id}] {day}, in {title}, {who}: {_quote(hit.excerpt)}")
-    return lines
+    page = [entry for entry in page if _shown(entry, withheld=withheld, hidden_titles=hidden_titles)][:HITS]
+    return [_hit_line(hit) for hit in search_hits(page, query, size=EXCERPT_CHARS)]
+
+
+def _shown(entry: Any, *, withheld: set[int], hidden_titles: set[Any]) -> bool:
+    if entry.message_id is None:
+        return entry.conversation_id not in hidden_titles
+    return entry.message_id not in withheld
+
+
+def _hit_line(hit: Any) -> str:
+    day, title = hit.created_at.date().isoformat(), _quote(hit.conversation_title)
+    if hit.message_id is None:
+        return f"- [conversation {hit.conversation_id}] {day}: a conversation titled {title}"
+    who = "the user wrote" if hit.role == "user" else "you (the assistant) replied"
+    return f"- [message {hit.message_id}] {day}, in {title}, {who}: {_quote(hit.excerpt)}"
 
 
 def _bounded(sections: list[tuple[str, list[str]]]) -> str:

@@ -16,6 +16,8 @@ version lives elsewhere and keeps its history).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.db import transaction
 from django.http import Http404
 from django.utils.translation import gettext
@@ -115,20 +117,21 @@ def _project_name_redact(*, user_id: int, project_id: int) -> None:
             ExtractionRun.objects.filter(pk=run.pk).update(judge_input=redacted)
 
 
+def _head(pk: int, chains: Mapping[int, int | None]) -> int:
+    """The latest version of the memory `pk` (its chain followed through `superseded_by`)."""
+    head, seen = pk, {pk}
+    while chains.get(head) is not None and chains[head] not in seen:
+        head = chains[head]  # type: ignore[assignment]
+        seen.add(head)
+    return head
+
+
 def _project_memories_delete(*, user_id: int, project_id: int) -> None:
     _project_name_redact(user_id=user_id, project_id=project_id)
     chains = dict(Memory.objects.filter(owner_id=user_id).values_list("pk", "superseded_by_id"))
     scopes = dict(Memory.objects.filter(owner_id=user_id).values_list("pk", "project_id"))
-    doomed: set[int] = set()
-    for pk, scope in scopes.items():
-        if scope != project_id:
-            continue
-        head, seen = pk, {pk}
-        while chains.get(head) is not None and chains[head] not in seen:
-            head = chains[head]  # type: ignore[assignment]
-            seen.add(head)
-        if scopes.get(head) == project_id:  # a row since moved out of the project stays with its later version
-            doomed.add(pk)
+    # A row since moved out of the project stays with its later version.
+    doomed = {pk for pk, scope in scopes.items() if scope == project_id and scopes.get(_head(pk, chains)) == project_id}
     earlier = {pk for pk, later in chains.items() if later in doomed}
     while earlier - doomed:  # every earlier version of a deleted memory goes with it, whatever its scope
         doomed |= earlier

@@ -256,15 +256,22 @@ def rank(
     scores = (term_index(owner, others) if owner is not None else TermIndex(others)).scores(weights)
     if meaning is not None and not is_about_something(message):
         meaning = None  # a greeting: nothing by meaning (and the last exchange's words still count)
-    # (total, position, candidate): `candidates` come oldest first, so a later position is newer.
+    ranked = _totals(others, scores, meaning)
+    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [item[2] for item in ranked[:limit]]
+
+
+def _totals(
+    others: list[Candidate], scores: Sequence[float], meaning: Meaning | None
+) -> list[tuple[float, int, Candidate]]:
+    """(total, position, candidate) of each candidate relevant by its words or its meaning: `candidates`
+    come oldest first, so a later position is newer."""
     ranked: list[tuple[float, int, Candidate]] = []
     for position, (candidate, score) in enumerate(zip(others, scores, strict=True)):
         standing = meaning.standing(candidate.id) if meaning is not None else 0.0
-        if score < LEXICAL_FLOOR and standing < MEANING_MARGIN:
-            continue
-        ranked.append((score + MEANING_WEIGHT * max(0.0, standing), position, candidate))
-    ranked.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    return [item[2] for item in ranked[:limit]]
+        if score >= LEXICAL_FLOOR or standing >= MEANING_MARGIN:
+            ranked.append((score + MEANING_WEIGHT * max(0.0, standing), position, candidate))
+    return ranked
 
 
 def always_used(candidates: Iterable[Candidate]) -> list[Candidate]:

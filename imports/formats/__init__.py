@@ -87,5 +87,39 @@ def monotonic(turns: list[Turn], start: datetime | None) -> None:
         last = turn.created_at
 
 
+def source_id(value: Any) -> str:
+    """The export's id of a conversation; Unreadable when it has none that fits."""
+    found = text_of(value).strip()
+    if not found or len(found) > ID_MAX:
+        raise Unreadable("no usable conversation id")
+    return found
+
+
+def chat(
+    *,
+    source: str,
+    title: Any,
+    created: datetime | None,
+    updated: datetime | None,
+    turns: list[Turn],
+    project_key: str,
+    dropped: Counter[str],
+) -> Chat:
+    """A conversation as read from either export: its turns' times made monotonic, and its own times taken
+    from them where the export leaves them out."""
+    monotonic(turns, created)
+    if created is None and turns:
+        created = turns[0].created_at
+    return Chat(
+        source_id=source,
+        title=" ".join(text_of(title).split())[:TITLE_MAX],
+        created_at=created,
+        updated_at=updated or (turns[-1].created_at if turns else created),
+        turns=turns,
+        project_key=project_key,
+        dropped=+dropped,
+    )
+
+
 def placeholder(kind: str) -> str:
     return f"[{kind}]"

@@ -19,7 +19,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from imports.formats import ID_MAX, TITLE_MAX, Chat, Turn, Unreadable, from_unix, monotonic, placeholder, text_of
+from imports.formats import (
+    ID_MAX,
+    Chat,
+    Turn,
+    Unreadable,
+    chat,
+    from_unix,
+    placeholder,
+    source_id,
+    text_of,
+)
 
 SHOWN_ROLES = ("user", "assistant")
 # Content the ChatGPT page does not show as a message: the model's reasoning, tool output and browsing,
@@ -52,32 +62,27 @@ def conversation(raw: Any) -> Chat:
     mapping = raw.get("mapping")
     if not isinstance(mapping, dict):
         raise Unreadable("no message tree (mapping)")
-    source_id = text_of(raw.get("conversation_id") or raw.get("id")).strip()
-    if not source_id or len(source_id) > ID_MAX:
-        raise Unreadable("no usable conversation id")
-    path = _path(mapping, raw.get("current_node"))
+    source = source_id(raw.get("conversation_id") or raw.get("id"))
+    turns, dropped = _turns(mapping, _path(mapping, raw.get("current_node")))
+    return chat(
+        source=source,
+        title=raw.get("title"),
+        created=from_unix(raw.get("create_time")),
+        updated=from_unix(raw.get("update_time")),
+        turns=turns,
+        project_key=_project(raw),
+        dropped=dropped,
+    )
+
+
+def _turns(mapping: dict[str, Any], path: list[dict[str, Any]]) -> tuple[list[Turn], Counter[str]]:
+    """The turns along the path, and what was left out: the other branches' messages, and what `_turn` drops."""
     dropped: Counter[str] = Counter()
     dropped["branches"] = sum(1 for node in mapping.values() if _message(node) is not None) - len(
         [n for n in path if _message(n) is not None]
     )
-    turns = []
-    for node in path:
-        turn = _turn(_message(node), dropped)
-        if turn is not None:
-            turns.append(turn)
-    created = from_unix(raw.get("create_time"))
-    monotonic(turns, created)
-    if created is None and turns:
-        created = turns[0].created_at
-    return Chat(
-        source_id=source_id,
-        title=" ".join(text_of(raw.get("title")).split())[:TITLE_MAX],
-        created_at=created,
-        updated_at=from_unix(raw.get("update_time")) or (turns[-1].created_at if turns else created),
-        turns=turns,
-        project_key=_project(raw),
-        dropped=+dropped,
-    )
+    turns = [turn for node in path if (turn := _turn(_message(node), dropped)) is not None]
+    return turns, dropped
 
 
 def _project(raw: dict[str, Any]) -> str:
@@ -120,33 +125,41 @@ def _last_leaf(mapping: dict[str, Any]) -> str | None:
         if node_id in seen:
             raise Unreadable("its message tree has a cycle")
         seen.add(node_id)
-        children = [c for c in (mapping[node_id].get("children") or []) if isinstance(c, str) and c in mapping]
+        children = _children(mapping, node_id)
         if not children:
             return node_id
         node_id = children[-1]
     return None
 
 
+def _children(mapping: dict[str, Any], node_id: str) -> list[str]:
+    return [c for c in (mapping[node_id].get("children") or []) if isinstance(c, str) and c in mapping]
+
+
 def _turn(message: dict[str, Any] | None, dropped: Counter[str]) -> Turn | None:
     if message is None:
         return None  # the tree's root holds no message
+    author, content = _dict(message.get("author")), _dict(message.get("content"))
+    left_out = _left_out(message)
+    text = "" if left_out else _text(content).strip()
+    if left_out or not text:
+        dropped[left_out or "empty"] += 1
+        return None
+    return Turn(role=str(author.get("role")), content=text, created_at=from_unix(message.get("create_time")))
+
+
+def _left_out(message: dict[str, Any]) -> str:
+    """Why a message is not imported ("tool", "reasoning", "hidden"), or "" when it is."""
     author, metadata, content = (_dict(message.get(key)) for key in ("author", "metadata", "content"))
     role = author.get("role")
     kind = content.get("content_type")
     if role == "tool" or (role == "assistant" and message.get("recipient") not in (None, "all")):
-        dropped["tool"] += 1
-        return None
+        return "tool"
     if kind in REASONING or "analysis" in (message.get("channel"), metadata.get("channel")):
-        dropped["reasoning"] += 1
-        return None
+        return "reasoning"
     if role not in SHOWN_ROLES or metadata.get("is_visually_hidden_from_conversation") or kind in NOT_SHOWN:
-        dropped["hidden"] += 1
-        return None
-    text = _text(content).strip()
-    if not text:
-        dropped["empty"] += 1
-        return None
-    return Turn(role=str(role), content=text, created_at=from_unix(message.get("create_time")))
+        return "hidden"
+    return ""
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -156,15 +169,23 @@ def _dict(value: Any) -> dict[str, Any]:
 def _text(content: dict[str, Any]) -> str:
     kind = content.get("content_type")
     if kind in ("text", "multimodal_text") or (kind is None and "parts" in content):
-        parts: list[Any] = content["parts"] if isinstance(content.get("parts"), list) else []
-        return "\n".join(piece for piece in (_part(p) for p in parts) if piece)
+        return _parts(content)
     if kind == "code":
-        language = text_of(content.get("language"))
-        language = "" if language == "unknown" else language
-        return f"```{language}\n{text_of(content.get('text')).strip()}\n```"
+        return _code(content)
     if isinstance(content.get("text"), str):
         return text_of(content.get("text"))
     return placeholder(str(kind) if isinstance(kind, str) and kind else "content")
+
+
+def _parts(content: dict[str, Any]) -> str:
+    parts: list[Any] = content["parts"] if isinstance(content.get("parts"), list) else []
+    return "\n".join(piece for piece in (_part(p) for p in parts) if piece)
+
+
+def _code(content: dict[str, Any]) -> str:
+    language = text_of(content.get("language"))
+    language = "" if language == "unknown" else language
+    return f"```{language}\n{text_of(content.get('text')).strip()}\n```"
 
 
 def _part(part: Any) -> str:

@@ -20,7 +20,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from imports.formats import ID_MAX, TITLE_MAX, Chat, Turn, Unreadable, from_iso, monotonic, placeholder, text_of
+from imports.formats import (
+    ID_MAX,
+    Chat,
+    Turn,
+    Unreadable,
+    chat,
+    from_iso,
+    placeholder,
+    source_id,
+    text_of,
+)
 
 ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
 TOOL_BLOCKS = frozenset({"tool_use", "tool_result", "server_tool_use", "web_search_tool_result"})
@@ -32,24 +42,18 @@ def conversation(raw: Any) -> Chat:
     messages = raw.get("chat_messages")
     if not isinstance(messages, list):
         raise Unreadable("no message list (chat_messages)")
-    source_id = text_of(raw.get("uuid")).strip()
-    if not source_id or len(source_id) > ID_MAX:
-        raise Unreadable("no usable conversation id")
+    source = source_id(raw.get("uuid"))
     shown = _shown(messages)
     dropped: Counter[str] = Counter(branches=len(messages) - len(shown))
     turns = [turn for message in shown if (turn := _turn(message, dropped)) is not None]
-    created = from_iso(raw.get("created_at"))
-    monotonic(turns, created)
-    if created is None and turns:
-        created = turns[0].created_at
-    return Chat(
-        source_id=source_id,
-        title=" ".join(text_of(raw.get("name")).split())[:TITLE_MAX],
-        created_at=created,
-        updated_at=from_iso(raw.get("updated_at")) or (turns[-1].created_at if turns else created),
+    return chat(
+        source=source,
+        title=raw.get("name"),
+        created=from_iso(raw.get("created_at")),
+        updated=from_iso(raw.get("updated_at")),
         turns=turns,
         project_key=_project(raw),
-        dropped=+dropped,
+        dropped=dropped,
     )
 
 
@@ -96,25 +100,31 @@ def _turn(message: dict[str, Any], dropped: Counter[str]) -> Turn | None:
     if role is None:
         dropped["hidden"] += 1
         return None
-    blocks = message.get("content")
-    pieces: list[str] = []
-    if isinstance(blocks, list) and blocks:
-        for block in blocks:
-            piece = _block(block, dropped)
-            if piece:
-                pieces.append(piece)
-    else:
-        pieces.append(text_of(message.get("text")))
-    for key in ("attachments", "files"):
-        for item in message.get(key) or []:
-            if isinstance(item, dict):
-                name = " ".join(text_of(item.get("file_name")).split())
-                pieces.append(placeholder(f"attachment: {name}" if name else "attachment"))
+    pieces = [*_texts(message, dropped), *_attachments(message)]
     text = "\n\n".join(p.strip() for p in pieces if p.strip())
     if not text:
         dropped["empty"] += 1
         return None
     return Turn(role=role, content=text, created_at=from_iso(message.get("created_at")))
+
+
+def _texts(message: dict[str, Any], dropped: Counter[str]) -> list[str]:
+    """The message's text: its content blocks, or its plain `text` when it has none."""
+    blocks = message.get("content")
+    if isinstance(blocks, list) and blocks:
+        return [piece for block in blocks if (piece := _block(block, dropped))]
+    return [text_of(message.get("text"))]
+
+
+def _attachments(message: dict[str, Any]) -> list[str]:
+    """A placeholder for each attachment or file (their content is not in the export's text)."""
+    pieces = []
+    for key in ("attachments", "files"):
+        for item in message.get(key) or []:
+            if isinstance(item, dict):
+                name = " ".join(text_of(item.get("file_name")).split())
+                pieces.append(placeholder(f"attachment: {name}" if name else "attachment"))
+    return pieces
 
 
 def _block(block: Any, dropped: Counter[str]) -> str:

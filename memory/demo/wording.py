@@ -27,22 +27,23 @@ def _outcomes() -> dict[str, str]:
     }
 
 
+def _change(verb: str, content: str) -> str:
+    if verb == "Forgot" and content == "everything":
+        return gettext("Forgot everything.")
+    if verb == "Remembered":
+        return gettext("Remembered: %(memory)s.") % {"memory": content}
+    if verb == "Updated":
+        return gettext("Updated: %(memory)s.") % {"memory": content}
+    return gettext("Forgot: %(memory)s.") % {"memory": content}
+
+
 def demo_result_wording(text: str) -> str | None:
     """The flush tool's result (memory/tools.py, written for the model) in the user's language."""
     if text in _outcomes():
         return _outcomes()[text]
     if not text.startswith("Memory updated."):
         return None
-    items = []
-    for verb, content in _CHANGE.findall(text):
-        if verb == "Forgot" and content == "everything":
-            items.append(gettext("Forgot everything."))
-        elif verb == "Remembered":
-            items.append(gettext("Remembered: %(memory)s.") % {"memory": content})
-        elif verb == "Updated":
-            items.append(gettext("Updated: %(memory)s.") % {"memory": content})
-        else:
-            items.append(gettext("Forgot: %(memory)s.") % {"memory": content})
+    items = [_change(verb, content) for verb, content in _CHANGE.findall(text)]
     if "Forgot everything." in text and not items:
         items.append(gettext("Forgot everything."))
     words = [gettext("Memory updated."), *items]

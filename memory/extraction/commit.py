@@ -3,6 +3,8 @@ against the memories as they are now, applies them and marks exactly the batch's
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import transaction
 
@@ -122,41 +124,58 @@ def _apply(
     so the suggestion shows old → new and Keep replaces the old one (memory.services.memory_confirm).
     """
     now = clock.now()
+    changes = _forget(plan, user_id=user_id, active=active, view=view, now=now)
+    if plan.writes:
+        changes += _write(plan.writes, user_id=user_id, run=run, active=active, now=now)
+    return changes
+
+
+def _forget(plan: Plan, *, user_id: int, active: dict[int, str], view: ScopeView, now: datetime) -> list[MemoryChange]:
+    """The plan's clear and retracts."""
     changes: list[MemoryChange] = []
-    mine = Memory.objects.filter(owner_id=user_id)
     if plan.clear:  # everything the batch's chats use (memory.scopes), and what waits there
         memories_active(user_id=user_id).filter(scope_filter(view)).update(
             invalid_at=now, invalid_reason=Memory.InvalidReason.CLEARED
         )
-        mine.filter(scope_filter(view), suggested=True).delete()
+        Memory.objects.filter(scope_filter(view), owner_id=user_id, suggested=True).delete()
         changes.append(MemoryChange("clear"))
     if plan.retracts:
         memories_active(user_id=user_id).filter(pk__in=plan.retracts).update(
             invalid_at=now, invalid_reason=Memory.InvalidReason.RETRACTED
         )
         changes += [MemoryChange("retract", memory_id=pk, content=active[pk]) for pk in plan.retracts]
-    if not plan.writes:
-        return changes
+    return changes
+
+
+def _write(
+    writes: list[Write], *, user_id: int, run: ExtractionRun, active: dict[int, str], now: datetime
+) -> list[MemoryChange]:
+    """The plan's adds and updates, with their sources."""
+    pinned = _make_room(writes, user_id=user_id, now=now)
+    created = Memory.objects.bulk_create([_row(w, user_id=user_id, run=run, pinned=pinned) for w in writes])
+    pairs = list(zip(created, writes, strict=True))
+    changes = [_link(memory, write, user_id=user_id, active=active) for memory, write in pairs]
+    MemorySource.objects.bulk_create(
+        [MemorySource(memory=m, message_id=mid) for m, w in pairs for mid in w.message_ids]
+    )
+    return changes
+
+
+def _make_room(writes: list[Write], *, user_id: int, now: datetime) -> set[int]:
+    """Before the writes: the waiting suggestions they take the place of go, and so do the versions they
+    replace at once; returns which of the replaced versions were pinned."""
+    mine = Memory.objects.filter(owner_id=user_id)
     # A new write takes the place of a waiting suggestion of the same sentence (one row per sentence).
-    for write in plan.writes:
+    for write in writes:
         mine.filter(in_scope(write.project_id), suggested=True, invalid_at__isnull=True, content=write.content).delete()
-    replaced = [w.replaces for w in plan.writes if w.replaces is not None]
+    replaced = [w.replaces for w in writes if w.replaces is not None]
     pinned = set(mine.filter(pk__in=replaced, pinned=True).values_list("pk", flat=True))
     # Versions replaced at once leave the active set before their successors arrive (one per key).
-    now_replaced = [w.replaces for w in plan.writes if w.replaces is not None and not w.suggested]
+    now_replaced = [w.replaces for w in writes if w.replaces is not None and not w.suggested]
     memories_active(user_id=user_id).filter(pk__in=now_replaced).update(
         invalid_at=now, invalid_reason=Memory.InvalidReason.UPDATED
     )
-    created = Memory.objects.bulk_create([_row(w, user_id=user_id, run=run, pinned=pinned) for w in plan.writes])
-    for memory, write in zip(created, plan.writes, strict=True):
-        changes.append(_link(memory, write, user_id=user_id, active=active))
-    links = [
-        MemorySource(memory=m, message_id=mid)
-        for m, w in zip(created, plan.writes, strict=True)
-        for mid in w.message_ids
-    ]
-    MemorySource.objects.bulk_create(links)
-    return changes
+    return pinned
 
 
 def _row(write: Write, *, user_id: int, run: ExtractionRun, pinned: set[int]) -> Memory:

@@ -3,8 +3,8 @@
 Background extraction is triggered by a message on the broker after a turn. That message can be lost:
 a worker killed mid-extraction (the embedded filesystem broker has already handed the message over),
 a Redis restart without persistence, a broker outage while the turn finished. And the dead worker's
-claim would hold the user for MEMORY_CLAIM_TTL_SECONDS (5 min). So every worker runs this sweep when
-it starts and every MEMORY_SWEEP_SECONDS (30 s) after (config/celery.py):
+claim would hold the user for MEMORY_CLAIM_TTL_SECONDS. So every worker runs this sweep when
+it starts and every MEMORY_SWEEP_SECONDS after (config/celery.py):
 
 1. `claims_recover`: a claim whose holder ran on this host and is gone is released at once, its run
    closed as a failed attempt (like an expired claim: a batch that kills its worker three times is
@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Min, Q
 
-from chat.turn.process import owner_is_dead
+from chat.process import owner_is_dead
 from memory.extraction import clock
 from memory.extraction.claim import STALE_RUN_ERROR
 from memory.models import ExtractionRun, MemoryClaim

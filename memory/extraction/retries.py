@@ -11,8 +11,8 @@ all read it from here.
   that drops a batch only ever starts after the full backoff.
 - Slow is not poison: a timeout, a refused or dropped connection, HTTP 408/429/5xx (`server_unavailable`)
   never count as attempts. The run ends `unavailable`, and the batch rests `unavailable_delay(n)` after
-  its n-th such run: MEMORY_RETRY_BASE_SECONDS (30) doubling to at most MEMORY_RETRY_MAX_SECONDS (600),
-  for MEMORY_RETRY_HOURS (24) from the first; then the task stops and the messages stay pending for the
+  its n-th such run: MEMORY_RETRY_BASE_SECONDS doubling to at most MEMORY_RETRY_MAX_SECONDS,
+  for MEMORY_RETRY_HOURS from the first; then the task stops and the messages stay pending for the
   next turn or the worker's sweep. MEMORY_JUDGE_TIMEOUT still bounds each call.
 - A run found crashed (its claim expired) counts as a failed attempt but imposes no window: waiting for
   its claim to expire was its backoff.

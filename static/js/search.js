@@ -7,10 +7,11 @@
   function $(selector) { return document.querySelector(selector); }
 
   function showResults(show) {
-    var results = $("#search-results"), nav = $(".conversation-nav");
+    var results = $("#search-results"), nav = $(".conversation-nav"), filter = $(".sidebar-filter");
     if (!results || !nav) return;
     results.hidden = !show;
     nav.hidden = show;
+    if (filter) filter.hidden = show; // the title filter narrows the list, which the results replace
   }
 
   function clearSearch() {

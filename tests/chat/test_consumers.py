@@ -393,6 +393,21 @@ async def test_a_notice_sent_to_the_users_group_reaches_the_page(alice: Any, con
     assert "Memory updated" in frame
 
 
+async def test_a_change_to_the_list_makes_every_page_ask_for_its_list_and_its_own_page_for_the_title(
+    alice: Any, conversation: Conversation
+) -> None:
+    other = await Conversation.objects.acreate(owner=alice, title="Other")
+    own_page, other_page = await connected(alice, conversation), await connected(alice, other)
+    event = {"type": "chat.sidebar", "conversation_id": str(conversation.pk)}
+    await get_channel_layer().group_send(consumers.user_group(alice.pk), event)
+    own, elsewhere = await own_page.receive_from(timeout=5), await other_page.receive_from(timeout=5)
+    await own_page.disconnect()
+    await other_page.disconnect()
+
+    assert f"/c/list/?refresh=1&amp;current={conversation.pk}" in own and f"/c/{conversation.pk}/rename/" in own
+    assert f"/c/list/?refresh=1&amp;current={other.pk}" in elsewhere and "/rename/" not in elsewhere
+
+
 @pytest.mark.redis
 class TestOverRedisChannelLayer:
     async def test_layer_is_redis(self) -> None:

@@ -35,7 +35,7 @@ def test_the_list_has_pinned_on_top_and_date_headings(client: Client, user: User
     page = client.get("/").content.decode()
     assert page.index("Pinned plan") < page.index(">Today<") < page.index("Fresh idea")
     assert page.index("Fresh idea") < page.index(">Previous 7 days<") < page.index("Old trip")
-    assert page.count("Pinned plan") == 1
+    assert page.count(">Pinned plan<") == 1
     client.post(f"/c/{pinned.pk}/pin/")
     assert not Conversation.objects.get(pk=pinned.pk).pinned
 

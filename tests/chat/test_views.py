@@ -297,7 +297,7 @@ def test_rename_with_htmx_returns_the_title_and_updates_the_sidebar(
     response = alice_client.post(url, {"title": "Small phones"}, headers=HTMX)
     body = response.content.decode()
     assert '<h1 class="title" tabindex="-1">Small phones</h1>' in body
-    assert f'<li id="conversation-{conversation.pk}" hx-swap-oob="true">' in body
+    assert f'<li id="conversation-{conversation.pk}" hx-swap-oob="true"' in body
     conversation.refresh_from_db()
     assert conversation.title == "Small phones"
 

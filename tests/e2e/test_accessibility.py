@@ -49,7 +49,7 @@ def test_chat_pages_and_states(page: Any, live_server_url: str) -> None:
 
     page.click(".title-row summary")
     audit(page, "conversation menu open")
-    page.click("text=Rename")
+    page.locator(".title-row").get_by_text("Rename").click()
     expect(page.locator("#rename-title")).to_be_visible()
     audit(page, "rename form")
     page.keyboard.press("Escape")

@@ -88,7 +88,7 @@ def test_rename_delete_and_phone_sidebar(page: Any, live_server_url: str) -> Non
     page.locator("#conversation-list a").first.click()
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
     page.click(".title-row summary")
-    page.click("text=Rename")
+    page.locator(".title-row").get_by_text("Rename").click()
     page.fill("#rename-title", "Trip ideas")
     page.keyboard.press("Enter")
     expect(page.locator(".chat-header .title")).to_have_text("Trip ideas")

@@ -132,8 +132,10 @@ def test_save_a_conversation_as_markdown_from_its_menu(page: Any, live_server_ur
     expect(page.locator(".message-assistant.is-complete")).to_have_count(1)
     page.locator(".title-row summary").focus()
     page.keyboard.press("Enter")
+    audit(page, "the conversation's menu")
     with page.expect_download() as info:
-        page.get_by_role("link", name="Save as Markdown").click()
+        page.get_by_role("link", name="Save as Markdown").focus()
+        page.keyboard.press("Enter")
     download = info.value
     assert download.suggested_filename.endswith(".md")
     text = Path(download.path()).read_text(encoding="utf-8")

@@ -31,6 +31,7 @@ USER_CONTENT = ", ".join([
     "#reply-announcer",  # the reply's own text, after a prefix checked on its own
     ".search-hit-title", ".search-excerpt-text",  # a search hit's conversation title and excerpt
     ".client-name",  # a connected tool's name (its MCP clientInfo or User-Agent) or a token's name
+    "#model-status",  # "Replies now come from <model id>.", its wording checked on its own
 ])  # fmt: skip
 
 ENGLISH_LEFT = """
@@ -268,7 +269,7 @@ def test_suggestions_and_conversation_search_are_chinese(zh_page: Any, demo_url:
     from playwright.sync_api import expect
 
     page, base = zh_page, demo_url
-    sign_up(page, base, "小林")
+    sign_up(page, base, "大屏手机用户")
     # The marker kept in the conversation is written in the user's own setting (memory.notices).
     page.goto(f"{base}/settings/account/")
     page.select_option("#language-select", "zh-hans")
@@ -390,3 +391,172 @@ def test_enter_while_an_input_method_composes_never_sends(zh_page: Any, live_ser
     page.keyboard.press("Enter")  # the composition ended: this Enter sends, as always
     expect(page.locator(".message-user")).to_have_count(2)
     expect(composer).to_have_value("")
+
+
+def test_the_demo_models_chinese_has_no_stray_particle_and_no_english_end_date(zh_page: Any, demo_url: str) -> None:
+    """ "我现在更喜欢大屏手机了" is remembered as 偏好大屏手机 (not 偏好大屏手机了), everywhere it shows; a memory's
+    end date in a Chinese reply is written the Chinese way, never "(until 2026-12-06)"."""
+    from playwright.sync_api import expect
+
+    page, base = zh_page, demo_url
+    sign_up(page, base, "大屏手机用户")
+    page.fill("#start-input", "请记住：我一直喜欢小屏手机，平时单手用着方便。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
+    page.fill("#composer-input", "我现在更喜欢大屏手机了。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 1)).to_have_attribute("data-status", "complete", timeout=20_000)
+    expect(reply(page, 1)).to_contain_text("偏好大屏手机")
+    expect(reply(page, 1)).not_to_contain_text("偏好大屏手机了")
+    marker = page.locator(".conversation-marker.marker-memory").last
+    expect(marker).to_contain_text("偏好大屏手机", timeout=15_000)
+    expect(marker).not_to_contain_text("偏好大屏手机了")
+    page.goto(f"{base}/settings/memory/")
+    expect(page.locator("#memory-list > .memory-row .memory-content")).to_have_text(["偏好大屏手机"])
+
+    # A time-bound fact: its end date in the next reply, in Chinese.
+    page.goto(f"{base}/")
+    page.fill("#start-input", "请记住：我这周在东京出差。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete", timeout=20_000)
+    page.fill("#composer-input", "帮我想想晚饭吃什么。")
+    page.keyboard.press("Enter")
+    expect(reply(page, 1)).to_have_attribute("data-status", "complete", timeout=20_000)
+    said = reply(page, 1).locator(".message-text")
+    expect(said).to_contain_text(re.compile(r"这周在东京（到 20\d\d年\d{1,2}月\d{1,2}日）"))
+    expect(said).not_to_contain_text("until")
+    expect(said).not_to_contain_text(re.compile(r"[A-Za-z]+ \(|\d{4}-\d\d-\d\d"))
+    assert_chinese(page, "a reply that names a memory's end date")
+    audit_phone(page, "a reply that names a memory's end date")
+
+
+def test_the_conversation_list_its_date_groups_filter_and_rename_are_chinese(
+    zh_page: Any, live_server_url: str, live_server_env: dict[str, str]
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.e2e.browser import manage
+
+    page, base = zh_page, live_server_url
+    sign_up(page, base, "小周")
+    for text in ("去里斯本旅行", "学习做饺子"):
+        page.goto(f"{base}/")
+        page.fill("#start-input", text)
+        page.keyboard.press("Enter")
+        expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+        expect(reply(page, 0)).to_have_attribute("data-status", "complete")
+    code = (
+        "from datetime import timedelta; from django.utils import timezone; from chat.models import Conversation; "
+        "Conversation.objects.filter(title='去里斯本旅行').update(updated_at=timezone.now() - timedelta(days=1))"
+    )
+    manage(live_server_env, "shell", "-c", code)
+    page.reload()
+    nav = page.locator("#conversation-nav")
+    expect(nav.get_by_role("heading", name="今天")).to_be_visible()
+    expect(nav.get_by_role("heading", name="昨天")).to_be_visible()
+    assert_chinese(page, "the list under its date headings")
+
+    # The filter box, by keyboard: the count is said in Chinese, Escape lists everything again.
+    box = page.get_by_role("searchbox", name="按标题筛选对话")
+    box.focus()
+    page.keyboard.type("里斯本")
+    expect(page.locator("#sidebar-filter-status")).to_have_text("有 1 个对话的标题包含“里斯本”。")
+    expect(nav.locator(".conversation-item")).to_have_count(1)
+    assert_chinese(page, "the list filtered by title")
+    audit_phone(page, "the list filtered by title")
+    box.focus()
+    page.keyboard.press("Escape")
+    expect(page.locator("#sidebar-filter-status")).to_have_text("已清除筛选：列出全部对话。")
+    expect(nav.locator(".conversation-item")).to_have_count(2)
+
+    # Rename in place from the list, by keyboard.
+    actions = nav.locator(".conversation-item", has_text="去里斯本旅行").locator("summary")
+    expect(actions).to_have_accessible_name("去里斯本旅行 操作")
+    actions.focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    expect(page.locator(":focus")).to_have_text("重命名")
+    page.keyboard.press("Enter")
+    title = page.get_by_role("textbox", name="新标题")
+    expect(title).to_be_focused()
+    assert_chinese(page, "renaming a conversation in the list")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("里斯本行程")
+    page.keyboard.press("Enter")
+    expect(nav.locator(".conversation-item", has_text="里斯本行程").locator("summary")).to_be_focused()
+    assert_chinese(page, "the list after a rename")
+
+
+def test_the_model_picker_regenerate_edit_pin_and_markdown_download_are_chinese_by_keyboard(
+    zh_page: Any, live_server_url: str, provider: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.fake_openai import FakeResponse
+
+    page, base = zh_page, live_server_url
+    sign_up(page, base, "小陈")
+    provider.queue(FakeResponse("第一个版本。"))
+    page.fill("#start-input", "讲一个关于猫的故事")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete")
+    assert_chinese(page, "a conversation with the model picker")
+    audit_phone(page, "a conversation with the model picker")
+
+    # The model picker, by keyboard: the change is said in Chinese.
+    choice = page.locator("#model-select")
+    choice.focus()
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#model-status")).to_have_text("此后的回复将来自 fake-model。")
+    expect(choice).to_be_focused()
+
+    # Regenerate, then ‹ › between the versions.
+    provider.queue(FakeResponse("第二个版本。"))
+    reply(page, 0).get_by_role("button", name="重新生成").focus()
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_contain_text("第二个版本。")
+    expect(reply(page, 0).locator(".version-count")).to_have_text("2/2")
+    assert_chinese(page, "a regenerated reply with its versions")
+    audit_phone(page, "a regenerated reply with its versions")
+    page.get_by_role("button", name="上一个版本").focus()
+    page.keyboard.press("Enter")
+    expect(reply(page, 0)).to_contain_text("第一个版本。")
+    expect(page.get_by_role("button", name="上一个版本")).to_be_disabled()
+    page.get_by_role("button", name="下一个版本").focus()
+    page.keyboard.press("Enter")
+    expect(reply(page, 0).locator(".version-count")).to_have_text("2/2")
+
+    # Edit the last message sent.
+    edit = page.locator(".message-user").last.locator(".edit-message")
+    edit.locator("summary").focus()
+    expect(edit.locator("summary")).to_have_text("编辑")
+    page.keyboard.press("Enter")
+    box = edit.locator("textarea")
+    expect(box).to_be_visible()
+    assert_chinese(page, "editing the last message")
+    audit_phone(page, "editing the last message")
+    box.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("讲一个关于狗的故事")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-user")).to_have_count(1)
+    expect(page.locator(".message-user")).to_contain_text("讲一个关于狗的故事")
+    expect(reply(page, 0)).to_have_attribute("data-status", "complete")
+
+    # Pin from the conversation's menu, then save it as Markdown from the same menu.
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    assert_chinese(page, "the conversation's menu")
+    page.get_by_role("button", name="置顶").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#conversation-nav").get_by_role("heading", name="已置顶")).to_be_visible()
+    assert_chinese(page, "a pinned conversation")
+    page.locator(".title-row summary").focus()
+    page.keyboard.press("Enter")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="另存为 Markdown").focus()
+        page.keyboard.press("Enter")
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    assert "讲一个关于狗的故事" in text and "讲一个关于猫的故事" not in text

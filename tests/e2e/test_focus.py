@@ -87,7 +87,7 @@ def test_stop_by_keyboard_returns_to_the_composer_and_rename_to_the_title(page: 
     expect(page.locator("#reply-announcer")).to_contain_text("Reply stopped.")
 
     page.click(".title-row summary")
-    page.click("text=Rename")
+    page.locator(".title-row").get_by_text("Rename").click()
     expect(page.locator("#rename-title")).to_be_focused()
     page.fill("#rename-title", "   ")
     page.keyboard.press("Enter")

@@ -1,8 +1,9 @@
 """Suggestions in Chromium, on the offline demo model: a sensitive fact waits as "Memora would like to
 remember …" with Keep and Discard in the conversation; with review set to "all", every learned fact
 waits, and Settings → Memory's Suggested section keeps or discards them. The notice never covers the
-conversation's first message, on a wide screen and on a phone, and quotes the memory once (no marks of
-its own around it), in English and Chinese, live and after a reload."""
+conversation's first message, on a wide screen and on a phone, nor the text of a transcript that scrolls
+(however many suggestions it holds); it quotes the memory once (no marks of its own around it), in English
+and Chinese, live and after a reload."""
 
 from __future__ import annotations
 
@@ -160,4 +161,59 @@ def test_a_suggestion_in_the_conversation_has_no_stray_quote_marks(
     expect(marker).to_have_count(1)
     assert page.evaluate(ADDED_QUOTES, marker.element_handle()) in ([], ['""'])  # the dot before it only
     expect(marker.locator(".marker-text")).not_to_have_text(re.compile(r"^[“”「」\"]|[“”「」\"]$"))
+    context.close()
+
+
+# Points of the messages' text that something outside the transcript is drawn over, in view of the scroller.
+COVERED = """() => {
+  const view = document.getElementById('scroller').getBoundingClientRect(), covered = [];
+  for (const text of document.querySelectorAll('#messages .bubble p, #messages .conversation-marker')) {
+    const box = text.getBoundingClientRect();
+    for (let y = Math.max(box.top, view.top) + 2; y < Math.min(box.bottom, view.bottom) - 2; y += 5) {
+      for (const x of [box.left + 4, box.left + box.width / 2, box.right - 4]) {
+        const top = document.elementFromPoint(x, y);
+        if (top && !top.closest('#messages')) covered.push(`${Math.round(x)},${Math.round(y)}: ${top.className}`);
+      }
+    }
+  }
+  return covered;
+}"""
+
+
+@pytest.mark.parametrize(("lang", "width", "height"), [("en", 1280, 600), ("zh", 390, 664)])
+def test_notices_never_cover_the_transcript_while_it_scrolls(
+    browser: Any, demo_server_url: str, lang: str, width: int, height: int
+) -> None:
+    context = browser.new_context(
+        viewport={"width": width, "height": height},
+        extra_http_headers={"Accept-Language": "zh-CN,zh;q=0.9"} if lang == "zh" else {},
+    )
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    base = demo_server_url
+    sign_up(page, base, f"scroller-{lang}-{width}")
+    page.goto(f"{base}/settings/memory/")
+    page.locator("#memory-review input[value=all]").check()
+    page.locator("#memory-review button[type=submit]").click()
+    expect(page.locator("#memory-review input[value=all]")).to_be_checked()
+    start(page, base, "Tell me about gardens " + "and the plants in them " * 12)
+    for i in range(3):  # a transcript that scrolls
+        send(page, f"More about gardens {i} " + "and the plants in them " * 12)
+    send(page, "I'm left-handed now. I'm diabetic now. I'm colour-blind now. I'm vegan now.")
+    suggestions = page.locator(".notice-memory .suggestion")
+    expect(suggestions).to_have_count(4, timeout=20_000)  # one notice, four waiting memories
+
+    notices, scroller, chat = (page.locator(s).bounding_box() for s in ("#notices", "#scroller", ".chat"))
+    assert notices and scroller and chat
+    assert notices["y"] + notices["height"] <= scroller["y"] + 0.5  # above the transcript, not over it
+    assert notices["height"] <= 0.4 * chat["height"] + 1, (notices, chat)  # the transcript keeps the rest
+    assert scroller["height"] >= notices["height"]
+    for part in (0, 0.25, 0.5, 0.75, 1):
+        page.evaluate("f => { const s = document.getElementById('scroller'); s.scrollTop = f * s.scrollHeight; }", part)
+        assert page.evaluate(COVERED) == [], part
+
+    # The last suggestion is reached by scrolling the notices themselves, and answered there.
+    suggestions.last.get_by_role("button", name="Keep" if lang == "en" else "保留").click()
+    expect(page.locator(".notice-memory .suggestion.is-answered")).to_have_count(1)
+    audit(page, f"four suggestions over a long transcript ({lang}, {width} px)")
     context.close()

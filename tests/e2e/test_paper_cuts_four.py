@@ -2,7 +2,7 @@
 place beside their field, search results and opening one, dates in the browser's time zone, the memory
 summary after Pin, input-method Enter, a provider's words behind 详情, a restored wording listed once,
 focus after a refused deletion, suggestions with their source, the README's Chinese walkthrough. (The
-start page's temporary-chat line: test_paper_cuts.py; the admin's extraction runs: test_admin_browser.py.)"""
+start page's temporary-chat line also in test_paper_cuts.py; the admin's extraction runs: test_admin_browser.py.)"""
 
 from __future__ import annotations
 
@@ -57,6 +57,113 @@ def test_a_past_end_date_is_refused_beside_the_field_and_the_page_stays(
     expect(page.get_by_role("heading", level=1)).to_be_visible()  # the page stayed
     expect(page.locator("#memory-add-input")).to_be_visible()
     audit(page, f"an end date refused in place ({lang})")
+    context.close()
+
+
+def error_beside(field: Any, message: Any) -> None:
+    """The refused value's message is shown and tied to its field (aria-invalid, aria-describedby)."""
+    expect(message).to_be_visible()
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(field).to_have_attribute("aria-describedby", re.compile(rf"\b{message.get_attribute('id')}\b"))
+
+
+@pytest.mark.parametrize(
+    ("lang", "empty_title", "duplicate"),
+    [
+        ("en", "A title cannot be empty", "An active memory already says exactly this."),
+        ("zh", "标题不能为空", "已有一条生效中的记忆内容与此完全相同。"),
+    ],
+)
+def test_refused_htmx_forms_answer_in_place_and_the_page_stays(
+    browser: Any, live_server_url: str, lang: str, empty_title: str, duplicate: str
+) -> None:
+    """Every htmx form's refusal on Settings → Memory and the conversation page: add, edit, restore, rename."""
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    base = live_server_url
+    sign_up(page, base, f"refused-{lang}")
+    heading = page.get_by_role("heading", level=1)
+
+    # Add: too long (the form answers with its error, beside the field).
+    row = add_memory(page, base, "Likes tea")
+    page.fill("#memory-add-input", "x" * 501)
+    page.locator("#memory-add button[type=submit]").click()
+    error_beside(page.locator("#memory-add-input"), page.locator("#memory-add .field-errors"))
+    expect(heading).to_be_visible()
+    expect(page.locator("#memory-list > .memory-row")).to_have_count(1)
+    page.fill("#memory-add-input", "")
+
+    # Edit: too long, beside the row's field; the rest of the page is untouched.
+    row.locator("form[action$='/edit/'] button").click()
+    page.locator(".memory-edit-form textarea").fill("y" * 501)
+    page.locator(".memory-edit-form button[type=submit]").first.click()
+    editing = page.locator(".memory-row.is-editing")
+    error_beside(editing.locator("textarea"), editing.locator(".field-errors"))
+    expect(heading).to_be_visible()
+    expect(page.locator("#memory-add-input")).to_be_visible()
+    editing.locator("textarea").fill("Likes green tea")
+    page.locator(".memory-edit-form button[type=submit]").first.click()
+    expect(page.locator("#memory-list > .memory-row", has_text="Likes green tea")).to_have_count(1)
+
+    # Restore: a conflict (the same wording is active again) is said on the page's status line.
+    page.fill("#memory-add-input", "Likes tea")
+    page.locator("#memory-add button[type=submit]").click()
+    expect(page.locator("#memory-list > .memory-row")).to_have_count(2)
+    old = page.locator("#memory-history .history-row").filter(
+        has=page.locator(".memory-content", has_text=re.compile("^Likes tea$"))
+    )
+    old.locator("form[action$='/restore/'] button").click()
+    expect(page.locator("#memory-status")).to_have_text(duplicate)
+    expect(heading).to_be_visible()
+    expect(page.locator("#memory-list > .memory-row")).to_have_count(2)
+    audit(page, f"refused writes on Settings → Memory ({lang})")
+
+    # Rename a conversation to nothing: the title's form says why, in the header.
+    page.goto(f"{base}/")
+    page.fill("#start-input", "A question about tea")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete")
+    page.locator("#conversation-title .menu summary").click()
+    page.locator("#conversation-title .menu-items a").first.click()  # Rename
+    page.fill("#rename-title", "   ")
+    page.keyboard.press("Enter")
+    error_beside(page.locator("#rename-title"), page.locator("#rename-errors"))
+    expect(page.locator("#rename-errors")).to_contain_text(empty_title)
+    expect(page.locator(".message-user")).to_contain_text("A question about tea")  # the page stayed
+    expect(page.locator("#composer-input")).to_be_visible()
+    context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "line", "more"),
+    [
+        ("en", "— nothing is remembered; deleted 24 hours after its last message", "More about temporary chats"),
+        ("zh", "— 不会记住任何内容；最后一条消息 24 小时后删除", "关于临时对话"),
+    ],
+)
+def test_the_start_pages_temporary_chat_line_is_short_with_the_rest_behind_a_link(
+    browser: Any, live_server_url: str, lang: str, line: str, more: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    sign_up(page, live_server_url, f"temporary-line-{lang}")
+    note = page.locator("#start-temporary-note")
+    expect(note).to_have_text(line)
+    height = page.evaluate(
+        "e => e.getBoundingClientRect().height", page.locator(".start-temporary .checkbox").element_handle()
+    )
+    assert height < 1.8 * float(page.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)", note.element_handle()))
+    details = page.locator("#start-temporary-details")
+    expect(details).to_be_hidden()
+    page.get_by_text(more).click()
+    expect(details).to_be_visible()
+    audit(page, f"the start page's temporary chat line ({lang})")
     context.close()
 
 

@@ -186,6 +186,27 @@ def test_the_demo_model_writes_an_end_date_the_chinese_way_in_a_chinese_reply() 
         assert "(until 2026-12-06)" in DemoChatModel().reply_for(messages)
 
 
+def test_a_chinese_reply_has_no_english_note_after_a_memory_with_an_end_date() -> None:
+    from django.utils import translation
+
+    from chat.llm.demo import DemoChatModel
+    from chat.turn.model_input import system_prompt
+
+    # A user with no language setting: the block's notes are in the site's language, the reply in Chinese.
+    line = "- 这周在东京 (until 2026-12-06) (learned Dec. 2, 2026)"
+    messages = [
+        {"role": "system", "content": f"{system_prompt()}\n\n{line}"},
+        {"role": "user", "content": "推荐个餐厅"},
+    ]
+    with translation.override("zh-hans"):
+        reply = DemoChatModel().reply_for(messages)
+    assert "这周在东京（到 2026年12月6日）。" in reply and "until" not in reply and "learned" not in reply
+    with translation.override("en"):
+        assert "Tokyo" not in line and "(until 2026-12-06) (learned Dec. 2, 2026)" in DemoChatModel().reply_for(
+            messages
+        )
+
+
 def test_demo_judge_answers_only_judge_calls() -> None:
     assert demo_judge([{"role": "system", "content": "You are a helpful assistant."}]) is None
     answer = demo_judge([{"role": "system", "content": judge_prompt()}, {"role": "user", "content": "New messages\n"}])

@@ -175,19 +175,22 @@ def parse_judge_input(text: str) -> tuple[dict[int, str], list[tuple[int, str]]]
     messages: list[tuple[int, str]] = []
     section = ""
     for line in text.splitlines():
-        if line.startswith("Active memories"):
-            section = "memories"
-        elif line.startswith("New messages"):
-            section = "messages"
+        if line.startswith(("Active memories", "New messages")):
+            section = "memories" if line.startswith("Active") else "messages"
         elif section == "memories" and (m := _MEMORY_LINE.match(line)):
             memories[int(m[1])] = m[2]
         elif section == "messages" and line != CONVERSATION_BREAK:
-            if m := _MESSAGE_LINE.match(line):
-                messages.append((int(m[1]), m[3]))
-            elif line.startswith("   ") and messages:
-                number, previous = messages[-1]
-                messages[-1] = (number, previous + " " + line.strip())
+            _message_line(messages, line)
     return memories, messages
+
+
+def _message_line(messages: list[tuple[int, str]], line: str) -> None:
+    """A numbered message's line, or a continuation of the one before (indented by `_indent_continuation`)."""
+    if m := _MESSAGE_LINE.match(line):
+        messages.append((int(m[1]), m[3]))
+    elif line.startswith("   ") and messages:
+        number, previous = messages[-1]
+        messages[-1] = (number, previous + " " + line.strip())
 
 
 def project_memories(text: str) -> set[int]:

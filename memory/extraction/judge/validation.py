@@ -159,6 +159,33 @@ class _Walk:
             data["content"] = lexicon.mask_credentials(storable(data["content"]))
         self.plan.dropped.append({**data, "reason": reason})
 
+    @classmethod
+    def start(
+        cls,
+        *,
+        active: dict[int, str],
+        review: Review | None,
+        keys: dict[str, int] | dict[Scoped, int] | None,
+        scopes: Scopes | None,
+    ) -> _Walk:
+        scopes = scopes or Scopes()
+        return cls(
+            plan=Plan(),
+            active=active,
+            contents={(scopes.of.get(pk), content): pk for pk, content in active.items()},
+            review=review or Review(),
+            keys={k if isinstance(k, tuple) else (None, k): v for k, v in (keys or {}).items()},
+            scopes=scopes,
+        )
+
+    def record(self, operation: Operation, write: Write) -> None:
+        """A write planned: what it says and the key it sets are taken for the rest of the answer."""
+        self.plan.writes.append(write)
+        self.contents[(write.project_id, write.content)] = NEW_IN_THIS_ANSWER
+        if write.key:
+            self.keys[(write.project_id, write.key)] = NEW_IN_THIS_ANSWER
+        self.plan.applied.append(_applied(operation, write))
+
     def take_out(self, memory_id: int) -> None:
         """An active memory this answer replaces or forgets: it can be neither changed again nor duplicated."""
         self.touched.add(memory_id)
@@ -226,20 +253,13 @@ def _key_of(walk: _Walk, operation: Operation, scope: int | None) -> tuple[str, 
 
 def _write(walk: _Walk, operation: Operation, *, numbers: dict[int, int], max_active: int | None) -> None:
     """An add or an update: dropped when its sentence, end date or key cannot be stored, else planned."""
-    scope = walk.scopes.target(operation)
-    if operation.op == "update" and walk.scopes.of.get(operation.id) != scope:  # type: ignore[arg-type]
-        operation = dataclasses.replace(operation, op="add", id=None)  # the fact goes to the other scope too
-    key, replaces, problem = _key_of(walk, operation, scope)
-    if problem is None and replaces is not None and replaces != operation.id:
-        operation = dataclasses.replace(operation, op="update", id=replaces, key=key)
+    operation, scope, key, problem = _target(walk, operation)
     text, content_problem = _write_problem(walk, operation, max_active=max_active, scope=scope)
     problem = problem or content_problem
     message_ids = [numbers[n] for n in dict.fromkeys(operation.sources) if n in numbers]
     expires_at = None
-    if problem is None and operation.expires is not None:
-        days = [walk.review.days[mid] for mid in message_ids if mid in walk.review.days]
-        sent = max(days or walk.review.days.values(), default=None)
-        expires_at, problem = expiry_problem(operation.expires, sent=sent)
+    if problem is None:
+        expires_at, problem = _expiry(walk, operation.expires, message_ids)
     if problem:
         walk.drop(operation, problem)
         return
@@ -258,11 +278,28 @@ def _write(walk: _Walk, operation: Operation, *, numbers: dict[int, int], max_ac
         suggested=walk.review.waits(message_ids=message_ids, sensitive=sensitive),
         project_id=scope,
     )
-    walk.plan.writes.append(write)
-    walk.contents[(scope, text)] = NEW_IN_THIS_ANSWER
-    if key:
-        walk.keys[(scope, key)] = NEW_IN_THIS_ANSWER
-    walk.plan.applied.append(_applied(operation, write))
+    walk.record(operation, write)
+
+
+def _target(walk: _Walk, operation: Operation) -> tuple[Operation, int | None, str, str | None]:
+    """Where an add or an update goes, the key it holds and the problem with that key, as an operation on
+    the memory it really replaces (a second value of a key updates the memory holding it)."""
+    scope = walk.scopes.target(operation)
+    if operation.op == "update" and walk.scopes.of.get(operation.id) != scope:  # type: ignore[arg-type]
+        operation = dataclasses.replace(operation, op="add", id=None)  # the fact goes to the other scope too
+    key, replaces, problem = _key_of(walk, operation, scope)
+    if problem is None and replaces is not None and replaces != operation.id:
+        operation = dataclasses.replace(operation, op="update", id=replaces, key=key)
+    return operation, scope, key, problem
+
+
+def _expiry(walk: _Walk, expires: str | None, message_ids: list[int]) -> tuple[datetime | None, str | None]:
+    """The end date, checked against the day its sources were sent (the batch's latest when it names none)."""
+    if expires is None:
+        return None, None
+    days = [walk.review.days[mid] for mid in message_ids if mid in walk.review.days]
+    sent = max(days or walk.review.days.values(), default=None)
+    return expiry_problem(expires, sent=sent)
 
 
 def _applied(operation: Operation, write: Write) -> dict[str, Any]:
@@ -303,27 +340,23 @@ def validate(
     the batch's writes go and the scope of each active memory (`keys` may then be by (scope, key)); without
     it everything is the user's.
     """
-    scopes = scopes or Scopes()
-    walk = _Walk(
-        plan=Plan(),
-        active=active,
-        contents={(scopes.of.get(pk), content): pk for pk, content in active.items()},
-        review=review or Review(),
-        keys={k if isinstance(k, tuple) else (None, k): v for k, v in (keys or {}).items()},
-        scopes=scopes,
-    )
+    walk = _Walk.start(active=active, review=review, keys=keys, scopes=scopes)
     last_clear = max((i for i, o in enumerate(operations) if o.op == "clear"), default=-1)
     for index, operation in enumerate(operations):
         problem = _place_problem(operation, index, last_clear=last_clear, max_operations=max_operations)
-        if problem is None and operation.op in ("update", "retract"):
-            assert operation.id is not None
+        if problem is None and operation.id is not None and operation.op in ("update", "retract"):
             problem = _id_problem(operation.id, owner_id=owner_id, known=known, touched=walk.touched, shown=shown)
         if problem:
             walk.drop(operation, problem)
-        elif operation.op == "clear":
-            _accept_clear(walk, operation)
-        elif operation.op == "retract":
-            _accept_retract(walk, operation)
         else:
-            _write(walk, operation, numbers=numbers, max_active=max_active)
+            _accept(walk, operation, numbers=numbers, max_active=max_active)
     return walk.plan
+
+
+def _accept(walk: _Walk, operation: Operation, *, numbers: dict[int, int], max_active: int | None) -> None:
+    if operation.op == "clear":
+        _accept_clear(walk, operation)
+    elif operation.op == "retract":
+        _accept_retract(walk, operation)
+    else:
+        _write(walk, operation, numbers=numbers, max_active=max_active)
