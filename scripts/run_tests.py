@@ -7,14 +7,11 @@ With CI=true, PostgreSQL, Redis and Chromium are required: their absence fails t
 skipping tests, and a smoke test of `make run` (scripts/smoke_run.py) runs first (MEMORA_SMOKE=1
 asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
 
-These steps use different services (and databases of their own), so they run side by side (one after
-another with MEMORA_TEST_WORKERS=1); each prints its output, in the order above, once it has finished,
-and the run fails if any step failed.
-A full run spreads each pass over MEMORA_TEST_WORKERS parallel workers (pytest-xdist; twice the
-processor count by default, up to 8, as most tests wait on servers, workers and browsers, not compute),
-each with its own database, Redis database (the Nth after TEST_REDIS_URL's), runtime folder and share
-of the browser tests' ports; a focused run uses one process unless MEMORA_TEST_WORKERS says otherwise.
-Each pass ends with its ten slowest tests.
+Each step prints its output, in the order above, once it has finished; the run fails if any step failed.
+With MEMORA_TEST_WORKERS=N (N > 1; at most 8) the steps run side by side (they use different services
+and databases of their own) and each pass spreads its tests over N parallel workers (pytest-xdist), each
+with its own copy of the migrated test database, Redis database (the Nth after TEST_REDIS_URL's),
+runtime folder and share of the browser tests' ports. Each pass ends with its ten slowest tests.
 """
 
 from __future__ import annotations
@@ -47,13 +44,9 @@ Outcome = tuple[int, str]
 
 
 def workers() -> int:
-    """How many parallel pytest workers each pass uses (1: none, the suite runs in pytest's own process):
-    MEMORA_TEST_WORKERS, else twice the processor count (at most 8: each worker of the Redis pass takes
-    one of Redis's 16 databases) on a full run and 1 on a focused one."""
-    chosen = os.environ.get("MEMORA_TEST_WORKERS", "").strip()
-    if chosen:
-        return max(1, int(chosen))
-    return 1 if sys.argv[1:] else min(2 * (os.cpu_count() or 1), 8)
+    """How many parallel pytest workers each pass uses: MEMORA_TEST_WORKERS (default 1: none, each pass
+    runs in pytest's own process and the steps run one after another). At most 8 fit Redis's 16 databases."""
+    return max(1, int(os.environ.get("MEMORA_TEST_WORKERS", "").strip() or 1))
 
 
 def reachable(url: str) -> bool:
@@ -184,7 +177,6 @@ def main() -> int:
         return code, output, time.monotonic() - started
 
     failed = 0
-    # MEMORA_TEST_WORKERS=1 runs the steps one after another too, each pass in one process.
     with ThreadPoolExecutor(max_workers=len(steps) if workers() > 1 else 1) as pool:
         running = [(title, pool.submit(timed, step)) for title, step in steps.items()]
         for title, future in running:
