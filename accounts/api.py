@@ -3,7 +3,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from ninja import Field, Path, Router, Schema
 from ninja.errors import HttpError
@@ -12,6 +11,7 @@ from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from accounts import export, selectors
 from accounts.auth import is_token_request
+from accounts.http import AuthedHttpRequest
 from accounts.models import User
 from accounts.scopes import annotate_tokens
 from accounts.services import (
@@ -52,13 +52,13 @@ class MePatch(Schema):
 
 
 @router.get("/me", response={200: MeOut, **AUTH_ERRORS})
-def me_get(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
+def me_get(request: AuthedHttpRequest) -> User:
+    return request.user
 
 
 @router.patch("/me", response={200: MeOut, **WRITE_ERRORS, **BODY_ERRORS})
-def me_patch(request: HttpRequest, payload: MePatch) -> User:
-    user: User = request.user  # type: ignore[assignment]
+def me_patch(request: AuthedHttpRequest, payload: MePatch) -> User:
+    user = request.user
     if payload.memory_enabled is not None:
         user = user_set_memory_enabled(user=user, enabled=payload.memory_enabled)
     if payload.memory_review is not None:
@@ -93,9 +93,9 @@ class ErrorOut(Schema):
         "the window ends. Database backups made before keep what they hold until they are replaced."
     ),
 )
-def me_delete(request: HttpRequest, payload: AccountDeleteIn) -> Any:
+def me_delete(request: AuthedHttpRequest, payload: AccountDeleteIn) -> Any:
     try:
-        account_delete(user=request.user, password=payload.password, address=client_address(request))  # type: ignore[arg-type]
+        account_delete(user=request.user, password=payload.password, address=client_address(request))
     except AccountDeleteRefused as exc:
         raise HttpError(403, str(exc)) from exc
     return Status(204, None)
@@ -128,8 +128,8 @@ class ExportOut(Schema):
     response={200: ExportOut, **AUTH_ERRORS},
     summary="Download all my data (one JSON document, streamed)",
 )
-def me_export(request: HttpRequest) -> Any:
-    return export.response(request, request.user)  # type: ignore[arg-type]
+def me_export(request: AuthedHttpRequest) -> Any:
+    return export.response(request, request.user)
 
 
 # --- API tokens (the same as Settings → API tokens) ---
@@ -208,17 +208,17 @@ class TokenIn(Schema):
     tags=["tokens"],
     summary="Your API tokens, with their last use",
 )
-def token_list(request: HttpRequest) -> Any:
-    return annotate_tokens(list(selectors.api_token_list(user=request.user)))  # type: ignore[arg-type]
+def token_list(request: AuthedHttpRequest) -> Any:
+    return annotate_tokens(list(selectors.api_token_list(user=request.user)))
 
 
-def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
+def _signed_in_or_password(request: AuthedHttpRequest, password: str | None) -> None:
     """Only the person may make or revoke tokens: the signed-in session, or a token request that also
     gives the password (throttled with every other password check: accounts.throttle.password_check).
     403 otherwise."""
     if not is_token_request(request):
         return
-    user: User = request.user  # type: ignore[assignment]
+    user = request.user
     if password and password_check(user=user, password=password, address=client_address(request)):
         return
     raise HttpError(
@@ -236,10 +236,10 @@ def _signed_in_or_password(request: HttpRequest, password: str | None) -> None:
     tags=["tokens"],
     description="From the signed-in session; a token-authenticated request must also send `password` (else 403).",
 )
-def token_create(request: HttpRequest, payload: TokenIn) -> Any:
+def token_create(request: AuthedHttpRequest, payload: TokenIn) -> Any:
     _signed_in_or_password(request, payload.password)
     token, plain = api_token_create(
-        user=request.user,  # type: ignore[arg-type]
+        user=request.user,
         name=payload.name,
         expires_at=payload.expires_at,
         scopes=list(payload.scopes) if payload.scopes is not None else None,
@@ -255,7 +255,7 @@ def token_create(request: HttpRequest, payload: TokenIn) -> Any:
     summary="Revoke a token",
     description="From the signed-in session only: a token-authenticated request answers 403.",
 )
-def token_revoke(request: HttpRequest, token_id: int = Path(..., ge=1, le=ID_MAX)) -> Any:
+def token_revoke(request: AuthedHttpRequest, token_id: int = Path(..., ge=1, le=ID_MAX)) -> Any:
     _signed_in_or_password(request, None)
-    api_token_revoke(token=selectors.api_token_get_for_user(user=request.user, token_id=token_id))  # type: ignore[arg-type]
+    api_token_revoke(token=selectors.api_token_get_for_user(user=request.user, token_id=token_id))
     return Status(204, None)

@@ -43,25 +43,29 @@ _FLAT = (str, int, float, bool, datetime, date, UUID)
 
 def _encode(value: Any) -> Iterator[str]:
     """JSON text for `value`, where lists, tuples and any other iterator are streamed item by item."""
-    if isinstance(value, dict) and all(isinstance(item, _FLAT) or item is None for item in value.values()):
-        yield json.dumps(value, default=_scalar, ensure_ascii=False)  # a message row: one call
-    elif isinstance(value, dict):
-        yield "{"
-        for index, (key, item) in enumerate(value.items()):
-            yield ("," if index else "") + json.dumps(str(key), ensure_ascii=False) + ":"
-            yield from _encode(item)
-        yield "}"
-    elif isinstance(value, str | int | float | bool) or value is None:
-        yield json.dumps(value, ensure_ascii=False)
-    elif isinstance(value, Iterable) and not isinstance(value, bytes):
-        yield "["
-        for index, item in enumerate(value):
-            if index:
-                yield ","
-            yield from _encode(item)
-        yield "]"
-    else:
+    if isinstance(value, dict) and not all(isinstance(item, _FLAT) or item is None for item in value.values()):
+        yield from _encode_object(value)
+    elif isinstance(value, Iterable) and not isinstance(value, str | bytes | dict):
+        yield from _encode_array(value)
+    else:  # a flat object (a message row: one call) or a scalar
         yield json.dumps(value, default=_scalar, ensure_ascii=False)
+
+
+def _encode_object(value: dict[Any, Any]) -> Iterator[str]:
+    yield "{"
+    for index, (key, item) in enumerate(value.items()):
+        yield ("," if index else "") + json.dumps(str(key), ensure_ascii=False) + ":"
+        yield from _encode(item)
+    yield "}"
+
+
+def _encode_array(value: Iterable[Any]) -> Iterator[str]:
+    yield "["
+    for index, item in enumerate(value):
+        if index:
+            yield ","
+        yield from _encode(item)
+    yield "]"
 
 
 def account_section(user: User) -> dict[str, Any]:

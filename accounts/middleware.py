@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest
 from django.utils import translation
 from django.utils.translation import trans_real
+
+from core.middleware import BothChains
 
 
 def user_language_activate(request: HttpRequest, user: Any) -> None:
@@ -25,21 +26,13 @@ def user_language_activate(request: HttpRequest, user: Any) -> None:
         request.LANGUAGE_CODE = translation.get_language()
 
 
-class UserLanguageMiddleware:
+class UserLanguageMiddleware(BothChains):
     """After AuthenticationMiddleware: a signed-in user's `language` wins over the browser's."""
 
-    sync_capable = True
-    async_capable = True
-
     def __init__(self, get_response: Any) -> None:
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
+        self._chain(get_response)
 
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.async_mode:
-            return self._acall(request)
+    def _call(self, request: HttpRequest) -> Any:
         if settings.SESSION_COOKIE_NAME in request.COOKIES:
             user_language_activate(request, request.user)
         return self.get_response(request)

@@ -5,13 +5,17 @@ import secrets
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
+from django.contrib.sessions.models import Session
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 
+from accounts import data
 from accounts.models import ALL_SCOPES, ApiToken, User
+from accounts.scopes import project_choices
+from accounts.throttle import password_check
 
 TOKEN_PREFIX = "mem_"
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -28,11 +32,11 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-@transaction.atomic
 class ProjectNotFound(TokenRejected):
     status = 404
 
 
+@transaction.atomic
 def api_token_create(
     *,
     user: User,
@@ -44,24 +48,9 @@ def api_token_create(
     """Create a token for `user`; returns the row and the plain token (never stored). Without `scopes`
     (None) the token may do everything, as every token could before scopes existed; with `project_id`
     (one of the user's projects, else 404) it sees only what a chat in that project would."""
-    from accounts.scopes import project_choices  # the registry module imports this one's models
-
     if project_id is not None and project_id not in {pk for pk, _name in project_choices(user.pk)}:
         raise ProjectNotFound(_("No such project."))
-    name = " ".join(name.split())
-    if scopes is not None:
-        unknown = sorted(set(scopes) - set(ALL_SCOPES))
-        if unknown or not scopes:
-            raise TokenRejected(_("Choose at least one scope among %(scopes)s.") % {"scopes": ", ".join(ALL_SCOPES)})
-        scopes = [scope for scope in ALL_SCOPES if scope in scopes]
-    if len(name) > TOKEN_NAME_MAX or "\x00" in name:
-        raise TokenRejected(
-            _("The name must be at most %(limit)d characters of plain text.") % {"limit": TOKEN_NAME_MAX}
-        )
-    if expires_at is not None and timezone.is_naive(expires_at):
-        expires_at = timezone.make_aware(expires_at, UTC)  # documented: a time without a zone is UTC
-    if expires_at is not None and expires_at <= timezone.now():
-        raise TokenRejected(_("The expiry must be in the future."))
+    scopes, name, expires_at = _token_scopes(scopes), _token_name(name), _token_expiry(expires_at)
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user,
@@ -73,6 +62,34 @@ def api_token_create(
         project_id=project_id,
     )
     return token, plain
+
+
+def _token_name(name: str) -> str:
+    name = " ".join(name.split())
+    if len(name) > TOKEN_NAME_MAX or "\x00" in name:
+        raise TokenRejected(
+            _("The name must be at most %(limit)d characters of plain text.") % {"limit": TOKEN_NAME_MAX}
+        )
+    return name
+
+
+def _token_scopes(scopes: list[str] | None) -> list[str] | None:
+    """Known scopes in their canonical order; None (every scope) stays None."""
+    if scopes is None:
+        return None
+    if not scopes or set(scopes) - set(ALL_SCOPES):
+        raise TokenRejected(_("Choose at least one scope among %(scopes)s.") % {"scopes": ", ".join(ALL_SCOPES)})
+    return [scope for scope in ALL_SCOPES if scope in scopes]
+
+
+def _token_expiry(expires_at: datetime | None) -> datetime | None:
+    if expires_at is None:
+        return None
+    if timezone.is_naive(expires_at):
+        expires_at = timezone.make_aware(expires_at, UTC)  # documented: a time without a zone is UTC
+    if expires_at <= timezone.now():
+        raise TokenRejected(_("The expiry must be in the future."))
+    return expires_at
 
 
 def api_token_authenticate(*, token: str) -> User | None:
@@ -161,8 +178,6 @@ class AccountDeleteRefused(ValueError):
 def user_sessions_delete(*, user_id: int) -> int:
     """Delete the user's stored sessions (the database session backend keeps the user id in an encoded
     blob, so each live session is decoded once); returns how many went."""
-    from django.contrib.sessions.models import Session
-
     mine = []
     for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator(chunk_size=500):
         if str(session.get_decoded().get("_auth_user_id")) == str(user_id):
@@ -180,8 +195,6 @@ def account_delete(*, user: User, password: str, address: str) -> None:
     AccountDeleteRefused and deletes nothing; too many from `address` raise throttle.PasswordChecksThrottled.
     Open sockets are closed after commit by chat's eraser.
     """
-    from accounts.throttle import password_check
-
     if not password_check(user=user, password=password, address=address):
         raise AccountDeleteRefused(gettext("The password is not correct; nothing was deleted."))
     account_erase(user=user)
@@ -191,8 +204,6 @@ def account_delete(*, user: User, password: str, address: str) -> None:
 def account_erase(*, user: User) -> None:
     """Delete the account and everything in it (account_delete after its password check; the admin's
     delete of a user)."""
-    from accounts import data
-
     locked = User.objects.select_for_update().filter(pk=user.pk).first()
     if locked is None:
         return

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import data, export, selectors, throttle
 from accounts.forms import AccountDeleteForm, ApiTokenForm, PasswordChangeForm, SignupForm
+from accounts.http import AuthedHttpRequest
 from accounts.layout import layout_context
 from accounts.models import User
 from accounts.scopes import annotate_tokens, project_choices
@@ -69,9 +70,9 @@ def locked_out(request: HttpRequest, original_response: Any = None, credentials:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_page(request: HttpRequest) -> HttpResponse:
+def token_page(request: AuthedHttpRequest) -> HttpResponse:
     """Settings → API tokens: list (with last use), create (shown once, with a Copy button), revoke."""
-    user: User = request.user  # type: ignore[assignment]
+    user = request.user
     form = ApiTokenForm(request.POST or None, user_id=user.pk)
     created = None
     status = 200
@@ -111,9 +112,9 @@ def _tokens(request: HttpRequest, user: User, *, status: int = 200, **extra: Any
 
 @login_required
 @require_POST
-def language_set(request: HttpRequest) -> HttpResponse:
+def language_set(request: AuthedHttpRequest) -> HttpResponse:
     """The language form (accounts/_language_form.html): save, then back to the page it was on."""
-    user: User = request.user  # type: ignore[assignment]
+    user = request.user
     try:
         user_set_language(user=user, language=request.POST.get("language", ""))
     except LanguageRejected as exc:
@@ -130,9 +131,9 @@ def language_set(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: AuthedHttpRequest, token_id: int) -> HttpResponse:
     """GET: the token's row asks first. POST: revoke it."""
-    user: User = request.user  # type: ignore[assignment]
+    user = request.user
     token = selectors.api_token_get_for_user(user=user, token_id=token_id)
     if request.method == "GET":
         return _tokens(request, user, confirm_id=token.pk)
@@ -147,28 +148,20 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET"])
-def account_export(request: HttpRequest) -> StreamingHttpResponse:
-    return export.response(request, request.user)  # type: ignore[arg-type]
+def account_export(request: AuthedHttpRequest) -> StreamingHttpResponse:
+    return export.response(request, request.user)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def account_page(request: HttpRequest) -> HttpResponse:
+def account_page(request: AuthedHttpRequest) -> HttpResponse:
     """Settings → Account. POST deletes the account (password confirmed), then signs out."""
-    user: User = request.user  # type: ignore[assignment]
     form = AccountDeleteForm(request.POST or None)
-    status = 200
-    retry_after = None
+    status, retry_after = 200, None
     if request.method == "POST":
         if form.is_valid():
-            try:
-                account_delete(user=user, password=form.cleaned_data["password"], address=client_address(request))
-            except AccountDeleteRefused as exc:
-                form.add_error("password", str(exc))
-            except throttle.PasswordChecksThrottled as exc:
-                form.add_error("password", str(exc))
-                retry_after = exc.retry_after
-            else:
+            retry_after = _account_delete(request, form)
+            if retry_after is None and not form.errors:
                 logout(request)
                 return redirect("account_deleted")
         status = 403 if form.has_error("password") and form.data.get("password") else 422
@@ -184,6 +177,18 @@ def account_page(request: HttpRequest) -> HttpResponse:
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
+
+
+def _account_delete(request: AuthedHttpRequest, form: AccountDeleteForm) -> int | None:
+    """Delete the account; a refusal is added to the form. The seconds to wait when throttled."""
+    try:
+        account_delete(user=request.user, password=form.cleaned_data["password"], address=client_address(request))
+    except AccountDeleteRefused as exc:
+        form.add_error("password", str(exc))
+    except throttle.PasswordChecksThrottled as exc:
+        form.add_error("password", str(exc))
+        return exc.retry_after
+    return None
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):

@@ -31,7 +31,7 @@ def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: st
 class StateSizeMixin:
     @admin.display(description=_("state size"))
     def state_size(self, state: AgentState) -> str:
-        """Items and estimated tokens of the agent state (chat.turn.tokens)."""
+        """Items and estimated tokens of the agent state (chat.llm.tokens)."""
         return _("%(items)d items, ~%(tokens)s tokens") % {
             "items": len(state.context),
             "tokens": f"{context_budget.state_tokens(state):,}",

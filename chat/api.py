@@ -14,7 +14,7 @@ from ninja import Query, Router
 from ninja.responses import NinjaJSONEncoder, Status
 
 from accounts.auth import streaming_auth
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from accounts.throttle import client_address
 from chat import extensions, selectors, services, versions
 from chat.export import markdown_response
@@ -36,16 +36,11 @@ from chat.schemas import (
     VersionIn,
 )
 from chat.turn import runner
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 from core.api_errors import AUTH_ERRORS, BODY_ERRORS, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 
 router = Router(tags=["conversations"])
 models_router = Router(tags=["conversations"])
-
-
-def _user(request: HttpRequest) -> User:
-    """The authenticated user (bearer token or session); the API's auth has run before any handler."""
-    return request.auth  # type: ignore[attr-defined,no-any-return]
 
 
 @router.get(
@@ -67,12 +62,12 @@ def _user(request: HttpRequest) -> User:
         }
     },
 )
-def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[ConversationPage]) -> Any:
-    conversations = selectors.conversation_list(user=_user(request)).order_by("-updated_at", "-id")
+def conversation_list(request: AuthedHttpRequest, response: HttpResponse, page: Query[ConversationPage]) -> Any:
+    conversations = selectors.conversation_list(user=request.user).order_by("-updated_at", "-id")
     if page.project == "none":
         conversations = conversations.filter(project__isnull=True)
     elif page.project is not None:
-        project = selectors.project_get_for_user(user=_user(request), project_id=int(page.project))
+        project = selectors.project_get_for_user(user=request.user, project_id=int(page.project))
         conversations = conversations.filter(project=project)
     if page.limit is None and page.offset == 0:
         return conversations  # the original, unpaginated answer
@@ -81,10 +76,10 @@ def conversation_list(request: HttpRequest, response: HttpResponse, page: Query[
     return conversations[page.offset : end]
 
 
-def _project(request: HttpRequest, project_id: int | None) -> Project | None:
+def _project(request: AuthedHttpRequest, project_id: int | None) -> Project | None:
     if project_id is None:
         return None
-    return selectors.project_get_for_user(user=_user(request), project_id=project_id)
+    return selectors.project_get_for_user(user=request.user, project_id=project_id)
 
 
 @router.post(
@@ -93,9 +88,9 @@ def _project(request: HttpRequest, project_id: int | None) -> Project | None:
     description="`model` must be one of `GET /api/models` (422 otherwise, listing them); without it, the default. "
     "`project_id`: a project of yours it belongs to (another user's answers 404).",
 )
-def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
+def conversation_create(request: AuthedHttpRequest, payload: ConversationIn) -> Any:
     conversation = services.conversation_create(
-        user=_user(request),
+        user=request.user,
         title=payload.title,
         temporary=payload.temporary,
         model=payload.model,
@@ -105,8 +100,8 @@ def conversation_create(request: HttpRequest, payload: ConversationIn) -> Any:
 
 
 @router.get("/{conversation_id}", response={200: ConversationDetailOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
-def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_get(request: AuthedHttpRequest, conversation_id: UUID) -> Any:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     size = selectors.conversation_context_size(conversation=conversation)
     conversation.context_tokens, conversation.compactions = size.tokens, size.compactions  # type: ignore[attr-defined]
     return conversation
@@ -119,8 +114,8 @@ def conversation_get(request: HttpRequest, conversation_id: UUID) -> Any:
     "turn on, a running reply keeps its model), `pinned`, and `project_id` (a project of yours, another user's "
     "answers 404; null: out of any).",
 )
-def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_patch(request: AuthedHttpRequest, conversation_id: UUID, payload: ConversationPatch) -> Any:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     with transaction.atomic():  # all of it or nothing
         if "project_id" in payload.model_fields_set:
             project = _project(request, payload.project_id)
@@ -137,8 +132,8 @@ def conversation_patch(request: HttpRequest, conversation_id: UUID, payload: Con
     "messages kept elsewhere: their lines in extraction-run records, the memories' links to them (the memories "
     "stay), other conversations' tool results that quoted them, the search index.",
 )
-def conversation_delete(request: HttpRequest, conversation_id: UUID) -> Any:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_delete(request: AuthedHttpRequest, conversation_id: UUID) -> Any:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     services.conversation_delete(conversation=conversation)
     return Status(204, None)
 
@@ -161,8 +156,8 @@ def chat_model_list(request: HttpRequest) -> Any:
     "`markdown` (the only one).",
     openapi_extra={"responses": {200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}}},
 )
-def conversation_export(request: HttpRequest, conversation_id: UUID, format: Query[ExportFormat]) -> Any:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_export(request: AuthedHttpRequest, conversation_id: UUID, format: Query[ExportFormat]) -> Any:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     return markdown_response(conversation)
 
 
@@ -170,8 +165,8 @@ def conversation_export(request: HttpRequest, conversation_id: UUID, format: Que
     "/{conversation_id}/messages",
     response={200: list[MessageOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
 )
-def message_list(request: HttpRequest, conversation_id: UUID) -> Any:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def message_list(request: AuthedHttpRequest, conversation_id: UUID) -> Any:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     return extensions.annotate_messages(list(selectors.message_list(conversation=conversation)))
 
 
@@ -250,7 +245,7 @@ _TURN_RESPONSES: dict[str, Any] = {
         "by itself answers 413 with the reason in `detail`."
     ),
 )
-async def message_send(request: HttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
+async def message_send(request: AuthedHttpRequest, conversation_id: UUID, payload: MessageIn) -> Any:
     return await _run_turn(request, conversation_id, content=payload.content)
 
 
@@ -267,7 +262,7 @@ async def message_send(request: HttpRequest, conversation_id: UUID, payload: Mes
         "`POST /api/conversations/{id}/messages` (JSON, or server-sent events with `Accept: text/event-stream`)."
     ),
 )
-async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
+async def reply_retry(request: AuthedHttpRequest, conversation_id: UUID) -> Any:
     return await _run_turn(request, conversation_id, retry=True)
 
 
@@ -284,7 +279,7 @@ async def reply_retry(request: HttpRequest, conversation_id: UUID) -> Any:
         "another. The agent state holds only the shown version: the next turn continues from it."
     ),
 )
-async def reply_regenerate(request: HttpRequest, conversation_id: UUID) -> Any:
+async def reply_regenerate(request: AuthedHttpRequest, conversation_id: UUID) -> Any:
     return await _run_turn(request, conversation_id, retry=True, regenerate=True)
 
 
@@ -298,8 +293,8 @@ async def reply_regenerate(request: HttpRequest, conversation_id: UUID) -> Any:
         "reply, has no such version, or a reply is being written."
     ),
 )
-def reply_version(request: HttpRequest, conversation_id: UUID, message_id: int, payload: VersionIn) -> Any:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def reply_version(request: AuthedHttpRequest, conversation_id: UUID, message_id: int, payload: VersionIn) -> Any:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     message = get_object_or_404(selectors.message_list(conversation=conversation), pk=message_id)
     reply = versions.reply_version_show(reply=message, version=payload.version)
     return extensions.annotate_messages([reply])[0]
@@ -319,12 +314,12 @@ def reply_version(request: HttpRequest, conversation_id: UUID, message_id: int, 
         "written. Answers exactly as `POST /api/conversations/{id}/messages` (JSON, or server-sent events)."
     ),
 )
-async def message_edit(request: HttpRequest, conversation_id: UUID, message_id: int, payload: MessageIn) -> Any:
+async def message_edit(request: AuthedHttpRequest, conversation_id: UUID, message_id: int, payload: MessageIn) -> Any:
     return await _run_turn(request, conversation_id, content=payload.content, replace=message_id)
 
 
 async def _run_turn(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     conversation_id: UUID,
     *,
     content: str = "",
@@ -336,7 +331,7 @@ async def _run_turn(
     # the database. A services.TurnRejected is answered by config/api.py with its status (and Retry-After).
     origin = services.TurnOrigin(address=client_address(request))
     running = await runner.start_turn(
-        user=_user(request),
+        user=request.user,
         conversation=conversation_id,
         content=content,
         retry=retry,
@@ -368,7 +363,7 @@ async def _run_turn(
         "`interrupted` with the text written so far. 204 also when no reply is running."
     ),
 )
-def conversation_stop(request: HttpRequest, conversation_id: UUID) -> Any:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_stop(request: AuthedHttpRequest, conversation_id: UUID) -> Any:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     runner.stop(conversation=conversation)
     return Status(204, None)

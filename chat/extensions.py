@@ -14,8 +14,9 @@ Chat works, and its pages render, with nothing registered here.
 - notices: `notify_user(user_id, html)` appends a rendered fragment to the notices area of every open
   chat page of the user, through the channel layer group `user_group(user_id)` (event "chat.notice",
   sent by chat.push.send_event).
-- demo model hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, a
-  tool trigger (which tool the demo calls for a user's text) and a JSON responder (answers JSON calls).
+- demo hooks (chat.llm.demo): how another app's feature takes part in the offline demo model, one
+  registration each (`register_demo`): a tool trigger (which tool the demo calls for a user's text), a
+  JSON responder (answers JSON calls) and a result wording (a tool's result in the user's language).
 - conversation markers (chat.markers.marker_add): a lasting note in a conversation's timeline, worded
   in the reader's language by the renderer its app registers (`register_marker_renderer`).
 - message annotators: set attributes on saved messages before the API or a page shows them (the memory
@@ -336,39 +337,44 @@ def notify_user(user_id: int, html: str, *, translations: dict[str, str] | None 
 
 # A tool trigger returns the name of a tool the demo model calls for the latest user text (given the
 # names of the tools offered), or `(name, arguments)` for a tool that takes some, or None. A JSON
-# responder answers a JSON call (complete_json) or says None to leave it to the next one.
+# responder answers a JSON call (complete_json) or says None to leave it to the next one. A tool's result
+# is written for the model, in English; the demo model, which relays it word for word, asks the result
+# wordings for the same news in the user's language (None: not a result this hook knows).
 DemoToolTrigger = Callable[[str, set[str]], "str | tuple[str, dict[str, Any]] | None"]
 DemoJsonResponder = Callable[[list[dict[str, Any]]], "str | None"]
-
-_demo_tool_triggers: dict[str, DemoToolTrigger] = {}
-_demo_json_responders: dict[str, DemoJsonResponder] = {}
+DemoResultWording = Callable[[str], "str | None"]
 
 
-def register_demo_tool_trigger(name: str, trigger: DemoToolTrigger) -> None:
-    _demo_tool_triggers[name] = trigger
+@dataclass(frozen=True)
+class DemoHooks:
+    """How one feature of another app takes part in the offline demo model; each hook is optional."""
+
+    tool_trigger: DemoToolTrigger | None = None
+    json_responder: DemoJsonResponder | None = None
+    result_wording: DemoResultWording | None = None
+
+
+_demo_hooks: dict[str, DemoHooks] = {}
+
+
+def register_demo(
+    name: str,
+    *,
+    tool_trigger: DemoToolTrigger | None = None,
+    json_responder: DemoJsonResponder | None = None,
+    result_wording: DemoResultWording | None = None,
+) -> None:
+    """Register (again: replace) a feature's demo hooks; asked in the order of first registration."""
+    _demo_hooks[name] = DemoHooks(tool_trigger, json_responder, result_wording)
 
 
 def demo_tool_triggers() -> list[DemoToolTrigger]:
-    return list(_demo_tool_triggers.values())
-
-
-def register_demo_json_responder(name: str, responder: DemoJsonResponder) -> None:
-    _demo_json_responders[name] = responder
+    return [h.tool_trigger for h in _demo_hooks.values() if h.tool_trigger is not None]
 
 
 def demo_json_responders() -> list[DemoJsonResponder]:
-    return list(_demo_json_responders.values())
-
-
-# A tool's result is written for the model, in English; the demo model, which relays it word for word,
-# asks these for the same news in the user's language (None: not a result this hook knows).
-DemoResultWording = Callable[[str], "str | None"]
-_demo_result_wordings: dict[str, DemoResultWording] = {}
-
-
-def register_demo_result_wording(name: str, wording: DemoResultWording) -> None:
-    _demo_result_wordings[name] = wording
+    return [h.json_responder for h in _demo_hooks.values() if h.json_responder is not None]
 
 
 def demo_result_wordings() -> list[DemoResultWording]:
-    return list(_demo_result_wordings.values())
+    return [h.result_wording for h in _demo_hooks.values() if h.result_wording is not None]

@@ -18,9 +18,7 @@ from chat import extensions
 from chat.models import Conversation, ConversationMarker, Message
 from chat.selectors import SummaryDivider
 from chat.turn.compaction import SUMMARIZING
-from chat.turn.model_input import TurnEvent
-
-RETRYABLE = (Message.Status.ERROR, Message.Status.INTERRUPTED)
+from chat.turn.events import TurnEvent
 
 # What chat itself does while a reply waits (compaction is not a registered tool); a registered tool
 # names its own (`activity_label`, see chat.extensions.Tool).
@@ -28,13 +26,17 @@ ACTIVITY = {SUMMARIZING: _("Summarizing earlier messages…")}
 ACTIVITY_DEFAULT = _("Working…")
 
 
+def mark_latest(message: Message) -> None:
+    """Mark the conversation's latest message for its Retry or Regenerate button (chat/_message.html)."""
+    message.retryable = message.offers_retry  # type: ignore[attr-defined]
+    message.regeneratable = message.offers_regenerate  # type: ignore[attr-defined]
+
+
 def message_html(message: Message, *, retryable: bool = False, live: bool = False, oob: bool = False) -> str:
     """The one message partial. `live`: pushed over the WebSocket (no polling while it streams).
     `retryable`: the message is the conversation's latest, so a failed or stopped reply offers Retry."""
-    if retryable and message.role == Message.Role.ASSISTANT and message.status in RETRYABLE:
-        message.retryable = True  # type: ignore[attr-defined]
-    if retryable and message.role == Message.Role.ASSISTANT and message.status == Message.Status.COMPLETE:
-        message.regeneratable = True  # type: ignore[attr-defined]
+    if retryable:
+        mark_latest(message)
     return render_to_string("chat/_message.html", {"message": message, "live": live, "oob": oob})
 
 
@@ -71,8 +73,8 @@ def delta_html(message_id: int, text: str) -> str:
     """A piece of reply text, appended to the streaming text (chat/_streaming_text.html's element).
 
     A format string rather than a template on purpose: it runs for every streamed piece, once per open
-    tab, on the consumer's event loop, where a template render costs about ten times as much (roughly
-    30 µs against 3 µs) for one span. Its text is escaped here exactly as the template would."""
+    tab, on the consumer's event loop, where a template render costs many times as much for one span.
+    Its text is escaped here exactly as the template would."""
     return f'<span hx-swap-oob="beforeend:#message-{int(message_id)}-text">{escape(text)}</span>'
 
 

@@ -55,29 +55,38 @@ def normalise_list_indents(text: str) -> str:
     """Re-indent list items so each nesting level is four spaces deeper than its parent, whatever
     step the text used (two, three or four spaces). Lines inside fenced code are left alone."""
     out: list[str] = []
-    stack: list[int] = []  # the original indents of the open list levels
-    shift = 0  # how far the current item's lines move
+    lists = _OpenLists()
     in_fence = False
     for line in text.split("\n"):
-        if FENCE.match(line):
-            in_fence = not in_fence
-        if in_fence or FENCE.match(line):
-            out.append(line)
-            continue
+        fence = FENCE.match(line) is not None
+        in_fence ^= fence
+        out.append(line if in_fence or fence else lists.reindent(line))
+    return "\n".join(out)
+
+
+class _OpenLists:
+    """The list levels open at a line: their original indents, and how far the current item's lines move."""
+
+    def __init__(self) -> None:
+        self.indents: list[int] = []
+        self.shift = 0
+
+    def reindent(self, line: str) -> str:
         item = LIST_ITEM.match(line)
         if item:
-            indent = len(item.group(1))
-            while stack and indent < stack[-1]:
-                stack.pop()
-            if not stack or indent > stack[-1]:
-                stack.append(indent)
-            shift = NESTED_INDENT * (len(stack) - 1) - indent
+            self._item(len(item.group(1)))
         elif line.strip() and not line.startswith(" "):
-            stack, shift = [], 0  # a paragraph at the left margin ends the list
-        if stack and shift and line.strip():
-            line = " " * max(0, len(line) - len(line.lstrip(" ")) + shift) + line.lstrip(" ")
-        out.append(line)
-    return "\n".join(out)
+            self.indents, self.shift = [], 0  # a paragraph at the left margin ends the list
+        if self.indents and self.shift and line.strip():
+            line = " " * max(0, len(line) - len(line.lstrip(" ")) + self.shift) + line.lstrip(" ")
+        return line
+
+    def _item(self, indent: int) -> None:
+        while self.indents and indent < self.indents[-1]:
+            self.indents.pop()
+        if not self.indents or indent > self.indents[-1]:
+            self.indents.append(indent)
+        self.shift = NESTED_INDENT * (len(self.indents) - 1) - indent
 
 
 def _language(match: re.Match[str]) -> str:

@@ -15,7 +15,7 @@ two requests are ever at the server at once, abandoned ones included.
 
 Tickets are leases a dead process cannot hold: a waiting ticket is renewed at each look
 (WAIT_LEASE_SECONDS), a sending one for as long as its call may take, and whoever looks next deletes a
-ticket whose lease ran out or whose process is gone from this host (chat.turn.process).
+ticket whose lease ran out or whose process is gone from this host (chat.process).
 
 Without LLM_MAX_CONCURRENCY (0, the default) chat does not queue at all; background calls still take
 turns, at most MEMORY_JUDGE_CONCURRENCY at once (an alias kept for one release, as is
@@ -28,8 +28,8 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,9 +40,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from chat.llm import ChatModel, LLMError, StreamChunk, TextDelta, server_load
+from chat.llm import server_load
+from chat.llm.base import ChatModel, LLMError, StreamChunk, TextDelta
 from chat.models import ProviderTicket
-from chat.turn.process import owner, owner_is_dead
+from chat.process import owner, owner_is_dead
 
 logger = logging.getLogger(__name__)
 
@@ -152,8 +153,11 @@ def _try_grant(ticket_id: int, lease: float) -> int | None:
         raise _Lost  # deleted as stale while this process was stalled: take a new place
     rows = _live_tickets(ticket_id, now)
     mine = next(r for r in rows if r.pk == ticket_id)
-    if mine.granted_at is not None:
-        return None
+    return None if mine.granted_at is not None else _grant(mine, rows, now, lease)
+
+
+def _grant(mine: ProviderTicket, rows: list[ProviderTicket], now: Any, lease: float) -> int | None:
+    """Grant `mine` when it is first in line and a slot is free (None); else how many are ahead of it."""
     sending = [r for r in rows if r.granted_at is not None]
     ahead = [r for r in rows if r.granted_at is None].index(mine)
     if ahead == 0 and _slot_free(mine, sending):
@@ -272,43 +276,65 @@ async def stream(model: ChatModel, /, **request: Any) -> AsyncIterator[StreamChu
             yield chunk
         return
     lease = stream_lease()
-    ticket = await _enter_async(Priority.CHAT)
+    place = _Place(await _enter_async(Priority.CHAT))
     try:
-        shown: int | None = None
-        while True:
-            try:
-                ahead = await _try_grant_async(ticket, lease)
-            except _Lost:
-                ticket = await _enter_async(Priority.CHAT)
-                continue
-            if ahead is None:
-                if shown is not None:
-                    yield Waiting(0)  # sent at last: the page clears its waiting line
-                break
-            if ahead != shown:
-                shown = ahead
-                yield Waiting(ahead)
-            await asyncio.sleep(POLL_SECONDS)
-        renewed = sent = time.monotonic()
-        writing = False  # text arrived: closing the stream stops the server at its next token
-        try:
-            async for chunk in model.stream(**request):
-                if time.monotonic() - renewed > lease / 3:
-                    renewed = time.monotonic()
-                    await _renew_async(ticket, lease)
-                writing = writing or isinstance(chunk, TextDelta)
+        async with aclosing(_waiting(place, lease)) as waiting:
+            async for ahead in waiting:
+                yield ahead
+        async with aclosing(_sent(model, place.ticket, lease, request)) as sent:
+            async for chunk in sent:
                 yield chunk
-        except LLMError as exc:
-            if exc.kind == "timeout":
-                seconds = server_load.STREAM_CLOSED_HOLD_SECONDS
-                if not writing:
-                    seconds = server_load.hold_seconds(
-                        model=settings.CHAT_MODEL,
-                        max_tokens=request.get("max_tokens"),
-                        elapsed=time.monotonic() - sent,
-                        time_limit=float(settings.LLM_FIRST_TOKEN_TIMEOUT),
-                    )
-                await _hold_async(model, ticket_id=ticket, lease=lease, seconds=seconds, model_name=settings.CHAT_MODEL)
-            raise
     finally:
-        await asyncio.shield(_leave_async(ticket))
+        await asyncio.shield(_leave_async(place.ticket))
+
+
+@dataclass
+class _Place:
+    ticket: int  # a new one when the old was lost
+
+
+async def _waiting(place: _Place, lease: float) -> AsyncGenerator[Waiting, None]:
+    """Until the place's ticket may send: a `Waiting` each time the number ahead changes."""
+    shown: int | None = None
+    while True:
+        try:
+            ahead = await _try_grant_async(place.ticket, lease)
+        except _Lost:
+            place.ticket = await _enter_async(Priority.CHAT)
+            continue
+        if ahead is None:
+            if shown is not None:
+                yield Waiting(0)  # sent at last: the page clears its waiting line
+            return
+        if ahead != shown:
+            shown = ahead
+            yield Waiting(ahead)
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def _sent(
+    model: ChatModel, ticket: int, lease: float, request: dict[str, Any]
+) -> AsyncGenerator[StreamChunk, None]:
+    """The model's stream, the ticket renewed as it goes; a timeout holds the place as long as the server
+    may still be busy with the request."""
+    renewed = sent = time.monotonic()
+    writing = False  # text arrived: closing the stream stops the server at its next token
+    try:
+        async for chunk in model.stream(**request):
+            if time.monotonic() - renewed > lease / 3:
+                renewed = time.monotonic()
+                await _renew_async(ticket, lease)
+            writing = writing or isinstance(chunk, TextDelta)
+            yield chunk
+    except LLMError as exc:
+        if exc.kind == "timeout":
+            seconds = server_load.STREAM_CLOSED_HOLD_SECONDS
+            if not writing:
+                seconds = server_load.hold_seconds(
+                    model=settings.CHAT_MODEL,
+                    max_tokens=request.get("max_tokens"),
+                    elapsed=time.monotonic() - sent,
+                    time_limit=float(settings.LLM_FIRST_TOKEN_TIMEOUT),
+                )
+            await _hold_async(model, ticket_id=ticket, lease=lease, seconds=seconds, model_name=settings.CHAT_MODEL)
+        raise

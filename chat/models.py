@@ -117,7 +117,7 @@ class AgentState(models.Model):
     # The state version a background compaction last ran for: never twice for the same state (its summary
     # calls hold the provider, and a state that did not change would be summarized the same way again).
     compacted_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # The provider's own prompt size over our estimate (chat.turn.tokens.calibrated_ratio); None until reported.
+    # The provider's own prompt size over our estimate (chat.llm.tokens.calibrated_ratio); None until reported.
     token_ratio = models.FloatField(null=True, blank=True, editable=False)
     # A context window the provider stated when refusing a request, when smaller than CHAT_CONTEXT_TOKENS.
     context_window = models.PositiveIntegerField(null=True, blank=True, editable=False)
@@ -177,6 +177,17 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+    @property
+    def offers_retry(self) -> bool:
+        """A reply that failed or was stopped: as the conversation's latest message, it offers Retry, which
+        writes it again in place (an earlier one has later messages that depend on it)."""
+        return self.role == self.Role.ASSISTANT and self.status in (self.Status.ERROR, self.Status.INTERRUPTED)
+
+    @property
+    def offers_regenerate(self) -> bool:
+        """A complete reply: as the conversation's latest message, it offers another version (chat.versions)."""
+        return self.role == self.Role.ASSISTANT and self.status == self.Status.COMPLETE
 
 
 class ConversationMarker(models.Model):
@@ -266,7 +277,7 @@ class SearchEntry(models.Model):
 class ProviderTicket(models.Model):
     """A request's place in a model provider's queue (chat.model_queue, LLM_MAX_CONCURRENCY): waiting
     (`granted_at` null) or sending. A lease: `expires_at` is renewed while its process waits or reads the
-    reply, and a ticket whose process is gone (`owner`, as chat.turn.process records it) or whose lease ran out
+    reply, and a ticket whose process is gone (`owner`, as chat.process records it) or whose lease ran out
     is deleted by whoever looks next. Holds no words: which provider, how urgent, whose process."""
 
     class Priority(models.IntegerChoices):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Path, Query, Router
 from ninja.responses import Status
 
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from chat import projects, selectors
 from chat.models import Project
 from chat.schemas import ProjectDeleteQuery, ProjectIn, ProjectOut, ProjectPatch
@@ -23,29 +22,25 @@ router = Router(tags=["projects"])
 ProjectId = Path(..., ge=1, le=ID_MAX)
 
 
-def _user(request: HttpRequest) -> User:
-    return request.auth  # type: ignore[attr-defined,no-any-return]
-
-
-def _project(request: HttpRequest, project_id: int) -> Project:
-    return selectors.project_get_for_user(user=_user(request), project_id=project_id)
+def _project(request: AuthedHttpRequest, project_id: int) -> Project:
+    return selectors.project_get_for_user(user=request.user, project_id=project_id)
 
 
 @router.get("", response={200: list[ProjectOut], **AUTH_ERRORS}, summary="List your projects, by name")
-def project_list(request: HttpRequest) -> Any:
-    return selectors.project_list(user=_user(request))
+def project_list(request: AuthedHttpRequest) -> Any:
+    return selectors.project_list(user=request.user)
 
 
 @router.post("", response={201: ProjectOut, **WRITE_ERRORS, **BODY_ERRORS}, summary="Start a project")
-def project_create(request: HttpRequest, payload: ProjectIn) -> Any:
+def project_create(request: AuthedHttpRequest, payload: ProjectIn) -> Any:
     project = projects.project_create(
-        user=_user(request), name=payload.name, instructions=payload.instructions, memory_mode=payload.memory_mode
+        user=request.user, name=payload.name, instructions=payload.instructions, memory_mode=payload.memory_mode
     )
     return Status(201, project)
 
 
 @router.get("/{project_id}", response={200: ProjectOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
-def project_get(request: HttpRequest, project_id: int = ProjectId) -> Any:
+def project_get(request: AuthedHttpRequest, project_id: int = ProjectId) -> Any:
     return _project(request, project_id)
 
 
@@ -55,7 +50,7 @@ def project_get(request: HttpRequest, project_id: int = ProjectId) -> Any:
     summary="Change any subset of name, instructions and memory mode",
     description="A new memory mode applies from the next turn of its conversations; memories keep their scope.",
 )
-def project_patch(request: HttpRequest, payload: ProjectPatch, project_id: int = ProjectId) -> Any:
+def project_patch(request: AuthedHttpRequest, payload: ProjectPatch, project_id: int = ProjectId) -> Any:
     project = _project(request, project_id)
     changes = {name: getattr(payload, name) for name in payload.model_fields_set}
     if "instructions" in changes:
@@ -72,6 +67,6 @@ def project_patch(request: HttpRequest, payload: ProjectPatch, project_id: int =
     "of their messages, and its memories are deleted permanently with every copy of their text, as "
     "`DELETE /api/memories/{id}` does.",
 )
-def project_delete(request: HttpRequest, filters: Query[ProjectDeleteQuery], project_id: int = ProjectId) -> Any:
+def project_delete(request: AuthedHttpRequest, filters: Query[ProjectDeleteQuery], project_id: int = ProjectId) -> Any:
     projects.project_end(project=_project(request, project_id), memories=filters.memories)
     return Status(204, None)

@@ -8,13 +8,13 @@ from uuid import UUID
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from chat import projects, selectors, services
 from chat.models import Project
 from chat.views import sidebar_context
@@ -48,45 +48,41 @@ class ProjectEndForm(forms.Form):
     )
 
 
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
-
-
-def _page(request: HttpRequest, template: str, context: dict[str, object], status: int = 200) -> HttpResponse:
-    return render(request, template, {**sidebar_context(_user(request)), "current": None, **context}, status=status)
+def _page(request: AuthedHttpRequest, template: str, context: dict[str, object], status: int = 200) -> HttpResponse:
+    return render(request, template, {**sidebar_context(request.user), "current": None, **context}, status=status)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def project_list(request: HttpRequest) -> HttpResponse:
+def project_list(request: AuthedHttpRequest) -> HttpResponse:
     form = ProjectForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        project = projects.project_create(user=_user(request), **form.cleaned_data)
+        project = projects.project_create(user=request.user, **form.cleaned_data)
         return redirect("chat:project", project_id=project.pk)
     status = 400 if request.method == "POST" else 200
-    context = {"projects": selectors.project_list(user=_user(request)), "form": form}
+    context = {"projects": selectors.project_list(user=request.user), "form": form}
     return _page(request, "chat/projects/list.html", context, status)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = selectors.project_get_for_user(user=_user(request), project_id=project_id)
+def project_detail(request: AuthedHttpRequest, project_id: int) -> HttpResponse:
+    project = selectors.project_get_for_user(user=request.user, project_id=project_id)
     initial = {"name": project.name, "instructions": project.instructions, "memory_mode": project.memory_mode}
     form = ProjectForm(request.POST or None, initial=initial)
     saved = False
     if request.method == "POST" and form.is_valid():
         project = projects.project_update(project=project, **form.cleaned_data)
         saved = True
-    conversations = selectors.conversation_list(user=_user(request)).filter(project=project, temporary=False)
+    conversations = selectors.conversation_list(user=request.user).filter(project=project, temporary=False)
     context = {"project": project, "form": form, "saved": saved, "project_conversations": conversations[:100]}
     return _page(request, "chat/projects/detail.html", context, 400 if form.errors else 200)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def project_end(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = selectors.project_get_for_user(user=_user(request), project_id=project_id)
+def project_end(request: AuthedHttpRequest, project_id: int) -> HttpResponse:
+    project = selectors.project_get_for_user(user=request.user, project_id=project_id)
     form = ProjectEndForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         projects.project_end(project=project, memories=form.cleaned_data["memories"])
@@ -96,20 +92,20 @@ def project_end(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def conversation_project(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_project(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """Move a conversation into a project, or out of any (an empty `project`)."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     value = request.POST.get("project", "")
     project = None
     if value:
-        project = selectors.project_get_for_user(user=_user(request), project_id=int(value) if value.isdigit() else 0)
+        project = selectors.project_get_for_user(user=request.user, project_id=int(value) if value.isdigit() else 0)
     services.conversation_move(conversation=conversation, project=project)
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
 @login_required
 @require_GET
-def project_new_chat(request: HttpRequest, project_id: int) -> HttpResponse:
+def project_new_chat(request: AuthedHttpRequest, project_id: int) -> HttpResponse:
     """The start page, with this project chosen for the new conversation."""
-    project = selectors.project_get_for_user(user=_user(request), project_id=project_id)
+    project = selectors.project_get_for_user(user=request.user, project_id=project_id)
     return redirect(f"{reverse('chat:index')}?project={project.pk}")

@@ -81,16 +81,7 @@ async def send_event_async(
         return Outcome.NOBODY
     try:
         async with asyncio.timeout(LAYER_TIMEOUT_SECONDS):
-            channels = await lookup(layer) if lookup is not None else None
-            if channels == [] or (prepare is not None and not prepare()):
-                outcome = Outcome.NOBODY
-            elif channels is None:
-                await layer.group_send(group, event)
-                outcome = Outcome.SENT
-            else:
-                for channel in channels:
-                    await layer.send(channel, event)
-                outcome = Outcome.SENT
+            outcome = await _deliver(layer, event, group=group, lookup=lookup, prepare=prepare)
         _slow = 0
         return outcome
     except TimeoutError:
@@ -105,6 +96,20 @@ async def send_event_async(
         _down_until = time.monotonic() + LAYER_RETRY_SECONDS
         logger.warning("channel layer unavailable (%r); open pages fall back to polling", exc)
         return Outcome.DOWN
+
+
+async def _deliver(
+    layer: Any, event: dict[str, Any], *, group: str, lookup: Lookup | None, prepare: Callable[[], bool] | None
+) -> Outcome:
+    channels = await lookup(layer) if lookup is not None else None
+    if channels == [] or (prepare is not None and not prepare()):
+        return Outcome.NOBODY
+    if channels is None:
+        await layer.group_send(group, event)
+    else:
+        for channel in channels:
+            await layer.send(channel, event)
+    return Outcome.SENT
 
 
 def send_event(event: dict[str, Any], *, user_id: int) -> Outcome:

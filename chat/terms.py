@@ -19,15 +19,26 @@ _TOKEN = re.compile(rf"[{_HAN}]+|[^\W_{_HAN}]+", re.UNICODE)
 _IS_HAN = re.compile(rf"[{_HAN}]")
 
 
+_PLURALS = (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh"))
+
+
 def stem(word: str) -> str:
     """A light English stem: plural and common verb endings, never shorter than three letters."""
     if len(word) <= 3 or not word.isascii() or not word.isalpha():
         return word
-    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
+    return _singular(word) or _verb_root(word)
+
+
+def _singular(word: str) -> str | None:
+    for suffix, replacement in _PLURALS:
         if word.endswith(suffix) and len(word) - len(suffix) >= 2:
             return word[: -len(suffix)] + replacement
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
+    return None
+
+
+def _verb_root(word: str) -> str:
     for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -75,3 +86,15 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
 def is_han(term: str) -> bool:
     """Whether a term is Chinese (a Han character or pair), not a word."""
     return bool(_IS_HAN.match(term))
+
+
+def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`(start, end)` spans in order, the overlapping or touching ones as one (a Chinese word's character
+    pairs overlap)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged

@@ -74,23 +74,34 @@ def reply_version_show(*, reply: Message, version: int) -> Message:
     reply = latest
     if version == reply.version:
         return reply
-    chosen = next((alt for alt in reply.alternatives if alt.get("version") == version), None)
-    if chosen is None:
-        raise NothingToRetry(_("This reply has no version %(version)s.") % {"version": version})
+    chosen = _version(reply, version)
     others = [alt for alt in reply.alternatives if alt is not chosen]
     reply.alternatives = sorted([*others, _shown(reply)], key=lambda alt: int(alt.get("version") or 0))
     reply.version = version
     reply.content, reply.status, reply.error = chosen["content"], chosen["status"], chosen.get("error", "")
     reply.save(update_fields=["alternatives", "version", "content", "status", "error", "updated_at"])
     search_index_messages(messages=[reply])
+    _state_follow(conversation, reply)
+    return reply
+
+
+def _version(reply: Message, version: int) -> dict[str, Any]:
+    chosen = next((alt for alt in reply.alternatives if alt.get("version") == version), None)
+    if chosen is None:
+        raise NothingToRetry(_("This reply has no version %(version)s.") % {"version": version})
+    return chosen
+
+
+def _state_follow(conversation: Conversation, reply: Message) -> None:
+    """The agent state's last exchange now ends with the shown version (the state row locked)."""
     user_message = (
         Message.objects.filter(conversation=conversation, role=Message.Role.USER, pk__lt=reply.pk)
         .order_by("-created_at", "-id")
         .first()
     )
     state = AgentState.objects.select_for_update().filter(conversation=conversation).first()
-    if state is not None and user_message is not None:
-        context = _replace_tail(list(state.context), user_message.content, reply.content)
-        if context is not None:
-            AgentState.objects.filter(pk=state.pk).update(context=context, version=state.version + 1)
-    return reply
+    if state is None or user_message is None:
+        return
+    context = _replace_tail(list(state.context), user_message.content, reply.content)
+    if context is not None:
+        AgentState.objects.filter(pk=state.pk).update(context=context, version=state.version + 1)

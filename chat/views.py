@@ -22,11 +22,12 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from accounts.http import AuthedHttpRequest
 from accounts.models import User
 from chat import extensions, markers, selectors, services, sidebar, versions
 from chat.export import markdown_response
 from chat.forms import ConversationCreateForm, ConversationRenameForm
-from chat.fragments import RETRYABLE, message_html
+from chat.fragments import mark_latest, message_html
 from chat.models import Conversation, Message
 from chat.search.query import SearchRejected
 from chat.search.query import search as search_conversations
@@ -40,18 +41,12 @@ SUGGESTIONS = [
 ]
 
 
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
-
-
 def with_retry(messages: Iterable[Message]) -> list[Message]:
     """The messages, the latest marked for a Retry button when it is a reply that failed or was
     stopped: Retry writes that reply again in place (chat.turn.transactions.turn_retry_start)."""
     items = list(messages)
-    if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status in RETRYABLE:
-        items[-1].retryable = True  # type: ignore[attr-defined]
-    if items and items[-1].role == Message.Role.ASSISTANT and items[-1].status == Message.Status.COMPLETE:
-        items[-1].regeneratable = True  # type: ignore[attr-defined]
+    if items:
+        mark_latest(items[-1])
     return items
 
 
@@ -88,10 +83,10 @@ def layout_sidebar(user: User) -> dict[str, Any]:
     return {**sidebar_context(user), "current": None}
 
 
-def _chat_context(request: HttpRequest, conversation: Conversation | None, *, title: str = "") -> dict[str, Any]:
-    sidebar = sidebar_context(_user(request), current=conversation, title=title)
+def _chat_context(request: AuthedHttpRequest, conversation: Conversation | None, *, title: str = "") -> dict[str, Any]:
+    sidebar = sidebar_context(request.user, current=conversation, title=title)
     # The start page's and the header's choice of project: every project, whatever the filter.
-    projects = selectors.project_sidebar(user=_user(request)) if title.strip() else sidebar["sidebar_projects"]
+    projects = selectors.project_sidebar(user=request.user) if title.strip() else sidebar["sidebar_projects"]
     return {
         **sidebar,
         "all_projects": projects,
@@ -103,28 +98,28 @@ def _chat_context(request: HttpRequest, conversation: Conversation | None, *, ti
 
 @login_required
 @require_GET
-def conversation_more(request: HttpRequest) -> HttpResponse:
+def conversation_more(request: AuthedHttpRequest) -> HttpResponse:
     """The sidebar's next page: its items and, when there are more, the next "Show more" button."""
     try:
         before = (datetime.fromisoformat(request.GET["before"]), UUID(request.GET["id"]))
     except (KeyError, ValueError):
         return HttpResponseBadRequest(_("Expected the `before` and `id` of the last conversation shown."))
     group, title = request.GET.get("group", ""), request.GET.get("title", "")
-    context = sidebar_context(_user(request), before=before, group=group, title=title)
+    context = sidebar_context(request.user, before=before, group=group, title=title)
     return render(request, "chat/_conversation_more.html", context)
 
 
-def _open_conversation(request: HttpRequest, conversation_id: str) -> Conversation | None:
+def _open_conversation(request: AuthedHttpRequest, conversation_id: str) -> Conversation | None:
     """The conversation a page shows (aria-current in its list), when it is the user's; else none."""
     try:
-        return selectors.conversation_get_for_user(user=_user(request), conversation_id=UUID(conversation_id))
+        return selectors.conversation_get_for_user(user=request.user, conversation_id=UUID(conversation_id))
     except (ValueError, Http404):
         return None
 
 
 @login_required
 @require_GET
-def conversation_nav(request: HttpRequest) -> HttpResponse:
+def conversation_nav(request: AuthedHttpRequest) -> HttpResponse:
     """The conversation list, filtered by title as it is typed (the filter box), or drawn again when a
     conversation changed in another page (chat.sidebar.sidebar_changed). Without JavaScript: the start page
     with the filtered list."""
@@ -133,13 +128,13 @@ def conversation_nav(request: HttpRequest) -> HttpResponse:
     if not request.htmx:
         context = {**_chat_context(request, None, title=title), "form": ConversationCreateForm()}
         return render(request, "chat/index.html", context)
-    context = {**sidebar_context(_user(request), current=current, title=title), "current": current}
+    context = {**sidebar_context(request.user, current=current, title=title), "current": current}
     return render(request, "chat/_sidebar_nav.html", {**context, "filter_status": "refresh" not in request.GET})
 
 
 @login_required
 @require_GET
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthedHttpRequest) -> HttpResponse:
     chosen = request.GET.get("project", "")
     form = ConversationCreateForm(
         initial={"temporary": request.GET.get("temporary") == "1", "project": int(chosen) if chosen.isdigit() else None}
@@ -149,7 +144,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def conversation_new(request: HttpRequest) -> HttpResponse:
+def conversation_new(request: AuthedHttpRequest) -> HttpResponse:
     form = ConversationCreateForm(request.POST)
     if not form.is_valid():
         return render(request, "chat/index.html", {**_chat_context(request, None), "form": form}, status=400)
@@ -157,10 +152,10 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
         # A conversation starts with its first message: no empty conversations pile up.
         return redirect(reverse("chat:index") + ("?temporary=1" if form.cleaned_data["temporary"] else ""))
     chosen = form.cleaned_data["project"]
-    project = selectors.project_get_for_user(user=_user(request), project_id=chosen) if chosen else None
+    project = selectors.project_get_for_user(user=request.user, project_id=chosen) if chosen else None
     try:
         conversation = services.conversation_create(
-            user=_user(request),
+            user=request.user,
             temporary=form.cleaned_data["temporary"],
             model=form.cleaned_data["model"],
             project=project,
@@ -175,8 +170,8 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_detail(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     draft = request.session.pop(DRAFT_SESSION_KEY.format(conversation.pk), "")
     chat_messages = with_retry(extensions.annotate_messages(list(selectors.message_list(conversation=conversation))))
     # Opened mid-reply (the turn runs on without any page): Stop is offered, the reply follows live.
@@ -196,7 +191,7 @@ def conversation_detail(request: HttpRequest, conversation_id: UUID) -> HttpResp
     return render(request, "chat/conversation.html", context)
 
 
-def _page_conversation(request: HttpRequest) -> Conversation | None:
+def _page_conversation(request: AuthedHttpRequest) -> Conversation | None:
     """The conversation the page that asked shows (HTMX says its address), if any and the user's."""
     try:
         match = resolve((request.htmx.current_url_abs_path or "").split("?")[0])
@@ -215,24 +210,47 @@ def _shown_in_page(request: HttpRequest, conversation: Conversation) -> bool:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_rename(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """Rename, in place of the page's title or (`place=sidebar`) of the conversation's item in the list;
     without JavaScript, on a page of its own."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
-    place = "sidebar" if request.GET.get("place") == "sidebar" else "title"
-    shown = place == "title" or (request.htmx and _shown_in_page(request, conversation))
-    current = conversation if shown else None
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
+    place, current = _rename_place(request, conversation)
     if request.method == "GET" and request.GET.get("cancel") and request.htmx:
-        if place == "sidebar":
-            return render(request, "chat/_conversation_item.html", {"conversation": conversation, "current": current})
-        return render(request, "chat/_title.html", {"conversation": conversation})
+        return _rename_cancelled(request, conversation, place=place, current=current)
     form = ConversationRenameForm(request.POST or None, initial={"title": conversation.title})
     if request.method == "POST" and form.is_valid():
-        conversation = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
-        if not request.htmx:
-            return redirect("chat:conversation", conversation_id=conversation.pk)
-        renamed: dict[str, Any] = {"conversation": conversation, "current": current, "place": place}
-        return render(request, "chat/_title_renamed.html", renamed)
+        renamed = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
+        return _renamed(request, renamed, place=place, current=current)
+    return _rename_form(request, conversation, form, place=place)
+
+
+def _rename_place(request: AuthedHttpRequest, conversation: Conversation) -> tuple[str, Conversation | None]:
+    """Where the rename happens ("title" or "sidebar"), and the page's open conversation when it is this one."""
+    place = "sidebar" if request.GET.get("place") == "sidebar" else "title"
+    shown = place == "title" or (request.htmx and _shown_in_page(request, conversation))
+    return place, conversation if shown else None
+
+
+def _rename_cancelled(
+    request: AuthedHttpRequest, conversation: Conversation, *, place: str, current: Conversation | None
+) -> HttpResponse:
+    if place == "sidebar":
+        return render(request, "chat/_conversation_item.html", {"conversation": conversation, "current": current})
+    return render(request, "chat/_title.html", {"conversation": conversation})
+
+
+def _renamed(
+    request: AuthedHttpRequest, conversation: Conversation, *, place: str, current: Conversation | None
+) -> HttpResponse:
+    if not request.htmx:
+        return redirect("chat:conversation", conversation_id=conversation.pk)
+    renamed: dict[str, Any] = {"conversation": conversation, "current": current, "place": place}
+    return render(request, "chat/_title_renamed.html", renamed)
+
+
+def _rename_form(
+    request: AuthedHttpRequest, conversation: Conversation, form: ConversationRenameForm, *, place: str
+) -> HttpResponse:
     if request.htmx:
         # In place of the title (or the item); a refused title comes back with its error (422, swapped by page.js).
         context: dict[str, Any] = {"conversation": conversation, "form": form, "inline": True, "place": place}
@@ -243,14 +261,14 @@ def conversation_rename(request: HttpRequest, conversation_id: UUID) -> HttpResp
 
 @login_required
 @require_POST
-def conversation_pin(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_pin(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """Pin the conversation on top of the list, or unpin it (the conversation's menu)."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     services.conversation_update(conversation=conversation, pinned=not conversation.pinned)
     if request.htmx and request.POST.get("place") == "sidebar":  # from the list: the list, drawn again
         current = conversation if _shown_in_page(request, conversation) else _page_conversation(request)
         title = request.POST.get("title", "")[:200]
-        context = {**sidebar_context(_user(request), current=current, title=title), "current": current}
+        context = {**sidebar_context(request.user, current=current, title=title), "current": current}
         return render(request, "chat/_sidebar_nav.html", context)
     if request.htmx:  # the list changes its groups: the page is drawn again
         return HttpResponseClientRedirect(reverse("chat:conversation", args=[conversation.pk]))
@@ -259,17 +277,17 @@ def conversation_pin(request: HttpRequest, conversation_id: UUID) -> HttpRespons
 
 @login_required
 @require_GET
-def conversation_export(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_export(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """The conversation as a Markdown file (the conversation's menu)."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     return markdown_response(conversation)
 
 
 @login_required
 @require_POST
-def conversation_model(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
+def conversation_model(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
     """Switch the conversation's model, from its next reply on (the header's picker)."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     error = ""
     try:
         conversation = services.conversation_update(conversation=conversation, model=request.POST.get("model", ""))
@@ -283,8 +301,8 @@ def conversation_model(request: HttpRequest, conversation_id: UUID) -> HttpRespo
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResponse:
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+def conversation_delete(request: AuthedHttpRequest, conversation_id: UUID) -> HttpResponse:
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     if request.method == "GET":  # the confirmation page, for browsers without JavaScript
         context = {**_chat_context(request, conversation), "conversation": conversation}
         return render(request, "chat/delete.html", context)
@@ -296,9 +314,9 @@ def conversation_delete(request: HttpRequest, conversation_id: UUID) -> HttpResp
 
 @login_required
 @require_POST
-def message_version(request: HttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
+def message_version(request: AuthedHttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
     """Show another version of the latest reply (‹ › under it): the message, as it now reads."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     message = get_object_or_404(selectors.message_list(conversation=conversation), pk=message_id)
     try:
         version = int(request.POST.get("version", ""))
@@ -314,9 +332,9 @@ def message_version(request: HttpRequest, conversation_id: UUID, message_id: int
 
 @login_required
 @require_GET
-def message_detail(request: HttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
+def message_detail(request: AuthedHttpRequest, conversation_id: UUID, message_id: int) -> HttpResponse:
     """One message, re-fetched by a page that was loaded while its reply was still being written."""
-    conversation = selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+    conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     messages = selectors.message_list(conversation=conversation)
     message = get_object_or_404(messages, pk=message_id)
     latest = not messages.filter(pk__gt=message.pk).exists()
@@ -328,19 +346,19 @@ SEARCH_SIDEBAR_HITS = 20  # while typing, in the sidebar; the page shows more
 SEARCH_PAGE_HITS = 50
 
 
-def _search_current(request: HttpRequest) -> Conversation | None:
+def _search_current(request: AuthedHttpRequest) -> Conversation | None:
     """The conversation open beside the search (searched even when temporary), when it is the user's; a
     value that is not a conversation id is ignored."""
     try:
         conversation_id = UUID(request.GET["current"])
-        return selectors.conversation_get_for_user(user=_user(request), conversation_id=conversation_id)
+        return selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
     except (KeyError, ValueError, Http404):
         return None
 
 
 @login_required
 @require_GET
-def search(request: HttpRequest) -> HttpResponse:
+def search(request: AuthedHttpRequest) -> HttpResponse:
     """Search results: for the sidebar while typing (HTMX: the results partial), or as a plain page."""
     current = _search_current(request)
     text = request.GET.get("q", "")
@@ -352,7 +370,7 @@ def search(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"search_query": text, "search_current": current, "hits": [], "total": 0}
     if text.strip():
         try:
-            page = search_conversations(user=_user(request), text=text, limit=limit, offset=offset, current=current)
+            page = search_conversations(user=request.user, text=text, limit=limit, offset=offset, current=current)
         except SearchRejected as exc:
             context["search_error"] = str(exc)
         else:

@@ -99,14 +99,17 @@ class FilesystemChannel(filesystem.Channel):
         for name in ("content-type", "content-encoding"):
             if not isinstance(payload.get(name) or "", str):
                 raise ValueError(f"{name} is not a string")
-        body = payload.get("body")
-        if body:
-            if not isinstance(body, str):
-                raise ValueError("the body is not a string")
-            try:
-                self.decode_body(body, properties.get("body_encoding"))
-            except Exception as exc:
-                raise ValueError(f"the body does not decode ({exc})") from exc
+        self._check_body(payload.get("body"), properties.get("body_encoding"))
+
+    def _check_body(self, body: Any, encoding: Any) -> None:
+        if not body:
+            return
+        if not isinstance(body, str):
+            raise ValueError("the body is not a string")
+        try:
+            self.decode_body(body, encoding)
+        except Exception as exc:
+            raise ValueError(f"the body does not decode ({exc})") from exc
 
     def _claimed_folder(self) -> Path:
         # On the queue's filesystem, so the claiming rename is atomic (kombu uses the system temp folder).

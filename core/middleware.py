@@ -18,28 +18,45 @@ from whitenoise.middleware import WhiteNoiseMiddleware
 from core.api_errors import error_response, is_api_request
 
 
-class StaticFilesMiddleware(WhiteNoiseMiddleware):
-    """WhiteNoise, able to run in an async middleware chain.
-
-    WhiteNoise's middleware is synchronous only: under ASGI Django would then run every request
-    (chat turns included) through a thread and back, a few milliseconds on the way to each first token.
-    Here a request outside the static prefix goes straight on; only a static file is looked up and
-    served in a thread, by WhiteNoise as before.
-    """
+class BothChains:
+    """A middleware that runs in the chain Django builds, sync or async, without a thread hop under ASGI:
+    an async chain's requests go to `_acall`, a sync chain's to `_call`. Call `_chain` from `__init__`."""
 
     sync_capable = True
     async_capable = True
+    get_response: Any
 
-    def __init__(self, get_response: Any) -> None:
-        super().__init__(get_response)
+    def _chain(self, get_response: Any) -> None:
+        self.get_response = get_response
         self.async_mode = iscoroutinefunction(get_response)
         if self.async_mode:
             markcoroutinefunction(self)
 
     def __call__(self, request: HttpRequest) -> Any:
-        if self.async_mode:
-            return self._acall(request)
-        return super().__call__(request)
+        return self._acall(request) if self.async_mode else self._call(request)
+
+    def _call(self, request: HttpRequest) -> Any:
+        raise NotImplementedError
+
+    async def _acall(self, request: HttpRequest) -> Any:
+        raise NotImplementedError
+
+
+class StaticFilesMiddleware(BothChains, WhiteNoiseMiddleware):
+    """WhiteNoise, able to run in an async middleware chain.
+
+    WhiteNoise's middleware is synchronous only: under ASGI Django would then run every request
+    (chat turns included) through a thread and back, on the way to each first token.
+    Here a request outside the static prefix goes straight on; only a static file is looked up and
+    served in a thread, by WhiteNoise as before.
+    """
+
+    def __init__(self, get_response: Any) -> None:
+        WhiteNoiseMiddleware.__init__(self, get_response)
+        self._chain(get_response)
+
+    def _call(self, request: HttpRequest) -> Any:
+        return WhiteNoiseMiddleware.__call__(self, request)
 
     async def _acall(self, request: HttpRequest) -> Any:
         if request.path_info.startswith(self.static_prefix):
@@ -117,9 +134,7 @@ class ApiErrorMiddleware(_InlineHooks, MiddlewareMixin):
     """
 
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if response.status_code < 400 or not is_api_request(request):
-            return response
-        if response.get("Content-Type", "").startswith("application/json"):
+        if not _in_another_shape(request, response):
             return response
         status = response.status_code
         if status == 400 and _declared_length(request) > (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) > 0:
@@ -129,6 +144,12 @@ class ApiErrorMiddleware(_InlineHooks, MiddlewareMixin):
             if header in response:
                 replaced[header] = response[header]
         return replaced
+
+
+def _in_another_shape(request: HttpRequest, response: HttpResponse) -> bool:
+    """An API failure not in JSON (the routes' own are)."""
+    failed = response.status_code >= 400 and is_api_request(request)
+    return failed and not response.get("Content-Type", "").startswith("application/json")
 
 
 def _declared_length(request: HttpRequest) -> int:

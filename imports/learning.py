@@ -28,7 +28,7 @@ from memory.extraction.outcomes import Outcome
 from memory.extraction.reads import BATCH_SIZE
 
 Learn = ChatImport.LearnStatus
-# A rough characters-per-token for the estimate (chat.turn.tokens counts precisely when it runs).
+# A rough characters-per-token for the estimate (chat.llm.tokens counts precisely when it runs).
 CHARS_PER_TOKEN = 3
 
 

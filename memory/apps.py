@@ -51,13 +51,14 @@ class MemoryConfig(AppConfig):
         memories_changed.connect(on_memories_changed, dispatch_uid="memory.on_memories_changed")
         memories_changed.connect(mark_conversation, dispatch_uid="memory.mark_conversation")
         memories_changed.connect(on_memories_written, dispatch_uid="memory.on_memories_written")
-        extensions.register_demo_json_responder("memory-judge", demo.demo_judge)
-        extensions.register_demo_json_responder("memory-consolidation", consolidation_demo.demo_consolidation_judge)
+        extensions.register_demo("memory-judge", json_responder=demo.demo_judge)
+        extensions.register_demo("memory-consolidation", json_responder=consolidation_demo.demo_consolidation_judge)
         # A question about something said before ("do you remember what I said about …") searches
         # rather than flushes: tried first.
-        extensions.register_demo_tool_trigger("memory-search", demo_search_trigger)
-        extensions.register_demo_tool_trigger("memory-flush", demo.demo_tool_trigger)
-        extensions.register_demo_result_wording("memory-flush", demo_wording.demo_result_wording)
+        extensions.register_demo("memory-search", tool_trigger=demo_search_trigger)
+        extensions.register_demo(
+            "memory-flush", tool_trigger=demo.demo_tool_trigger, result_wording=demo_wording.demo_result_wording
+        )
         # Forgetting that forgets (memory/forgetting.py, SPEC §8): every copy of a memory's text is
         # registered there; work in flight re-checks what it saves; an account's memories for its
         # export and deletion (accounts.data); a deleted conversation's messages leave the run records.

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 
+from chat.terms import merged_spans
 from memory import grants
 
 MASK = "•••"
@@ -137,13 +138,7 @@ def credential_spans(text: str) -> list[tuple[int, int]]:
         spans += [m.span("v") for m in pattern.finditer(text)]
     spans += [m.span() for m in _RAW.finditer(text)]
     spans += [m.span() for m in _CARD.finditer(text) if _luhn(re.sub(r"\D", "", m[0]))]
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
+    return merged_spans(spans)
 
 
 def has_credential(text: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import aclosing
 
 from chat.turn.agent import Turn
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 
 
 async def run_to_end(turn: Turn) -> TurnEvent:

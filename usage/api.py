@@ -7,12 +7,12 @@ from datetime import date
 from decimal import Decimal
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from pydantic import field_validator
 
+from accounts.http import AuthedHttpRequest
 from core.api_errors import AUTH_ERRORS, PARAM_ERRORS
 from usage import selectors, services
 
@@ -63,7 +63,7 @@ class UsageOut(Schema):
 
 
 @router.get("", response={200: UsageOut, **AUTH_ERRORS, **PARAM_ERRORS}, summary="Your tokens and their cost")
-def usage_get(request: HttpRequest, query: Query[UsageQuery]) -> dict[str, Any]:
+def usage_get(request: AuthedHttpRequest, query: Query[UsageQuery]) -> dict[str, Any]:
     today = services.today()
     end = query.to or today
     start = query.from_ or end.replace(day=1)  # `to` alone asks for its month up to that day
@@ -71,7 +71,7 @@ def usage_get(request: HttpRequest, query: Query[UsageQuery]) -> dict[str, Any]:
         raise HttpError(422, _("“from” must not be after “to”."))
     # Any span is fine: rows exist only for days with calls (one per day, kind, model and project at most).
     rows = selectors.usage_of_user(
-        user_id=request.user.pk,  # type: ignore[arg-type]
+        user_id=request.user.pk,
         start=start,
         end=end,
     )

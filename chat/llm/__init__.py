@@ -63,8 +63,8 @@ def get_chat_model() -> ChatModel:
 
 def warm_up() -> None:
     """Build the configured model (and embedder) now, before the first turn needs it: the OpenAI adapter's
-    build imports `openai` and makes its HTTP client, about a second of CPU on a fresh process, which the
-    first turns (a burst of them) otherwise all waited for."""
+    build imports `openai` and makes its HTTP client, which takes a noticeable time on a fresh process and
+    which the first turns (a burst of them) otherwise all waited for."""
     get_chat_model()
     get_embedder()
 

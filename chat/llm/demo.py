@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from chat import extensions
 from chat.llm import metering
 from chat.llm.base import ChatModel, Messages, StreamChunk, TextDelta, ToolCall, ToolCalls
-from chat.turn.model_input import system_prompt
+from chat.prompts import system_prompt as default_system_prompt
 
 WORD_DELAY_SECONDS = 0.02
 
@@ -34,13 +34,12 @@ def _last_index(messages: Messages, role: str) -> int | None:
     return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == role), None)
 
 
-def _background_lines(messages: Messages) -> list[str]:
+def _background_lines(messages: Messages, prompt: str) -> list[str]:
     """Bullet lines from the context-provider blocks (e.g. memories): what follows the system prompt in
     the (single) system message, or the system messages after the first."""
     systems = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
     if not systems:
         return []
-    prompt = system_prompt()
     blocks = [systems[0][len(prompt) :] if systems[0].startswith(prompt) else "", *systems[1:]]
     lines: list[str] = []
     for block in blocks:
@@ -94,6 +93,12 @@ class DemoChatModel(ChatModel):
     label = "Offline demo model"
     is_demo = True
 
+    def __init__(self, *, system_prompt: str | None = None) -> None:
+        """`system_prompt`: what the turn's input starts with (chat's own by default); what follows it in
+        the system message are the context providers' blocks, which the demo reads back."""
+        super().__init__()
+        self.system_prompt = system_prompt if system_prompt is not None else default_system_prompt()
+
     def reply_for(self, messages: Messages) -> str:
         at = _last_index(messages, "user")
         said = " ".join(str(messages[at].get("content", "")).split()) if at is not None else ""
@@ -105,7 +110,7 @@ class DemoChatModel(ChatModel):
         tool_results = [m for m in messages[(at or 0) :] if m.get("role") == "tool"]
         for result in tool_results:
             parts.append(_tool_result_wording(str(result.get("content", ""))))
-        background = _background_lines(messages)
+        background = _background_lines(messages, self.system_prompt)
         if background:
             parts.append(_("What I remember about you: %(memories)s.") % {"memories": _("; ").join(background)})
         parts.append(_(SET_A_KEY))

@@ -21,6 +21,8 @@ from typing import Any
 
 from django.dispatch import Signal
 
+from chat.llm import server_facts, tokens
+
 logger = logging.getLogger(__name__)
 
 KINDS = ("chat", "memory_block", "judge", "summary", "embedding", "consolidation", "api")
@@ -36,7 +38,7 @@ class Call:
     model: str
     prompt_tokens: int
     completion_tokens: int
-    estimated: bool  # True: our calibrated estimate (chat.turn.tokens), not the provider's count
+    estimated: bool  # True: our calibrated estimate (chat.llm.tokens), not the provider's count
 
 
 _calls: ContextVar[list[Call] | None] = ContextVar("provider_calls", default=None)
@@ -83,10 +85,7 @@ def note(*, model: str, prompt_tokens: int | None, completion_tokens: int | None
 
 
 def estimate_call(*, model: str, messages: list[dict[str, Any]], answer: str) -> tuple[int, int]:
-    """The calibrated estimate (chat.turn.tokens, scaled by the model's learned ratio) of a call's counts."""
-    from chat.llm import server_facts  # here: server_facts imports the token estimate, which imports chat.llm
-    from chat.turn import tokens
-
+    """The calibrated estimate (chat.llm.tokens, scaled by the model's learned ratio) of a call's counts."""
     ratio = server_facts.model_ratio(model)
     return tokens.scaled(tokens.estimate_request(messages), ratio), tokens.scaled(tokens.estimate_text(answer), ratio)
 

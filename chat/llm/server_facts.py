@@ -1,13 +1,13 @@
 """What the model provider confirms about itself: its context window, and how its token counts compare
-with our estimates (chat.turn.tokens), per model.
+with our estimates (chat.llm.tokens), per model.
 
 - **The window.** When CHAT_CONTEXT_TOKENS is not set, the server is asked once per process, where it
   tells: vLLM's `GET /v1/models` (`max_model_len`), llama.cpp's `GET /props` (`n_ctx`), Ollama's
   `POST /api/show` (`num_ctx` in its parameters). Each look has a short timeout. llama-cpp-python states
   none: its window is read from its refusal of an over-long probe (chat.llm.window_probe, in the
-  background). A server that tells nothing leaves the default (32,000).
+  background). Which of these a turn uses is chat.llm.window_size's.
 - **Calibration per model.** A non-streamed call's `usage.prompt_tokens` (judge calls, summaries)
-  calibrates that model's estimates (`chat.turn.tokens.calibrated_ratio`, which keeps a margin above the
+  calibrates that model's estimates (`chat.llm.tokens.calibrated_ratio`, which keeps a margin above the
   server's count: an estimate never falls below what the server confirmed). Servers that send no usage
   in streams (llama.cpp) are calibrated this way too, and, where the server has a tokenize endpoint
   (llama.cpp's `POST /tokenize`, vLLM's `POST /tokenize`, llama-cpp-python's `POST
@@ -31,8 +31,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from chat.llm import catalogue, window_probe
-from chat.turn import tokens
+from chat.llm import tokens
 
 logger = logging.getLogger(__name__)
 
@@ -44,21 +43,6 @@ RATIO_KEY = "memora:tokens:ratio:{base}:{model}"
 # --- the window --------------------------------------------------------------------------------------
 
 
-def context_tokens(model: str | None = None) -> int:
-    """A chat model's window (the default chat model's without `model`): CHAT_CONTEXT_TOKENS when set, else
-    what the provider's model listing or the server says, else the default."""
-    configured = int(settings.CHAT_CONTEXT_TOKENS)
-    if not settings.CHAT_CONTEXT_FROM_SERVER or settings.LLM_BACKEND != "openai":
-        return configured
-    model = model or catalogue.default_chat_model()
-    if (listed := catalogue.stated_window(model)) is not None:
-        return listed
-    if not settings.OPENAI_BASE_URL:
-        return configured
-    stated = server_window(settings.OPENAI_BASE_URL, model)
-    return stated or window_probe.probed_window(settings.OPENAI_BASE_URL, model) or configured
-
-
 def _get(url: str, body: dict[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
@@ -67,10 +51,13 @@ def _get(url: str, body: dict[str, Any] | None = None) -> Any:
 
 
 def _vllm(base: str, model: str) -> int | None:
-    models = _get(f"{base}/models").get("data") or []
-    lengths = [m.get("max_model_len") for m in models if isinstance(m, dict) and m.get("id") in (model, None)]
-    lengths = lengths or [m.get("max_model_len") for m in models if isinstance(m, dict)]
-    return next((int(n) for n in lengths if isinstance(n, int) and n > 0), None)
+    models = [m for m in _get(f"{base}/models").get("data") or [] if isinstance(m, dict)]
+    return _max_model_len([m for m in models if m.get("id") in (model, None)] or models)
+
+
+def _max_model_len(models: list[dict[str, Any]]) -> int | None:
+    lengths = [m.get("max_model_len") for m in models]
+    return next((n for n in lengths if isinstance(n, int) and n > 0), None)
 
 
 def _llama_cpp(root: str, model: str) -> int | None:

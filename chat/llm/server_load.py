@@ -36,6 +36,8 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
+from chat.llm.base import LLMError
+
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_SECONDS = 2.0
@@ -175,3 +177,15 @@ def wait_until_idle(*, base_url: str, seconds: float, renew: Callable[[], None] 
             renewed = time.monotonic()
         time.sleep(min(PROBE_EVERY_SECONDS, max(0.0, end - time.monotonic())))
     return "waited"
+
+
+def too_slow(model: str, timeout: float) -> LLMError:
+    """An answer cut off at the `max_tokens` the server's speed allowed: it could not have arrived within
+    the time limit, so it counts as a timeout (the server's slowness, not the answer's fault)."""
+    error = LLMError(
+        f"The model writes about {speed(model) or 0:.1f} tokens a second: its answer could not be "
+        f"complete within {timeout:g} s.",
+        kind="timeout",
+    )
+    error.writing = True  # the server finished the call: nothing to wait for
+    return error

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from chat.llm.base import LLMError, StreamChunk, ToolCalls, Usage
+from chat.llm.deadlines import Deadline
 from chat.llm.errors import clean_provider_message, provider_error_text
 from chat.llm.toolcalls import ToolCallAssembler
-from chat.turn.deadlines import Deadline
 
 DRAIN_SECONDS = 0.5  # see drain
 
@@ -42,16 +42,20 @@ async def sse_chunks(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any]
         payload, data = "\n".join(data), []
         if payload.strip() == "[DONE]":
             return
-        chunk = json.loads(payload)
-        if not isinstance(chunk, dict):
-            raise ValueError("a stream chunk that is not a JSON object")
-        error = chunk.get("error")
-        if error or event == "error":
-            said = error.get("message") if isinstance(error, dict) else error
-            detail = clean_provider_message(str(said or ""))
-            raise LLMError(provider_error_text(detail), kind="status")
+        yield _chunk(payload, event)
         event = ""
-        yield chunk
+
+
+def _chunk(payload: str, event: str) -> dict[str, Any]:
+    chunk = json.loads(payload)
+    if not isinstance(chunk, dict):
+        raise ValueError("a stream chunk that is not a JSON object")
+    error = chunk.get("error")
+    if error or event == "error":
+        said = error.get("message") if isinstance(error, dict) else error
+        detail = clean_provider_message(str(said or ""))
+        raise LLMError(provider_error_text(detail), kind="status")
+    return chunk
 
 
 async def drain(lines: AsyncIterator[str]) -> None:
@@ -92,11 +96,7 @@ class StreamRead:
         """The text pieces of `chunk`. The deadline moves from the first token's to the step's at the first
         token (text or a tool call), and every piece of progress after it restarts the stall timer."""
         self.received = True
-        usage = chunk.get("usage") or {}
-        if usage.get("prompt_tokens"):
-            self.usage = int(usage["prompt_tokens"])
-            written = usage.get("completion_tokens")
-            self.completion_tokens = int(written) if isinstance(written, int) else None
+        self._counted(chunk.get("usage") or {})
         texts = self.calls.add_chunk(chunk)
         if texts or is_progress(chunk):
             if self.got_token:
@@ -108,6 +108,12 @@ class StreamRead:
         choices = chunk.get("choices") or [{}]
         self.finished = self.finished or bool(isinstance(choices[0], dict) and choices[0].get("finish_reason"))
         return texts
+
+    def _counted(self, usage: dict[str, Any]) -> None:
+        if usage.get("prompt_tokens"):
+            self.usage = int(usage["prompt_tokens"])
+            written = usage.get("completion_tokens")
+            self.completion_tokens = int(written) if isinstance(written, int) else None
 
     def ending(self) -> Iterator[StreamChunk]:
         """What follows the text once the stream ended, or the LLMError that says what was wrong with it."""

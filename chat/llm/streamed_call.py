@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -49,35 +50,49 @@ def _late(timeout: float, *, writing: bool) -> LLMError:
     return error
 
 
-def read_answer(response: Any, request: dict[str, Any], *, end: float, timeout: float) -> tuple[str, str | None]:
-    """(content, finish_reason) of a streamed completion within the deadline `end` (a time.monotonic())."""
-    parts: list[str] = []
+def _observe_prompt(request: dict[str, Any], usage: dict[str, Any]) -> None:
+    if isinstance(usage.get("prompt_tokens"), int):  # the server's own count calibrates estimates
+        model = str(request.get("model"))
+        server_facts.observe(model=model, reported=usage["prompt_tokens"], messages=request["messages"])
+
+
+@dataclass
+class _Answer:
+    """A streamed answer as read so far."""
+
+    parts: list[str] = field(default_factory=list)
     finish: str | None = None
-    usage: dict[str, Any] = {}
-    first_at: float | None = None
-    chunks = 0
-    for chunk in _events(response.iter_lines()):
-        if time.monotonic() > end:
-            raise _late(timeout, writing=chunks > 0)
-        usage = chunk.get("usage") or usage
+    usage: dict[str, Any] = field(default_factory=dict)
+    first_at: float | None = None  # when its first text came
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        self.usage = chunk.get("usage") or self.usage
         for choice in chunk.get("choices") or []:
             text = (choice.get("delta") or {}).get("content")
             if text:
-                parts.append(text)
-                chunks += 1
-                first_at = first_at or time.monotonic()
-            finish = choice.get("finish_reason") or finish
+                self.parts.append(text)
+                self.first_at = self.first_at or time.monotonic()
+            self.finish = choice.get("finish_reason") or self.finish
+
+
+def read_answer(response: Any, request: dict[str, Any], *, end: float, timeout: float) -> tuple[str, str | None]:
+    """(content, finish_reason) of a streamed completion within the deadline `end` (a time.monotonic())."""
+    answer = _Answer()
+    for chunk in _events(response.iter_lines()):
+        if time.monotonic() > end:
+            raise _late(timeout, writing=bool(answer.parts))
+        answer.add(chunk)
     if time.monotonic() > end:
-        raise _late(timeout, writing=chunks > 0)
-    model = str(request.get("model"))
-    if isinstance(usage.get("prompt_tokens"), int):  # the server's own count calibrates estimates
-        server_facts.observe(model=model, reported=usage["prompt_tokens"], messages=request["messages"])
-    if first_at is not None:
+        raise _late(timeout, writing=bool(answer.parts))
+    usage = answer.usage
+    _observe_prompt(request, usage)
+    if answer.first_at is not None:
         reported = usage.get("completion_tokens")
-        written = reported if isinstance(reported, int) else chunks
-        server_load.observe_speed(model=model, completion_tokens=written, seconds=time.monotonic() - first_at)
-    _noted(request, usage, "".join(parts))
-    return "".join(parts), finish
+        written = reported if isinstance(reported, int) else len(answer.parts)
+        model = str(request.get("model"))
+        server_load.observe_speed(model=model, completion_tokens=written, seconds=time.monotonic() - answer.first_at)
+    _noted(request, usage, "".join(answer.parts))
+    return "".join(answer.parts), answer.finish
 
 
 def read_whole(response: Any, request: dict[str, Any], *, end: float, timeout: float) -> tuple[Any, Any]:
@@ -92,8 +107,7 @@ def read_whole(response: Any, request: dict[str, Any], *, end: float, timeout: f
     data = json.loads(bytes(body))
     usage = (data.get("usage") or {}) if isinstance(data, dict) else {}
     model = str(request.get("model"))
-    if isinstance(usage.get("prompt_tokens"), int):
-        server_facts.observe(model=model, reported=usage["prompt_tokens"], messages=request["messages"])
+    _observe_prompt(request, usage)
     if isinstance(usage.get("completion_tokens"), int):  # the prompt's reading included: on the slow side
         server_load.observe_speed(
             model=model, completion_tokens=usage["completion_tokens"], seconds=time.monotonic() - started

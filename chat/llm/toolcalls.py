@@ -83,25 +83,9 @@ class ToolCallAssembler:
         if call_id:
             slot["id"] = call_id
         function = _get(part, "function")
-        if function is None:
-            return
-        name = _get(function, "name")
-        if isinstance(name, str) and name:
-            if name.startswith(slot["name"]):
-                slot["name"] = name  # the first piece, a repeat, or a cumulative name
-            else:
-                slot["name"] += name  # the next piece of a name sent in fragments
-        arguments = _get(function, "arguments")
-        if arguments is None or arguments == "":
-            return
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments)
-        if slot["arguments"] and arguments == slot["arguments"] and _complete_json(arguments):
-            return  # the same complete arguments sent again
-        if _complete_json(slot["arguments"]) and _complete_json(arguments):
-            slot["arguments"] = arguments  # a complete value replaces a complete value
-            return
-        slot["arguments"] += arguments
+        if function is not None:
+            _add_name(slot, _get(function, "name"))
+            _add_arguments(slot, _get(function, "arguments"))
 
     def calls(self) -> list[ToolCall]:
         return [
@@ -112,3 +96,25 @@ class ToolCallAssembler:
             )
             for slot in self._slots
         ]
+
+
+def _add_name(slot: dict[str, str], name: Any) -> None:
+    if not isinstance(name, str) or not name:
+        return
+    if name.startswith(slot["name"]):
+        slot["name"] = name  # the first piece, a repeat, or a cumulative name
+    else:
+        slot["name"] += name  # the next piece of a name sent in fragments
+
+
+def _add_arguments(slot: dict[str, str], arguments: Any) -> None:
+    if arguments is None or arguments == "":
+        return
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    if slot["arguments"] and arguments == slot["arguments"] and _complete_json(arguments):
+        return  # the same complete arguments sent again
+    if _complete_json(slot["arguments"]) and _complete_json(arguments):
+        slot["arguments"] = arguments  # a complete value replaces a complete value
+        return
+    slot["arguments"] += arguments

@@ -25,6 +25,9 @@ from typing import Any
 
 from django.db import close_old_connections, connection
 
+from chat import model_queue
+from chat.llm import get_chat_model
+
 logger = logging.getLogger(__name__)
 
 PROBE_TOKENS = 262_144
@@ -80,9 +83,6 @@ def is_llama_cpp_python(base_url: str) -> bool:
 
 
 def _run(base_url: str, model: str) -> None:
-    from chat import model_queue  # the queue reads the chat model, which reads this module's package
-    from chat.llm import get_chat_model
-
     window: int | None = None
     try:
         if is_llama_cpp_python(base_url):

@@ -10,15 +10,15 @@ BATCH = 2000
 
 def install_index(apps, schema_editor):
     """The backend's own structures: SQLite's FTS5 table and triggers, PostgreSQL's GIN index."""
-    from chat.search import backend
+    from chat.search import install
 
-    backend(schema_editor.connection).install(schema_editor)
+    install(schema_editor)
 
 
 def uninstall_index(apps, schema_editor):
-    from chat.search import backend
+    from chat.search import uninstall
 
-    backend(schema_editor.connection).uninstall(schema_editor)
+    uninstall(schema_editor)
 
 
 def index_existing(apps, schema_editor):

@@ -35,3 +35,15 @@ def backend(connection: Any = None) -> ModuleType:
     if vendor not in BACKENDS:
         raise ImproperlyConfigured(f"Conversation search supports {', '.join(BACKENDS)}, not {vendor}.")
     return import_module(BACKENDS[vendor])
+
+
+def install(schema_editor: Any) -> None:
+    """Create the backend's own structures (its INSTALL statements): SQLite's FTS5 table and triggers,
+    PostgreSQL's GIN index."""
+    for statement in backend(schema_editor.connection).INSTALL:
+        schema_editor.execute(statement)
+
+
+def uninstall(schema_editor: Any) -> None:
+    for statement in backend(schema_editor.connection).UNINSTALL:
+        schema_editor.execute(statement)

@@ -6,10 +6,11 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
+from accounts.http import AuthedHttpRequest
 from chat.schemas import PROJECT_FILTER
 from chat.search.query import OFFSET_MAX, PAGE_MAX, QUERY_MAX_CHARS, SearchRejected, search
 from chat.selectors import project_get_for_user
@@ -67,8 +68,8 @@ class SearchHitOut(Schema):
         "number of hits. An empty `q`, or one over the limit, answers 400."
     ),
 )
-def search_list(request: HttpRequest, response: HttpResponse, params: Query[SearchParams]) -> Any:
-    user = request.auth  # type: ignore[attr-defined]
+def search_list(request: AuthedHttpRequest, response: HttpResponse, params: Query[SearchParams]) -> Any:
+    user = request.user
     project: int | Literal["none"] | None = None
     if params.project == "none":
         project = "none"

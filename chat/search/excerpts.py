@@ -11,7 +11,7 @@ from django.utils.translation import get_language
 
 from chat.llm.demo import boilerplate
 from chat.markdown import plain_text
-from chat.terms import term_spans
+from chat.terms import merged_spans, term_spans
 
 EXCERPT_CHARS = 180
 BEFORE_CHARS = 50  # of context kept before the first match
@@ -27,17 +27,6 @@ class Matcher:
 
     def matches(self, term: str) -> bool:
         return term in self.terms or (bool(self.prefix) and term.startswith(self.prefix))
-
-
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Overlapping or touching spans as one (a Chinese word's character pairs overlap)."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 @lru_cache(maxsize=4)
@@ -56,19 +45,30 @@ def excerpt(text: str, matcher: Matcher, *, size: int = EXCERPT_CHARS) -> tuple[
     """`(excerpt, highlights)`: about `size` characters of `text` around its first match, cut at word
     boundaries and marked with "…" where cut, and the [start, end) offsets of the matches inside it."""
     plain = _without_demo_framing(plain_text(text))
-    spans = _merge([(s, e) for term, s, e in term_spans(plain) if matcher.matches(term)])
-    begin = 0
-    if spans and spans[0][0] > BEFORE_CHARS and len(plain) > size:
-        begin = spans[0][0] - BEFORE_CHARS
-        space = plain.find(" ", begin, spans[0][0])
-        begin = space + 1 if space != -1 else begin
-        begin = min(begin, max(0, len(plain) - size))
-    end = min(len(plain), begin + size)
-    if end < len(plain):
-        space = plain.rfind(" ", begin + size // 2, end)
-        end = space if space != -1 else end
+    spans = merged_spans([(s, e) for term, s, e in term_spans(plain) if matcher.matches(term)])
+    begin = _begin(plain, spans[0][0], size) if spans else 0
+    end = _end(plain, begin, size)
     lead = ELLIPSIS if begin > 0 else ""
     body = lead + plain[begin:end].strip(" ") + (ELLIPSIS if end < len(plain) else "")
     shift = len(lead) - begin - (len(plain[begin:end]) - len(plain[begin:end].lstrip(" ")))
     inside = [(s + shift, e + shift) for s, e in spans if s >= begin and e <= end]
     return body, [[s, e] for s, e in inside]
+
+
+def _begin(plain: str, first: int, size: int) -> int:
+    """Where the excerpt starts: at a word's start BEFORE_CHARS before the first match, when it needs cutting."""
+    if first <= BEFORE_CHARS or len(plain) <= size:
+        return 0
+    begin = first - BEFORE_CHARS
+    space = plain.find(" ", begin, first)
+    begin = space + 1 if space != -1 else begin
+    return min(begin, max(0, len(plain) - size))
+
+
+def _end(plain: str, begin: int, size: int) -> int:
+    """Where the excerpt ends: at a word's end, no more than `size` after `begin`."""
+    end = min(len(plain), begin + size)
+    if end < len(plain):
+        space = plain.rfind(" ", begin + size // 2, end)
+        end = space if space != -1 else end
+    return end

@@ -4,12 +4,8 @@ the index never holds words the database does not, and a rolled-back write leave
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-from django.db import connection
 
 from chat.models import Conversation, Message, SearchEntry
-from chat.search import backend
 from chat.terms import terms
 
 
@@ -40,6 +36,12 @@ def _title_entry(conversation: Conversation) -> SearchEntry | None:
     )
 
 
+def _title_replaced(conversation: Conversation) -> SearchEntry | None:
+    """The conversation's earlier title entry deleted; its new one, to be inserted."""
+    SearchEntry.objects.filter(conversation=conversation, message=None).delete()
+    return _title_entry(conversation)
+
+
 def search_index_messages(
     *, messages: Iterable[Message], replace: bool = True, retitled: Conversation | None = None
 ) -> None:
@@ -51,54 +53,10 @@ def search_index_messages(
         SearchEntry.objects.filter(message_id__in=[m.pk for m in messages]).delete()
     entries = [_message_entry(m) for m in messages]
     if retitled is not None:
-        SearchEntry.objects.filter(conversation=retitled, message=None).delete()
-        entries.append(_title_entry(retitled))
-    if new := [e for e in entries if e is not None]:
-        SearchEntry.objects.bulk_create(new)
+        entries.append(_title_replaced(retitled))
+    SearchEntry.objects.bulk_create([e for e in entries if e is not None])  # none: no query
 
 
 def search_index_title(*, conversation: Conversation) -> None:
     """Index the conversation's current title (replacing its earlier one)."""
     search_index_messages(messages=[], retitled=conversation)
-
-
-def search_entries_delete(
-    *, user_id: int | None = None, conversation_ids: Iterable[Any] = (), message_ids: Iterable[int] = ()
-) -> int:
-    """Remove the entries of a user, of conversations or of messages; how many. Deleting the source rows
-    does this by itself (ForeignKey CASCADE, and on SQLite the FTS5 trigger): this is for a caller that
-    wants it done first or explicitly (a deletion registry). Idempotent."""
-    deleted = 0
-    if user_id is not None:
-        deleted += SearchEntry.objects.filter(user_id=user_id).delete()[0]
-    if conversation_ids := list(conversation_ids):
-        deleted += SearchEntry.objects.filter(conversation_id__in=conversation_ids).delete()[0]
-    if message_ids := list(message_ids):
-        deleted += SearchEntry.objects.filter(message_id__in=message_ids).delete()[0]
-    return deleted
-
-
-def search_index_compact() -> None:
-    """Drop what deleted entries left inside the index structures (SQLite's FTS5 keeps a deleted entry's
-    terms in older segments until they are merged); a no-op on PostgreSQL. Slow on a big index: run
-    it after deleting an account, not per message."""
-    backend().compact(connection)
-
-
-def search_index_rebuild(*, user_id: int | None = None) -> int:
-    """Index every message and title again (all users', or one's): entries replaced. How many messages."""
-    messages = Message.objects.order_by("id")
-    conversations = Conversation.objects.order_by("created_at")
-    if user_id is not None:
-        messages, conversations = messages.filter(user_id=user_id), conversations.filter(owner_id=user_id)
-    count = 0
-    batch: list[Message] = []
-    for message in messages.iterator(chunk_size=2000):
-        batch.append(message)
-        if len(batch) == 2000:
-            search_index_messages(messages=batch)
-            count, batch = count + len(batch), []
-    search_index_messages(messages=batch)
-    for conversation in conversations.iterator(chunk_size=2000):
-        search_index_title(conversation=conversation)
-    return count + len(batch)

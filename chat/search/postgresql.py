@@ -21,16 +21,6 @@ INSTALL = [f'CREATE INDEX {INDEX} ON {ENTRIES} USING gin ("terms")']
 UNINSTALL = [f"DROP INDEX IF EXISTS {INDEX}"]
 
 
-def install(schema_editor: Any) -> None:
-    for statement in INSTALL:
-        schema_editor.execute(statement)
-
-
-def uninstall(schema_editor: Any) -> None:
-    for statement in UNINSTALL:
-        schema_editor.execute(statement)
-
-
 def tsquery(terms: list[str], *, prefix: bool) -> str:
     """A `to_tsquery` text: every term (quoted), the last one as a prefix when `prefix`."""
     quoted = [f"'{term}'" for term in terms]
@@ -46,10 +36,6 @@ def matching(
     GIN index and the user's newest-first B-tree by its own statistics (`many` is SQLite's hint)."""
     sql = f'"{ENTRIES}"."terms" @@ to_tsquery(\'simple\', %s)'
     return entries.filter(RawSQL(sql, [tsquery(terms, prefix=prefix)], output_field=BooleanField()), user_id=user_id)
-
-
-def compact(connection: Any) -> None:
-    """Nothing to merge: PostgreSQL's own vacuum reclaims deleted rows and index entries."""
 
 
 def size_bytes(connection: Any) -> int:

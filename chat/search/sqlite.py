@@ -7,7 +7,7 @@ with the entries table in the same transaction, whoever writes or deletes: the s
 that deletes a message, conversation or account, or a plain SQLite client. `detail=none`: a search is
 an AND of terms (and a prefix), never a phrase, so no positions are kept (a smaller index);
 `columnsize=0`: nothing is ranked, so no document sizes; `prefix='2 3'`: a word being typed ("pho")
-is looked up in a prefix index (~1 ms) rather than by merging every word it begins (~10 ms).
+is looked up in a prefix index rather than by merging every word it begins.
 
 A migration that remakes `chat_searchentry` on SQLite (Django copies a table to alter it) drops the
 triggers with the old table: it must run `install` again.
@@ -47,16 +47,6 @@ UNINSTALL = [
 ]
 
 
-def install(schema_editor: Any) -> None:
-    for statement in INSTALL:
-        schema_editor.execute(statement)
-
-
-def uninstall(schema_editor: Any) -> None:
-    for statement in UNINSTALL:
-        schema_editor.execute(statement)
-
-
 def fts_query(terms: list[str], *, prefix: bool) -> str:
     """An FTS5 query: every term (each quoted, so no word is read as an operator), the last one as a
     prefix when `prefix`. Terms are letters and digits only (chat.terms)."""
@@ -74,7 +64,7 @@ def matching(
     Which end SQLite's plan starts from matters more than anything else here. By default the user is
     compared as `+user_id`, which SQLite cannot answer from an index, so the plan starts from the
     full-text matches (looked up by rowid): a rare word costs next to nothing, where starting from a
-    50,000-message account's entries cost ~10 ms whatever matched. With `many` (the caller counted
+    large account's entries costs the same whatever matched. With `many` (the caller counted
     thousands of matches) the plan walks the user's newest-first index instead and stops after one page,
     rather than sorting every match."""
     rows = RawSQL(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH %s", [fts_query(terms, prefix=prefix)])
@@ -82,13 +72,6 @@ def matching(
         return entries.filter(user_id=user_id, pk__in=rows)
     mine = RawSQL(f'+"{ENTRIES}"."user_id" = %s', [user_id], output_field=BooleanField())
     return entries.filter(mine, pk__in=rows)
-
-
-def compact(connection: Any) -> None:
-    """Merge the index into one segment: what deleted entries left in older segments is dropped (FTS5
-    records a deletion as a marker until its segments are merged)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {TABLE}({TABLE}) VALUES ('optimize')")
 
 
 def size_bytes(connection: Any) -> int:

@@ -15,10 +15,8 @@ closed (Stop, or the server shutting down). The saved context stays valid: every
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -31,51 +29,17 @@ from django.utils.translation import gettext as _
 from accounts.models import User
 from chat import extensions, model_queue, selectors, services
 from chat.extensions import TurnContext
-from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage, catalogue, get_chat_model
+from chat.llm import ChatModel, LLMError, TextDelta, ToolCall, ToolCalls, Usage, catalogue, get_chat_model, tokens
 from chat.models import Conversation, Message
-from chat.turn import compaction, context_budget, tokens, transactions
-from chat.turn.deadlines import Deadline
-from chat.turn.metered import TurnMeter
-from chat.turn.model_input import CUT_SHORT, TurnEvent, build_model_input
+from chat.turn import compaction, context_budget, tool_calls, transactions
+from chat.turn.clock import TurnBudget
+from chat.turn.events import TurnEvent
+from chat.turn.metered import StepMeter, TurnMeter
+from chat.turn.model_input import CUT_SHORT, build_model_input
 from chat.turn.reply_text import ReplyText
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def _run_tool(ctx: TurnContext, call: ToolCall) -> str:
-    tool = extensions.get_tool(call.name, ctx)
-    if tool is None:  # unknown, or not offered in this turn
-        return f"Error: there is no tool named {call.name!r}."
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
-        return "Error: the tool arguments were not valid JSON."
-    if not isinstance(arguments, dict):
-        return "Error: the tool arguments must be a JSON object."
-    try:
-        return tool.run(ctx, arguments)
-    except Exception:
-        logger.exception("tool %s failed", call.name)
-        return f"Error: the tool {call.name} failed; nothing was done."
-
-
-def _answered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`items` where every tool call has a result: providers reject a context with an unanswered call,
-    which a turn stopped in the middle of its tools would otherwise leave behind."""
-    answered = {item.get("tool_call_id") for item in items if item.get("role") == "tool"}
-    result = list(items)
-    for item in items:
-        for call in item.get("tool_calls") or []:
-            if call["id"] not in answered:
-                result.append({"role": "tool", "tool_call_id": call["id"], "content": "Error: the tool was not run."})
-    return result
-
-
-# The turn's database work runs in the loop's thread pool, not on the one thread Channels otherwise
-# shares between every connection of the process: each call is its own short transaction, and turns
-# starting together must not queue behind each other (or behind a tool, which may block for long).
-_run_tool_async = database_sync_to_async(_run_tool, thread_sensitive=False)
 
 
 def _begin(
@@ -119,6 +83,9 @@ def _begin(
         return started, None, meter
 
 
+# The turn's database work runs in the loop's thread pool, not on the one thread Channels otherwise
+# shares between every connection of the process: each call is its own short transaction, and turns
+# starting together must not queue behind each other (or behind a tool, which may block for long).
 _begin_async = database_sync_to_async(_begin, thread_sensitive=False)
 _turn_finish = database_sync_to_async(transactions.turn_finish, thread_sensitive=False)
 _model_input = database_sync_to_async(lambda meter, ctx, context: meter.build(ctx, context), thread_sensitive=False)
@@ -127,53 +94,19 @@ _fit_turn_async = database_sync_to_async(compaction.fit_turn, thread_sensitive=F
 
 
 @dataclass
-class TurnBudget:
-    """The turn's wall-clock limit (CHAT_TURN_TIMEOUT), over every model step of the turn.
-
-    Each wait for the next chunk is bounded by what is left, so neither a slow model nor a server
-    that only sends keep-alive pings can hold the conversation's lock and run slot past it.
-    """
-
-    deadline: float
-    _timer: Deadline | None = None  # made by the first wait, in the turn's own task
-
-    @classmethod
-    def start(cls) -> TurnBudget:
-        return cls(deadline=time.monotonic() + float(settings.CHAT_TURN_TIMEOUT))
-
-    async def next_chunk(self, stream: AsyncIterator[T]) -> T | None:
-        """The stream's next chunk, None at its end; LLMError(kind="timeout") when the time is up."""
-        if self._timer is None:
-            self._timer = Deadline(self.deadline)
-        try:
-            return await self._timer.wait(anext(stream))
-        except StopAsyncIteration:
-            return None
-        except TimeoutError as exc:
-            limit = float(settings.CHAT_TURN_TIMEOUT)
-            message = _("The reply did not finish within the turn's time limit (%(seconds)s s).") % {
-                "seconds": f"{limit:g}"
-            }
-            raise LLMError(message, kind="timeout") from exc
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-
-
-@dataclass
 class Turn:
     started: transactions.StartedTurn
     model: ChatModel
+    _budget: context_budget.Budget  # the context budget (chat.turn.context_budget), as the turn learns it
     _text: list[str] = field(default_factory=list)
     _items: list[dict[str, Any]] = field(default_factory=list)
     _step_text: list[str] = field(default_factory=list)
     _reply: ReplyText = field(default_factory=ReplyText)  # storable pieces, within CHAT_REPLY_MAX_CHARS
     _finished: Message | None = None
-    # Context budget (chat.turn.context_budget): loaded at the first step; whether a length refusal was retried;
-    # whether the turn failed for length (then it leaves the state as it found it, or smaller).
-    _budget: context_budget.Budget | None = None
+    # Whether a length refusal was retried; whether the turn failed for length (then it leaves the state
+    # as it found it, or smaller).
     _refused: bool = False
+    _answered: bool = False  # whether the current request has sent any of the reply
     _too_long: bool = False
     _first_input: list[dict[str, Any]] | None = None  # built with the turn's start (`_begin`)
     _saving: bool = False
@@ -295,45 +228,59 @@ class Turn:
         try:
             for step in range(max_steps + 1):
                 # The last step offers no tools, so the loop always ends with an answer.
-                # Sized as sent: no schemas when the adapter would leave them out (chat.llm.tools_usable).
-                offered = step < max_steps and settings.CHAT_TOOLS != "off" and self.model.tools_supported
-                tools = extensions.tool_schemas(self.ctx) if offered else []
+                last = step == max_steps
                 calls: list[ToolCall] = []
-                self._step_text = []
-                stream = self._fitted_stream(messages, tools or None)
-                async with aclosing(stream):
-                    while (chunk := await budget.next_chunk(stream)) is not None:
-                        if isinstance(chunk, TurnEvent):  # summarizing earlier messages first
-                            yield chunk
-                        elif isinstance(chunk, ToolCalls):
-                            calls = chunk.calls
-                        elif chunk.text and (text := self._reply.piece(chunk.text)):
-                            text = "\n\n" + text if self._text and not self._step_text else text
-                            self._step_text.append(text)  # separated above from text written before a tool call
-                            self._text.append(text)
-                            yield TurnEvent("delta", text=text)
-                        if self._reply.full:  # CHAT_REPLY_MAX_CHARS: the reply ends here, with a note
-                            raise self._reply.too_long()
+                async for event in self._step(messages, self._tools_offered(last), budget, calls):
+                    yield event
                 step_text = "".join(self._step_text).strip() or None
                 self._step_text = []
-                if step == max_steps:
+                if last:
                     calls = []  # no tools were offered: a stray call is not run, the text is the answer
-                if not calls and not step_text:
-                    raise LLMError(_("The model sent an empty reply."), kind="empty")
                 if not calls:
-                    self._items.append({"role": "assistant", "content": step_text or ""})
+                    if not step_text:
+                        raise LLMError(_("The model sent an empty reply."), kind="empty")
+                    self._items.append({"role": "assistant", "content": step_text})
                     return
-                parts = [c.as_message_part() for c in calls]
-                self._items.append({"role": "assistant", "content": step_text, "tool_calls": parts})
-                for call in calls:
-                    yield TurnEvent("tool", tool=call.name)
-                    result = await _run_tool_async(self.ctx, call)
-                    self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                async for event in self._run_tools(calls, step_text):
+                    yield event
                 # A tool may have changed what the providers show (flush_memory updates memories):
                 # the next step sees the blocks as they are now, not as they were before the tool ran.
                 messages = await _model_input(self._meter, self.ctx, self.started.context)
         finally:
             budget.close()
+
+    def _tools_offered(self, last: bool) -> list[dict[str, Any]]:
+        """Sized as sent: no schemas when the adapter would leave them out (chat.llm.tools_usable)."""
+        offered = not last and settings.CHAT_TOOLS != "off" and self.model.tools_supported
+        return extensions.tool_schemas(self.ctx) if offered else []
+
+    async def _step(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], budget: TurnBudget, calls: list[ToolCall]
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """One model step: its text as "delta" events, the tool calls it asks for into `calls`."""
+        self._step_text = []
+        stream = self._fitted_stream(messages, tools or None)
+        async with aclosing(stream):
+            while (chunk := await budget.next_chunk(stream)) is not None:
+                if isinstance(chunk, TurnEvent):  # summarizing earlier messages first
+                    yield chunk
+                elif isinstance(chunk, ToolCalls):
+                    calls[:] = chunk.calls
+                elif chunk.text and (text := self._reply.piece(chunk.text)):
+                    text = "\n\n" + text if self._text and not self._step_text else text
+                    self._step_text.append(text)  # separated above from text written before a tool call
+                    self._text.append(text)
+                    yield TurnEvent("delta", text=text)
+                if self._reply.full:  # CHAT_REPLY_MAX_CHARS: the reply ends here, with a note
+                    raise self._reply.too_long()
+
+    async def _run_tools(self, calls: list[ToolCall], step_text: str | None) -> AsyncGenerator[TurnEvent, None]:
+        parts = [c.as_message_part() for c in calls]
+        self._items.append({"role": "assistant", "content": step_text, "tool_calls": parts})
+        for call in calls:
+            yield TurnEvent("tool", tool=call.name)
+            result = await tool_calls.run_tool_async(self.ctx, call)
+            self._items.append({"role": "tool", "tool_call_id": call.id, "content": result})
 
     async def _fitted_stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -342,45 +289,22 @@ class Turn:
         preceded by a compaction of the state (announced by a "tool" event), and a refusal for length
         compacts harder and retries once. Provider-reported prompt sizes calibrate the estimate."""
         s = self.started
-        if self._budget is None:
-            self._budget = context_budget.budget_of(
-                context_window=s.context_window, token_ratio=s.token_ratio, model=s.conversation.model
-            )
         request = [*messages, *self._items]
         size = self._budget.measure(request, tools)
         if size > self._budget.input:
             yield TurnEvent("tool", tool=compaction.SUMMARIZING)
             request, size = await self._fit(tools, hard=False)
         while True:
-            answered = False
+            self._answered = False
             step = self._meter.step(request, tools, self._budget.ratio)  # counted however the step ends
             try:
-                # max_tokens: the reply's room in this conversation's budget (a learned window may be smaller).
-                # In the provider's queue first (LLM_MAX_CONCURRENCY): the page says how many are ahead.
-                # The conversation's model, as read with the turn's start: a switch takes effect next turn.
-                stream = model_queue.stream(
-                    self.model,
-                    messages=request,
-                    tools=tools,
-                    max_tokens=self._budget.reply,
-                    model=catalogue.conversation_model(s.conversation.model),
-                )
-                async with aclosing(stream):  # type: ignore[type-var]
-                    async for chunk in stream:
-                        if isinstance(chunk, model_queue.Waiting):
-                            yield TurnEvent("waiting", text=str(chunk.ahead))
-                            continue
-                        step.saw(chunk)
-                        if isinstance(chunk, Usage):
-                            await self._calibrate(chunk.prompt_tokens, tokens.estimate_request(request, tools))
-                            continue
-                        answered = True
-                        yield chunk
+                async for chunk in self._model_stream(request, tools, step):
+                    yield chunk
                 return
             except LLMError as exc:
                 overflow = context_budget.is_overflow(exc, request_tokens=size, budget=self._budget)
-                if not overflow or answered or self._refused:
-                    self._too_long = self._too_long or (overflow and not answered)
+                if not overflow or self._answered or self._refused:
+                    self._too_long = self._too_long or (overflow and not self._answered)
                     raise
                 refusal = exc
             finally:
@@ -392,10 +316,34 @@ class Turn:
             yield TurnEvent("tool", tool=compaction.SUMMARIZING)
             request, size = await self._fit(tools, hard=True)
 
+    async def _model_stream(
+        self, request: list[dict[str, Any]], tools: list[dict[str, Any]] | None, step: StepMeter
+    ) -> AsyncGenerator[TextDelta | ToolCalls | TurnEvent, None]:
+        """One request, in the provider's queue first (LLM_MAX_CONCURRENCY: the page says how many are
+        ahead). max_tokens: the reply's room in this conversation's budget (a learned window may be
+        smaller). The conversation's model, as read with the turn's start: a switch takes effect next turn."""
+        stream = model_queue.stream(
+            self.model,
+            messages=request,
+            tools=tools,
+            max_tokens=self._budget.reply,
+            model=catalogue.conversation_model(self.started.conversation.model),
+        )
+        async with aclosing(stream):  # type: ignore[type-var]
+            async for chunk in stream:
+                if isinstance(chunk, model_queue.Waiting):
+                    yield TurnEvent("waiting", text=str(chunk.ahead))
+                    continue
+                step.saw(chunk)
+                if isinstance(chunk, Usage):
+                    await self._calibrate(chunk.prompt_tokens, tokens.estimate_request(request, tools))
+                    continue
+                self._answered = True  # a refusal after this cannot be retried
+                yield chunk
+
     async def _fit(self, tools: list[dict[str, Any]] | None, *, hard: bool) -> tuple[list[dict[str, Any]], int]:
         """Compact the state so this step's request fits; the new request and its estimate."""
         s, budget = self.started, self._budget
-        assert budget is not None
         bare = await database_sync_to_async(build_model_input)(self.ctx, [])
         try:
             fit = await _fit_turn_async(
@@ -419,7 +367,6 @@ class Turn:
 
     async def _calibrate(self, reported: int, estimated: int) -> None:
         budget = self._budget
-        assert budget is not None
         ratio = await database_sync_to_async(context_budget.state_calibrate)(
             conversation_id=self.started.conversation.pk, reported=reported, estimated=estimated, previous=budget.ratio
         )
@@ -429,7 +376,7 @@ class Turn:
         if self._finished is not None:  # a turn is saved once, whichever way it ends
             return self._finished
         self._saving = True
-        items = _answered(self._items)
+        items = tool_calls.answered(self._items)
         partial = "".join(self._step_text).strip()
         if status != Message.Status.COMPLETE and partial:
             # Keep the state consistent, and tell the model next turn that this answer was cut short.

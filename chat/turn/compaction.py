@@ -31,9 +31,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat import extensions, model_queue
-from chat.llm import LLMError, metering, tools_usable
+from chat.llm import LLMError, metering, tokens, tools_usable
 from chat.models import AgentState, Conversation, Message
-from chat.turn import tokens
 from chat.turn.context_budget import Budget, budget_for
 from chat.turn.cut import drop_oldest
 from chat.turn.model_input import system_prompt
@@ -68,6 +67,17 @@ def _summarized_through(conversation_id: Any, previous_id: int | None, turns: in
     return ids[-1] if ids else previous_id
 
 
+def _may_save(conversation_id: Any, lock_token: Any, now: Any) -> bool:
+    """Whether the conversation (locked for the transaction) may take a compacted state: without
+    `lock_token`, while no turn holds it; with it, while that lock is still ours."""
+    conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+    if conversation is None:
+        return False
+    if lock_token is not None:
+        return conversation.lock_token == lock_token
+    return conversation.lock_expires_at is None or conversation.lock_expires_at <= now
+
+
 @transaction.atomic
 def state_compacted_save(
     *, conversation_id: Any, version: int, result: Compacted, lock_token: Any = None, read: Any = None
@@ -78,11 +88,7 @@ def state_compacted_save(
     agent states in place (memory.forgetting, chat.data), and a summary made from the text before must
     not bring it back. The new version, or None."""
     now = timezone.now()
-    conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
-    if conversation is None:
-        return None
-    locked = conversation.lock_expires_at is not None and conversation.lock_expires_at > now
-    if (lock_token is None and locked) or (lock_token is not None and conversation.lock_token != lock_token):
+    if not _may_save(conversation_id, lock_token, now):
         return None
     state = AgentState.objects.filter(conversation_id=conversation_id, version=version).first()
     if state is None or (read is not None and state.context != read):

@@ -13,16 +13,15 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.llm import LLMError, catalogue, server_facts
+from chat.llm import LLMError, catalogue, server_facts, tokens, window_size
 from chat.models import AgentState, Conversation
-from chat.turn import tokens
 
 
 @dataclass(frozen=True)
 class Budget:
     window: int  # the model's context window, in tokens
     reply: int  # room kept for the reply
-    ratio: float | None = None  # the conversation's calibration factor (chat.turn.tokens)
+    ratio: float | None = None  # the conversation's calibration factor (chat.llm.tokens)
 
     @property
     def input(self) -> int:
@@ -51,7 +50,7 @@ def budget_of(*, context_window: int | None, token_ratio: float | None, model: s
     (None: CHAT_CONTEXT_TOKENS, or what the provider states for the model) and calibration (None: the
     model's, from the server's counts of non-streamed calls, if any)."""
     model = catalogue.conversation_model(model)
-    window = server_facts.context_tokens(model)
+    window = window_size.context_tokens(model)
     if context_window:
         window = min(window, context_window)
     window = max(window, 256)

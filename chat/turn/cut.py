@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.turn import tokens
+from chat.llm import tokens
 
 # The summary sits inside the one system message (chat.turn.model_input.build_model_input), so it is framed
 # as the memory block is: background, not orders. Its end is marked too, and the marks are removed from the

@@ -31,7 +31,7 @@ from chat.fragments import (
 )
 from chat.selectors import SummaryDivider
 from chat.turn import pages
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 from chat.turn.registry import flush_interval
 
 if TYPE_CHECKING:

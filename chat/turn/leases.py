@@ -10,7 +10,7 @@ closes the turn: the assistant message is saved `interrupted` with its persisted
 state gets the user's message and the partial reply (so the next turn sees what happened), and the
 lock and the user's run slot are released.
 
-The lock also records its owner, "host:pid:boot" (chat/turn/process.py). A process that starts on the
+The lock also records its owner, "host:pid:boot" (chat/process.py). A process that starts on the
 same host knows the turns of a process that is gone (or of an earlier life of its own pid) are dead: it recovers them at
 once instead of waiting for their lease to run out, so a restarted server answers the next turn in
 that conversation straight away. The other way round, a lease that ran out while its process still
@@ -36,10 +36,10 @@ from django.utils.translation import gettext_noop as _
 
 from chat import services
 from chat.models import AgentState, Conversation, Message
+from chat.process import owner_is_alive, owner_is_dead
 from chat.search.index import search_index_messages
 from chat.turn import transactions
 from chat.turn.model_input import CUT_SHORT  # the agent's own marker for a reply cut short
-from chat.turn.process import owner_is_alive, owner_is_dead
 
 logger = logging.getLogger(__name__)
 
@@ -73,22 +73,32 @@ def turns_heartbeat(pulses: list[Pulse]) -> dict[Any, Beat]:
     if not pulses:
         return {}
     now = transactions._now()
-    expires = now + timedelta(seconds=lease_seconds())
     # Three statements however many turns: the texts (each only while its reply is still streaming),
     # the leases still held by these tokens, then who holds what and who was asked to stop.
+    _texts_save(pulses, now)
+    ours = Q()
+    for pulse in pulses:
+        ours |= Q(pk=pulse.conversation_id, lock_token=pulse.lock_token)
+    Conversation.objects.filter(ours).update(lock_expires_at=now + timedelta(seconds=lease_seconds()))
+    return _beats(pulses)
+
+
+def _texts_save(pulses: list[Pulse], now: Any) -> None:
     texts = {p.message_id: services.without_nul(p.content) for p in pulses if p.content is not None}
     if texts:
         text = Case(*(When(pk=pk, then=Value(content)) for pk, content in texts.items()), output_field=TextField())
         Message.objects.filter(pk__in=texts, status=Message.Status.STREAMING).update(content=text, updated_at=now)
-    ours = Q()
-    for pulse in pulses:
-        ours |= Q(pk=pulse.conversation_id, lock_token=pulse.lock_token)
-    Conversation.objects.filter(ours).update(lock_expires_at=expires)
+
+
+def _beats(pulses: list[Pulse]) -> dict[Any, Beat]:
     rows = Conversation.objects.filter(pk__in=[p.conversation_id for p in pulses])
     now_held = {pk: (token, stop) for pk, token, stop in rows.values_list("pk", "lock_token", "stop_requested")}
-    held = {p.conversation_id for p in pulses if now_held.get(p.conversation_id, (None, False))[0] == p.lock_token}
-    stopping = {pk for pk in held if now_held[pk][1]}
-    return {p.conversation_id: Beat(held=p.conversation_id in held, stop=p.conversation_id in stopping) for p in pulses}
+    beats = {}
+    for pulse in pulses:
+        token, stop = now_held.get(pulse.conversation_id, (None, False))
+        held = token == pulse.lock_token
+        beats[pulse.conversation_id] = Beat(held=held, stop=held and stop)
+    return beats
 
 
 def turn_stop_request(*, conversation: Conversation) -> bool:

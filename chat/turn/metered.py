@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.llm import TextDelta, ToolCalls, Usage, metering
-from chat.turn import tokens
+from chat.llm import TextDelta, ToolCalls, Usage, metering, tokens
+from chat.turn.model_input import build_model_input
 
 MEMORY_PROVIDER = "memory"  # the context provider whose block is the memory block (memory.apps)
 
@@ -71,8 +71,6 @@ class TurnMeter:
 
     def build(self, ctx: Any, context: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The turn's model input (chat.turn.model_input), its blocks measured and its calls counted."""
-        from chat.turn.model_input import build_model_input  # model_input is imported by the agent too
-
         with metering.counting(self.building):
             return build_model_input(ctx, context)
 

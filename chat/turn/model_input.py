@@ -1,40 +1,20 @@
-"""The model input of a turn: the system prompt, the input assembled for each step of a turn, and the
-events a turn yields (chat.turn.agent, chat.turn.runner).
-"""
+"""The model input of a turn: the system prompt, the project's instructions and the context providers'
+blocks, then the stored context and the new message, assembled for each step (chat.turn.agent)."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from chat import extensions
 from chat.extensions import TurnContext
-from chat.llm import single_system_message
-from chat.models import Message
-from chat.turn import cut, tokens
+from chat.llm import single_system_message, tokens
+from chat.prompts import system_prompt
+from chat.turn import cut
 
 logger = logging.getLogger(__name__)
-PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 # Appended, in the agent state only, to a reply that was stopped or failed half-way.
 CUT_SHORT = " [reply cut short]"
-
-
-@cache
-def system_prompt() -> str:
-    return (PROMPTS / "system.md").read_text(encoding="utf-8").strip()
-
-
-@dataclass
-class TurnEvent:
-    type: str  # "start" | "waiting" (text: how many requests are ahead) | "delta" | "tool" | "done" | "error"
-    text: str = ""
-    user_message: Message | None = None
-    assistant_message: Message | None = None
-    tool: str = ""
-    kind: str = ""  # on "error": the LLMError's kind ("too_long": the message alone does not fit the window)
 
 
 # A project's instructions (SPEC §9): the user's own words for one piece of work, sent with each of its turns.

@@ -114,32 +114,36 @@ class _Lookups:
 
     async def _send(self) -> None:
         waiting, self.waiting = self.waiting, {}
-        layer = self.layer
         try:
             hosts: dict[int, list[str]] = {}
             for group in waiting:
-                hosts.setdefault(layer.consistent_hash(group), []).append(group)
-            # channels_redis keeps a group as a sorted set of channel names scored by when they joined, and
-            # names a process's channels "specific.<its client_prefix>!…" (channels_redis 4, pinned in
-            # requirements.txt).
-            since, ours = time.time() - layer.group_expiry, f"specific.{layer.client_prefix}!"
+                hosts.setdefault(self.layer.consistent_hash(group), []).append(group)
             for index, groups in hosts.items():
-                try:
-                    async with layer.connection(index).pipeline(transaction=False) as pipe:
-                        for group in groups:
-                            pipe.zrangebyscore(layer._group_key(group), min=since, max="+inf")
-                        results = await pipe.execute()
-                except Exception as exc:
-                    for group in groups:
-                        _settle(waiting[group], error=exc)
-                    continue
-                for group, members in zip(groups, results, strict=True):
-                    names = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
-                    _settle(waiting[group], result=[name for name in names if not name.startswith(ours)])
+                await self._ask(index, groups, waiting)
         finally:  # cancelled (the loop is closing): no caller waits for ever
             for futures in waiting.values():
                 for future in futures:
                     future.cancel()
+
+    async def _ask(self, index: int, groups: list[str], waiting: dict[str, list[asyncio.Future[list[str]]]]) -> None:
+        """One round trip to one Redis host for all of its groups."""
+        layer = self.layer
+        # channels_redis keeps a group as a sorted set of channel names scored by when they joined, and
+        # names a process's channels "specific.<its client_prefix>!…" (channels_redis 4, pinned in
+        # requirements.txt).
+        since, ours = time.time() - layer.group_expiry, f"specific.{layer.client_prefix}!"
+        try:
+            async with layer.connection(index).pipeline(transaction=False) as pipe:
+                for group in groups:
+                    pipe.zrangebyscore(layer._group_key(group), min=since, max="+inf")
+                results = await pipe.execute()
+        except Exception as exc:
+            for group in groups:
+                _settle(waiting[group], error=exc)
+            return
+        for group, members in zip(groups, results, strict=True):
+            names = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
+            _settle(waiting[group], result=[name for name in names if not name.startswith(ours)])
 
 
 def _settle(

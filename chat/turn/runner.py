@@ -40,9 +40,9 @@ import contextlib
 import contextvars
 import copy
 import dataclasses
+import functools
 import logging
 import time
-import weakref
 from contextlib import aclosing
 from typing import Any
 from uuid import UUID
@@ -57,10 +57,10 @@ from accounts.models import User
 from chat import selectors, services
 from chat.llm import warm_up, written
 from chat.models import Conversation, Message
-from chat.turn import leases, pages
+from chat.turn import heartbeat, leases, pages
 from chat.turn.agent import Turn
+from chat.turn.events import TurnEvent
 from chat.turn.fanout import Fanout
-from chat.turn.model_input import TurnEvent
 from chat.turn.registry import read_pause, running_turns
 
 logger = logging.getLogger(__name__)
@@ -102,17 +102,19 @@ async def start_turn(
 
     Call `listen()` on the result before awaiting anything else to get every event from the start.
     """
+    begin = functools.partial(
+        _begin,
+        user=user,
+        conversation=conversation,
+        content=content,
+        retry=retry or regenerate,
+        message_id=message_id,
+        origin=origin,
+        regenerate=regenerate,
+        replace=replace,
+    )
     try:
-        turn = await _begin(
-            user=user,
-            conversation=conversation,
-            content=content,
-            retry=retry or regenerate,
-            message_id=message_id,
-            origin=origin,
-            regenerate=regenerate,
-            replace=replace,
-        )
+        turn = await begin()
     except services.ConversationBusy:
         # The lock may be held by a turn whose process died (chat/turn/leases.py): close that turn, then try
         # once more. Only then: on the way to every first token, it would be one more database trip.
@@ -120,16 +122,7 @@ async def start_turn(
         conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
         if not await recover(conversation_id=conversation_id):
             raise
-        turn = await _begin(
-            user=user,
-            conversation=conversation,
-            content=content,
-            retry=retry or regenerate,
-            message_id=message_id,
-            origin=origin,
-            regenerate=regenerate,
-            replace=replace,
-        )
+        turn = await begin()
     running = RunningTurn(turn, language=translation.get_language())
     pages.turn_started_here(running.message_id)
     running_turns.add(running)
@@ -214,7 +207,7 @@ class RunningTurn:
         self.fanout = Fanout(self.key, self.message_id)
         # This task's model requests say when they are written: the turn's start is announced then (`_hold`).
         written.on_request_written.set(self._release)
-        _heartbeat_ensure()
+        heartbeat.ensure()
         last = TurnEvent("error", text=gettext("The reply stopped unexpectedly."), user_message=started.user_message)
         try:
             loop = asyncio.get_running_loop()
@@ -297,59 +290,6 @@ async def _read_pause(*, waited: float) -> None:
     pause = read_pause()
     if pause > waited > PAUSE_AFTER_WAIT:
         await asyncio.sleep(pause - waited)
-
-
-# --- the heartbeat: one database trip a second for all of this process's turns ----------------------
-
-_hearts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = weakref.WeakKeyDictionary()
-
-
-def _heartbeat_ensure() -> None:
-    loop = asyncio.get_running_loop()
-    heart = _hearts.get(loop)
-    if heart is None or heart.done():
-        _hearts[loop] = loop.create_task(_heartbeat(), name="turn-heartbeat", context=contextvars.Context())
-
-
-async def _heartbeat() -> None:
-    """Every HEARTBEAT_SECONDS, renew the leases of this loop's running turns and save their text so far,
-    in one transaction for all of them (leases.turns_heartbeat): fifty replies make one write a second,
-    not fifty. It also brings a Stop asked in another process, or a lost lease, to the turn. Ends when
-    no turn runs; the next turn starts it again."""
-    loop = asyncio.get_running_loop()
-    beat = database_sync_to_async(leases.turns_heartbeat, thread_sensitive=False)
-    while True:
-        await asyncio.sleep(leases.HEARTBEAT_SECONDS)
-        turns = [r for r in running_turns.all() if r.loop is loop and r.task is not None and not r.task.done()]
-        turns = [r for r in turns if not r.turn.saved]  # a saved turn has released its lease already
-        if not turns:
-            return
-        texts = {r.key: r.turn.text for r in turns}
-        pulses = [
-            leases.Pulse(
-                conversation_id=r.turn.started.conversation.pk,
-                lock_token=r.turn.started.lock_token,
-                message_id=r.message_id,
-                content=texts[r.key] if texts[r.key] != r.saved_text else None,
-            )
-            for r in turns
-        ]
-        try:
-            beats = await beat(pulses)
-        except Exception:  # the database is away for a moment: a lease outlasts a few misses
-            logger.warning("could not renew the leases of running turns", exc_info=True)
-            continue
-        for running in turns:
-            text = texts[running.key]
-            if text != running.saved_text:
-                running.saved_text = text
-                running.fanout.send({"type": "turn.text", "message_id": running.message_id, "text": text})
-            result = beats.get(running.turn.started.conversation.pk)
-            # Not once the turn is saved: it released the lease itself (and a late cancel would report
-            # a complete reply as stopped).
-            if result is not None and (result.stop or not result.held) and not running.turn.saved:
-                assert running.task is not None
-                running.task.cancel()
 
 
 @database_sync_to_async

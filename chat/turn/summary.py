@@ -12,8 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from chat import model_queue
-from chat.llm import get_chat_model
-from chat.turn import tokens
+from chat.llm import get_chat_model, tokens
 from chat.turn.context_budget import Budget
 from chat.turn.cut import (
     KEEP_SHARE,
@@ -36,14 +35,13 @@ def summary_prompt() -> str:
     return (PROMPTS / "summary.md").read_text(encoding="utf-8").strip()
 
 
+_SAID_BY = {"user": "User: ", "tool": "Tool result: ", "system": "Note: "}
+
+
 def _line(item: dict[str, Any]) -> str:
     role, content = item.get("role"), str(item.get("content") or "").strip()
-    if role == "user":
-        return f"User: {content}"
-    if role == "tool":
-        return f"Tool result: {content}"
-    if role == "system":
-        return f"Note: {content}"
+    if role in _SAID_BY:
+        return _SAID_BY[role] + content
     calls = item.get("tool_calls") or []
     said = [f"Assistant: {content}"] if content else []
     for call in calls:

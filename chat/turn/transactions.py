@@ -19,10 +19,10 @@ from accounts.models import User
 from chat import edits, extensions, versions
 from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
 from chat.models import AgentState, Conversation, Message, Project, TurnStart
+from chat.process import owner
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
 from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
-from chat.turn.process import owner
 
 
 def _now() -> Any:
@@ -227,10 +227,7 @@ def retryable_reply(conversation: Conversation) -> Message | None:
     """The conversation's latest message when it is a reply that failed or was stopped: the one reply
     Retry can regenerate in place (an earlier one has later messages that depend on it)."""
     latest = Message.objects.filter(conversation=conversation).order_by("-created_at", "-id").first()
-    retryable = (Message.Status.ERROR, Message.Status.INTERRUPTED)
-    if latest is None or latest.role != Message.Role.ASSISTANT or latest.status not in retryable:
-        return None
-    return latest
+    return latest if latest is not None and latest.offers_retry else None
 
 
 def context_before(context: list[dict[str, Any]], content: str) -> list[dict[str, Any]]:

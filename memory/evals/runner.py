@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from chat.llm import ChatModel, LLMError, server_load
+from chat.llm.tokens import estimate_request, estimate_text
 from chat.model_queue import hold_after_abandon
-from chat.turn.tokens import estimate_request, estimate_text
 from memory.evals.cases import Case
 from memory.evals.scoring import CaseScore, score_answer
 from memory.extraction.judge.call import call_judge
@@ -96,7 +96,7 @@ def run_case(case: Case, target: Target) -> CaseScore:
         hold_after_abandon(target.chat_model, ticket_id=None, lease=0, seconds=seconds, model_name=target.model)
     score = score_answer(case, raw, error=error, limits=validation_limits())
     score.ms = ms
-    # Estimates (chat.turn.tokens, deliberately on the high side): the adapter does not report usage.
+    # Estimates (chat.llm.tokens, deliberately on the high side): the adapter does not report usage.
     score.prompt_tokens = estimate_request(messages)
     score.answer_tokens = estimate_text(raw or "")
     return score

@@ -6,7 +6,7 @@ for the answer is kept free, since servers such as llama.cpp refuse a request wh
 2,000 tokens): ANSWER_BASE_TOKENS plus ANSWER_PER_MESSAGE_TOKENS per message, at most
 MEMORY_JUDGE_MAX_TOKENS. The request then asks for whatever the window leaves, up to that maximum.
 Below COMPACT_BELOW_TOKENS of window the compact judge prompt is used (MEMORY_JUDGE_PROMPT: auto, full,
-compact). Sizes are `chat.turn.tokens` estimates, which err on the large side, calibrated by the judge model's
+compact). Sizes are `chat.llm.tokens` estimates, which err on the large side, calibrated by the judge model's
 own counts where the server reported them (chat.llm.server_facts). The window is the one the server
 states when CHAT_CONTEXT_TOKENS is not set.
 
@@ -24,8 +24,8 @@ from datetime import date
 
 from django.conf import settings
 
-from chat.llm import server_facts
-from chat.turn.tokens import estimate_request, scaled
+from chat.llm import server_facts, window_size
+from chat.llm.tokens import estimate_request, scaled
 from memory.extraction import judge
 
 CUT_NOTE = " […the rest of this message was too long to show]"
@@ -37,7 +37,7 @@ COMPACT_BELOW_TOKENS = 8192
 
 
 def window() -> int:
-    return int(settings.MEMORY_CONTEXT_TOKENS) or server_facts.context_tokens()
+    return int(settings.MEMORY_CONTEXT_TOKENS) or window_size.context_tokens()
 
 
 def compact_prompt() -> bool:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from chat.turn.process import owner as process_owner
+from chat.process import owner as process_owner
 from memory.extraction import clock
 from memory.models import ExtractionRun, MemoryClaim
 

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Min, Q
 
-from chat.turn.process import owner_is_dead
+from chat.process import owner_is_dead
 from memory.extraction import clock
 from memory.extraction.claim import STALE_RUN_ERROR
 from memory.models import ExtractionRun, MemoryClaim

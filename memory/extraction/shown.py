@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from chat.turn.tokens import estimate_text
+from chat.llm.tokens import estimate_text
 from memory.extraction import batching, judge
 from memory.lexicon import is_explicit_request
 from memory.recall import Candidate

@@ -17,7 +17,7 @@ from chat.llm import ToolCall
 from chat.models import AgentState, Conversation, Message
 from chat.services import ConversationBusy, InvalidMessage, RunSlotsFull, conversation_create, conversation_delete
 from chat.turn.agent import Turn
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 from tests.chat.fake_tools import EchoTool
 from tests.factories import UserFactory
 from tests.fakes import Step

@@ -12,7 +12,7 @@ from accounts.models import User
 from chat.models import AgentState, Conversation, Message
 from chat.turn import compaction, cut
 from chat.turn.agent import Turn
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 from tests.fake_openai import FakeOpenAIServer, FakeResponse, summary_request
 from tests.turns import run_to_end
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.turn import context_budget, cut, summary, tokens
+from chat.llm import tokens
+from chat.turn import context_budget, cut, summary
 from chat.turn.context_budget import Budget
 from chat.turn.cut import cut_points, drop_oldest, is_summary, split_at, summary_of
 from chat.turn.summary import Compacted, compact

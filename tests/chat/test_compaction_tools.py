@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from chat import extensions
+from chat.llm import tokens
 from chat.models import AgentState
 from chat.services import conversation_create
-from chat.turn import compaction, tokens
+from chat.turn import compaction
 from chat.turn.context_budget import budget_for
 from chat.turn.model_input import system_prompt
 

@@ -54,8 +54,7 @@ def test_notify_user_without_a_channel_layer_says_so(monkeypatch: pytest.MonkeyP
 
 
 def test_demo_hooks_register_once_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extensions, "_demo_tool_triggers", {})
-    monkeypatch.setattr(extensions, "_demo_json_responders", {})
+    monkeypatch.setattr(extensions, "_demo_hooks", {})
 
     def trigger(text: str, tools: set[str]) -> str | None:
         return None
@@ -64,8 +63,7 @@ def test_demo_hooks_register_once_by_name(monkeypatch: pytest.MonkeyPatch) -> No
         return None
 
     for _ in range(2):
-        extensions.register_demo_tool_trigger("test", trigger)
-        extensions.register_demo_json_responder("test", responder)
+        extensions.register_demo("test", tool_trigger=trigger, json_responder=responder)
     assert extensions.demo_tool_triggers() == [trigger]
     assert extensions.demo_json_responders() == [responder]
 

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 from django.test import Client
 
-from chat.llm.openai_adapter import _as_llm_error
+from chat.llm.openai_adapter.errors import as_llm_error as _as_llm_error
 from chat.models import Conversation, Message
 from tests.chat.test_api import send
 

@@ -13,9 +13,9 @@ from typing import Any, cast
 import pytest
 
 from chat.llm import LLMError, TextDelta, ToolCalls, Usage, get_chat_model
+from chat.llm.deadlines import Deadline
 from chat.llm.openai_adapter import OpenAIChatModel
 from chat.llm.sse import DRAIN_SECONDS
-from chat.turn.deadlines import Deadline
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 USER = [{"role": "user", "content": "Hello"}]

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from chat.llm import TextDelta, get_chat_model, server_facts
+from chat.llm import TextDelta, get_chat_model, server_facts, window_size
+from chat.llm.tokens import estimate_request
 from chat.models import AgentState
 from chat.services import conversation_create
 from chat.turn import compaction, context_budget
-from chat.turn.tokens import estimate_request
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 USER = [{"role": "user", "content": "Hello there, how are you today? " * 20}]
@@ -33,14 +33,14 @@ def test_the_window_vllm_states_is_used_when_chat_context_tokens_is_not_set(
     settings.CHAT_MODEL, settings.CHAT_CONTEXT_TOKENS = "fake-model", 32000
     fake_openai.model_fields = {"max_model_len": 4096}
     settings.CHAT_CONTEXT_FROM_SERVER = True
-    assert server_facts.context_tokens() == 4096
+    assert window_size.context_tokens() == 4096
     assert context_budget.budget_of(context_window=None, token_ratio=None).window == 4096
 
 
 def test_the_window_llama_cpp_states_in_props_is_used(fake_openai: FakeOpenAIServer, settings: Any) -> None:
     settings.CHAT_CONTEXT_FROM_SERVER = True
     fake_openai.props = {"default_generation_settings": {"n_ctx": 2048}}
-    assert server_facts.context_tokens() == 2048
+    assert window_size.context_tokens() == 2048
 
 
 def test_a_set_chat_context_tokens_wins_and_a_silent_server_leaves_the_default(
@@ -48,10 +48,10 @@ def test_a_set_chat_context_tokens_wins_and_a_silent_server_leaves_the_default(
 ) -> None:
     fake_openai.props = {"n_ctx": 2048}
     settings.CHAT_CONTEXT_FROM_SERVER, settings.CHAT_CONTEXT_TOKENS = False, 8192
-    assert server_facts.context_tokens() == 8192
+    assert window_size.context_tokens() == 8192
     fake_openai.props = None
     settings.CHAT_CONTEXT_FROM_SERVER = True
-    assert server_facts.context_tokens() == 8192
+    assert window_size.context_tokens() == 8192
 
 
 def test_a_non_streamed_calls_usage_calibrates_that_model_and_never_below_the_servers_count(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from chat.turn import tokens
-from chat.turn.tokens import calibrated_ratio, estimate_message, estimate_request, estimate_text, estimate_tools, scaled
+from chat.llm import tokens
+from chat.llm.tokens import calibrated_ratio, estimate_message, estimate_request, estimate_text, estimate_tools, scaled
 
 ENGLISH = (
     "We narrowed it down to two phones: the small one with the better camera, and the larger one whose "

@@ -10,7 +10,7 @@ import pytest
 from accounts.models import User
 from chat.models import AgentState, Conversation, Message
 from chat.turn.agent import Turn
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 from tests.chat.fake_tools import EchoTool
 from tests.turns import run_to_end
 

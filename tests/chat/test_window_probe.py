@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chat.llm import server_facts, window_probe
+from chat.llm import window_probe, window_size
 from tests.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,13 +20,13 @@ def test_llama_cpp_pythons_window_is_read_from_its_refusal_of_an_over_long_probe
     settings.CHAT_CONTEXT_TOKENS, settings.CHAT_CONTEXT_FROM_SERVER, settings.LLM_MAX_CONCURRENCY = 32000, True, 1
     fake_openai.llama_cpp_python_window = 2048
 
-    first = server_facts.context_tokens("gemma-3-270m")  # the probe starts in the background
+    first = window_size.context_tokens("gemma-3-270m")  # the probe starts in the background
     deadline = time.monotonic() + 30
-    while server_facts.context_tokens("gemma-3-270m") == 32000 and time.monotonic() < deadline:
+    while window_size.context_tokens("gemma-3-270m") == 32000 and time.monotonic() < deadline:
         time.sleep(0.1)
 
     assert first == 32000
-    assert server_facts.context_tokens("gemma-3-270m") == 2048
+    assert window_size.context_tokens("gemma-3-270m") == 2048
     assert len(fake_openai.completions_requests) == 1  # once per process and model
     assert fake_openai.completions_requests[0]["max_tokens"] == 1
 

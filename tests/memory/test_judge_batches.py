@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from chat import model_queue
 from chat.llm import LLMError
+from chat.llm.tokens import estimate_request
 from chat.models import Message
 from chat.services import conversation_create
-from chat.turn.tokens import estimate_request
 from chat.turn.transactions import turn_start
 from memory.extraction import batching, judge
 from memory.extraction.outcomes import Outcome

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from chat.llm.tokens import estimate_text
 from chat.models import Message
-from chat.turn.tokens import estimate_text
 from memory.extraction import batching, judge, shown
 from memory.extraction.judge import PendingMessage
 from memory.models import ExtractionRun, Memory

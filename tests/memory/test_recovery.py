@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from chat.models import Message
-from chat.turn.process import owner
+from chat.process import owner
 from memory.extraction import recovery
 from memory.extraction.claim import STALE_RUN_ERROR, claim_take
 from memory.models import ExtractionRun, MemoryClaim

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from chat.llm import LLMError
+from chat.llm.tokens import estimate_request, estimate_text
 from chat.models import Message
-from chat.turn.tokens import estimate_request, estimate_text
 from memory.extraction import batching, judge
 from memory.extraction.outcomes import Outcome
 from memory.models import ExtractionRun

@@ -14,7 +14,7 @@ from chat.llm import get_chat_model, metering
 from chat.models import Conversation, Message, Project
 from chat.services import conversation_create
 from chat.turn.agent import Turn
-from chat.turn.model_input import TurnEvent
+from chat.turn.events import TurnEvent
 from tests.fake_openai import FakeOpenAIServer, FakeResponse, summary_request
 from tests.turns import run_to_end
 from usage.models import DailyUsage, ReplyMemoryTokens

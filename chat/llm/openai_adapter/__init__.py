@@ -1,7 +1,7 @@
 """The OpenAI-compatible provider (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp …) over the `openai` package.
 
-This is the only module that imports `openai`. Every provider failure becomes `LLMError`, whose message
-keeps what the provider said (see `chat.llm.errors`).
+This package is the only place that imports `openai`. Every provider failure becomes `LLMError`, whose
+message keeps what the provider said (`errors` here; the wording in `chat.llm.errors`).
 
 Servers people run themselves behave differently from OpenAI, and the adapter copes:
 - every request carries `max_tokens`, so a model that never stops cannot hold a single-slot server;
@@ -11,8 +11,6 @@ Servers people run themselves behave differently from OpenAI, and the adapter co
 - the SDK's own retries are off; a call is retried only when it failed before anything arrived and the
   server cannot still be working on it (connection refused, HTTP 429/5xx), never after a timeout
   (the retry policy: `chat.llm.retry`);
-- an empty answer (nothing, or only blanks) to a request without tools is asked once more before it is
-  the turn's error (small models sometimes end at once);
 - a server that rejects `tools` (a 400 that mentions them) or answers an empty stream when they are sent
   is asked again without them, and not offered tools again for a while (see `tools_supported`): a server
   restarted with another chat format, or a passing fault, gets its tools back (the tools fallback policy:
@@ -28,19 +26,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
-import httpx2  # the `openai` package's HTTP library
 import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.llm import json_formats, metering, server_facts, server_load, streamed_call, written
+from chat.llm import json_formats, metering, server_facts, server_load, streamed_call, tokens, written
 from chat.llm.base import (
     ChatModel,
     Embedder,
@@ -51,97 +48,14 @@ from chat.llm.base import (
     Usage,
     single_system_message,
 )
-from chat.llm.errors import clean_provider_message, deadline_error, provider_error_code, provider_error_text
+from chat.llm.deadlines import Deadline
+from chat.llm.errors import deadline_error
+from chat.llm.openai_adapter.errors import as_llm_error
 from chat.llm.retry import retry_wait
 from chat.llm.sse import StreamRead, drain, sse_chunks
 from chat.llm.tools_fallback import ToolsFallback
-from chat.turn import tokens
-from chat.turn.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
-
-
-# How providers word a refusal for length: OpenAI and vLLM ("maximum context length is 8192 tokens"),
-# llama.cpp ("exceeds the available context size", "exceed context window of 8192"), others.
-_OVERFLOW_TEXT = re.compile(
-    r"context[ _-]?(length|window|size)|maximum (context )?length|too many tokens|prompt is too long", re.I
-)
-_WINDOW_TEXT = re.compile(r"(?:maximum context length|context (?:length|window|size)) (?:is|of) (\d+)", re.I)
-
-
-def _context_overflow(exc: openai.APIStatusError, said: str) -> LLMError | None:
-    """A refusal for length (HTTP 400 with code `context_length_exceeded`, or saying so), else None."""
-    code = provider_error_code(exc.body)
-    if exc.status_code not in (400, 413) or (code != "context_length_exceeded" and not _OVERFLOW_TEXT.search(said)):
-        return None
-    stated = _WINDOW_TEXT.search(said)
-    if said:
-        message = _("The conversation is longer than the model can read at once (%(said)s)") % {"said": said}
-    else:
-        message = _("The conversation is longer than the model can read at once.")
-    window = int(stated.group(1)) if stated else None
-    return LLMError(message, kind="context_length", context_window=window, status=exc.status_code, code=code)
-
-
-def _as_llm_error(exc: Exception) -> LLMError:
-    if isinstance(exc, LLMError):
-        return exc
-    # The raw stream's reads raise the HTTP library's own timeout, not the SDK's.
-    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
-        return LLMError(_("The model provider timed out."), kind="timeout")
-    if isinstance(exc, openai.APIConnectionError):
-        cause = clean_provider_message(str(exc.__cause__ or ""))
-        if cause:
-            return LLMError(_("Could not reach the model provider (%(cause)s).") % {"cause": cause}, kind="connection")
-        return LLMError(_("Could not reach the model provider."), kind="connection")
-    if isinstance(exc, httpx2.TransportError):  # the connection dropped while the answer was being read
-        return LLMError(
-            _("The connection to the model provider was dropped before its answer was complete."), kind="connection"
-        )
-    if isinstance(exc, openai.APIStatusError):
-        said = clean_provider_message(_said(exc))
-        if (overflow := _context_overflow(exc, said)) is not None:
-            return overflow
-        if said:
-            text = _("The model provider answered HTTP %(status)d: %(said)s") % {
-                "status": exc.status_code,
-                "said": said,
-            }
-        else:
-            text = _("The model provider answered HTTP %(status)d.") % {"status": exc.status_code}
-        return LLMError(text, kind="status", status=exc.status_code, code=provider_error_code(exc.body))
-    if isinstance(exc, openai.APIError):
-        said = clean_provider_message(_said(exc))
-        text = provider_error_text(said)
-        return LLMError(text, kind="status", code=provider_error_code(exc.body))
-    # Anything else (a body that is not JSON, an unexpected shape) means the answer was garbage.
-    name = exc.__class__.__name__
-    return LLMError(
-        _("The model provider sent an answer that could not be read (%(name)s).") % {"name": name}, kind="bad_response"
-    )
-
-
-def _said(exc: openai.APIError) -> str:
-    """The provider's own words: the error body's message (OpenAI, vLLM, llama.cpp) or detail (FastAPI)."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            for key in ("message", "detail", "msg"):
-                if inner.get(key):
-                    return str(inner[key])
-        elif inner:
-            return str(inner)
-        if body.get("detail"):
-            return str(body["detail"])
-    if isinstance(body, str) and body.strip():
-        return body
-    if isinstance(exc, openai.APIStatusError):
-        try:
-            return exc.response.text
-        except Exception:  # a streamed body that was never read
-            return ""
-    return exc.message
 
 
 class OpenAIChatModel(ChatModel):
@@ -186,63 +100,59 @@ class OpenAIChatModel(ChatModel):
         max_tokens: int | None = None,
         model: str | None = None,
     ) -> AsyncIterator[StreamChunk]:
+        request = self._stream_request(messages, tools, max_tokens, model)
+        started = time.monotonic()
+        first_by = started + float(settings.LLM_FIRST_TOKEN_TIMEOUT)
+        end = started + float(settings.CHAT_TURN_TIMEOUT)
+        tools_fallback = self.tools.request(request)
+        tries = _Tries(first_by=first_by, max_retries=self.max_retries)
+        while True:
+            tries.received = False
+            try:
+                once = self._stream_once(tools_fallback.request, first_by=min(first_by, end), end=end)
+                # aclosing: a consumer that stops early closes the provider's response at once.
+                async with aclosing(self._answer(once, tools_fallback, tries)) as answer:
+                    async for chunk in answer:
+                        yield chunk
+            except LLMError as exc:
+                if tries.received:
+                    raise
+                wait = tries.wait_after(exc, tools_fallback)
+                if wait:
+                    await asyncio.sleep(wait)
+                continue
+            if tries.received or not tries.again_after_nothing(tools_fallback):
+                return
+
+    async def _answer(
+        self, once: AsyncGenerator[StreamChunk, None], tools_fallback: Any, tries: _Tries
+    ) -> AsyncGenerator[StreamChunk, None]:
+        async with aclosing(once):
+            async for chunk in once:
+                if not tries.received and isinstance(chunk, TextDelta) and not chunk.text.strip():
+                    continue  # blanks before the answer: an answer of nothing else is empty
+                if not tries.received and not isinstance(chunk, Usage):
+                    tries.received = True
+                    tools_fallback.answered()
+                yield chunk
+
+    def _stream_request(
+        self, messages: Messages, tools: list[dict[str, Any]] | None, max_tokens: int | None, model: str | None
+    ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": model or self.model,  # the conversation's (chat.llm.catalogue), else CHAT_MODEL
             "messages": single_system_message(messages),
             "stream": True,
             # The reply's room in the context budget (chat.turn.context_budget): at most half the window.
             "max_tokens": max_tokens or min(int(settings.CHAT_REPLY_TOKENS), int(settings.CHAT_CONTEXT_TOKENS) // 2),
-            # The prompt size the provider counted calibrates our token estimate (chat.turn.tokens).
+            # The prompt size the provider counted calibrates our token estimate (chat.llm.tokens).
             "stream_options": {"include_usage": True},
         }
         if tools and self.tools_supported and settings.CHAT_TOOLS != "off":
             # Some servers (llama.cpp's function-calling formats) ignore tools unless tool_choice is sent.
             request["tools"] = tools
             request["tool_choice"] = "auto"
-        started = time.monotonic()
-        first_by = started + float(settings.LLM_FIRST_TOKEN_TIMEOUT)
-        end = started + float(settings.CHAT_TURN_TIMEOUT)
-        tools_fallback = self.tools.request(request)
-        attempt = 0
-        asked_again = False  # an empty answer without tools is asked once more
-        while True:
-            received = False
-            try:
-                once = self._stream_once(tools_fallback.request, first_by=min(first_by, end), end=end)
-                # aclosing: a consumer that stops early closes the provider's response at once.
-                async with aclosing(once):
-                    async for chunk in once:
-                        if not received and isinstance(chunk, TextDelta) and not chunk.text.strip():
-                            continue  # blanks before the answer: an answer of nothing else is empty
-                        if not received and not isinstance(chunk, Usage):
-                            received = True
-                            tools_fallback.answered()
-                        yield chunk
-            except LLMError as exc:
-                if received:
-                    raise
-                if tools_fallback.drop_tools(exc):
-                    continue
-                if exc.kind == "empty" and not asked_again and time.monotonic() < first_by:
-                    asked_again = True
-                    continue
-                wait = retry_wait(exc, attempt=attempt, max_retries=self.max_retries, deadline=first_by)
-                if wait is None:
-                    tools_fallback.failed(exc)
-                    raise
-                attempt += 1
-                await asyncio.sleep(wait)
-                continue
-            if not received and tools_fallback.drop_tools(None):
-                continue
-            if not received and not asked_again and time.monotonic() < first_by:
-                # A small model may end its answer at once (an end-of-turn token sampled first); asked
-                # again, it answers. Only once: an empty answer twice is the turn's error, with Retry.
-                asked_again = True
-                continue
-            if not received:
-                tools_fallback.failed(None)
-            return
+        return request
 
     async def _stream_once(
         self, request: dict[str, Any], *, first_by: float, end: float
@@ -253,9 +163,9 @@ class OpenAIChatModel(ChatModel):
             # The raw response: the SDK's typed chunk objects cost more CPU than the rest of a streamed
             # token's way to the page together; the chunks are read as JSON (`sse_chunks`) instead.
             completions = self._async_client().chat.completions.with_streaming_response
-            # The SDK checks and transforms typed parameters by walking their type annotations, a few
-            # milliseconds for a conversation on the way to every first token. Our request is already in
-            # the wire format: all but the model goes as `extra_body`, which is sent as it is.
+            # The SDK checks and transforms typed parameters by walking their type annotations, on the way
+            # to every first token. Our request is already in the wire format: all but the model goes as
+            # `extra_body`, which is sent as it is.
             body = {k: v for k, v in request.items() if k not in ("model", "stream")}
             async with asyncio.timeout(max(0.0, first_by - time.monotonic())):
                 opened = completions.create(model=request["model"], messages=[], stream=True, extra_body=body)
@@ -282,7 +192,7 @@ class OpenAIChatModel(ChatModel):
         except TimeoutError as exc:
             raise deadline_error(read.got_token, stalled=stalled) from exc
         except Exception as exc:  # CancelledError and GeneratorExit are not Exceptions: they pass through
-            raise _as_llm_error(exc) from exc
+            raise as_llm_error(exc) from exc
         for rest in read.ending():
             yield rest
         if read.usage is None:  # a server that sends no usage in streams: its tokenizer calibrates instead
@@ -308,7 +218,7 @@ class OpenAIChatModel(ChatModel):
             "stream": False,
         }
         if max_tokens:
-            request["max_tokens"] = _within(model, max_tokens, timeout)
+            request["max_tokens"] = server_load.tokens_within(model=model, max_tokens=max_tokens, seconds=timeout)
         # The schema where the server takes it, JSON mode otherwise (chat.llm.json_formats).
         end = time.monotonic() + timeout
         key = f"{self._options['base_url']}|{model}"
@@ -318,11 +228,11 @@ class OpenAIChatModel(ChatModel):
             try:
                 answer = self._complete({**request, "response_format": tried[index]}, timeout=timeout, end=end)
             except LLMError as exc:
-                if index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end:
+                if _another_format(exc, index, tried, end):
                     index += 1
                     continue
                 if exc.kind == "length" and max_tokens and request["max_tokens"] < max_tokens:
-                    raise _too_slow(model, timeout) from exc
+                    raise server_load.too_slow(model, timeout) from exc
                 raise
             if schema:
                 json_formats.remember(key, index)
@@ -332,7 +242,7 @@ class OpenAIChatModel(ChatModel):
         request: dict[str, Any] = {
             "model": model,
             "messages": single_system_message(messages),
-            "max_tokens": _within(model, max_tokens, timeout),
+            "max_tokens": server_load.tokens_within(model=model, max_tokens=max_tokens, seconds=timeout),
             # Streamed like a judge call: given up at its deadline, it stops the server (chat.llm.streamed_call).
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -373,7 +283,7 @@ class OpenAIChatModel(ChatModel):
                 kind="timeout",
             ) from exc
         except Exception as exc:
-            raise _as_llm_error(exc) from exc
+            raise as_llm_error(exc) from exc
         if finish == "length" and "response_format" in request:  # a JSON answer cut short is unusable
             raise LLMError(
                 f"The answer was cut off at max_tokens ({request.get('max_tokens')}) before it was complete.",
@@ -384,22 +294,50 @@ class OpenAIChatModel(ChatModel):
         return content
 
 
-def _within(model: str, max_tokens: int, timeout: float) -> int:
-    """A blocking call's `max_tokens`: no more than the server writes within `timeout` at the speed it has
-    shown (chat.llm.server_load.tokens_within), so that a call given up cannot hold it much longer."""
-    return server_load.tokens_within(model=model, max_tokens=max_tokens, seconds=timeout) or max_tokens
+@dataclass
+class _Tries:
+    """The tries of one streamed request: how many retries so far, and whether an empty answer was asked
+    again (once, without tools)."""
+
+    first_by: float  # when the first token is due
+    max_retries: int
+    attempt: int = 0
+    asked_again: bool = False
+    received: bool = False  # whether the current try has answered anything
+
+    def wait_after(self, exc: LLMError, tools_fallback: Any) -> float:
+        """Seconds before the next try after `exc`, which came before any answer; raises `exc` when there
+        is no next try."""
+        if tools_fallback.drop_tools(exc) or (exc.kind == "empty" and self._ask_again()):
+            return 0.0
+        wait = retry_wait(exc, attempt=self.attempt, max_retries=self.max_retries, deadline=self.first_by)
+        if wait is None:
+            tools_fallback.failed(exc)
+            raise exc
+        self.attempt += 1
+        return wait
+
+    def again_after_nothing(self, tools_fallback: Any) -> bool:
+        """Whether to try again after a stream that ended without an answer."""
+        if tools_fallback.drop_tools(None):
+            return True
+        # A small model may end its answer at once (an end-of-turn token sampled first); asked again, it
+        # answers. Only once: an empty answer twice is the turn's error, with Retry.
+        if self._ask_again():
+            return True
+        tools_fallback.failed(None)
+        return False
+
+    def _ask_again(self) -> bool:
+        if self.asked_again or time.monotonic() >= self.first_by:
+            return False
+        self.asked_again = True
+        return True
 
 
-def _too_slow(model: str, timeout: float) -> LLMError:
-    """An answer cut off at the `max_tokens` the server's speed allowed: it could not have arrived within
-    the time limit, so it counts as a timeout (the server's slowness, not the answer's fault)."""
-    error = LLMError(
-        f"The model writes about {server_load.speed(model) or 0:.1f} tokens a second: its answer could not be "
-        f"complete within {timeout:g} s.",
-        kind="timeout",
-    )
-    error.writing = True  # the server finished the call: nothing to wait for
-    return error
+def _another_format(exc: LLMError, index: int, tried: list[Any], end: float) -> bool:
+    """Whether to ask again in the next JSON format: the server refused this one, and there is time."""
+    return index + 1 < len(tried) and json_formats.refused(exc) and time.monotonic() < end
 
 
 class OpenAIEmbedder(Embedder):
@@ -420,7 +358,7 @@ class OpenAIEmbedder(Embedder):
             )
             vectors = [list(item.embedding) for item in sorted(answer.data, key=lambda item: item.index)]
         except Exception as exc:
-            raise _as_llm_error(exc) from exc
+            raise as_llm_error(exc) from exc
         reported = getattr(answer.usage, "prompt_tokens", None) if getattr(answer, "usage", None) else None
         metering.note(
             model=self.model,
