@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -81,13 +82,19 @@ def project_sidebar(*, user: User, current: Conversation | None = None, title: s
         project.recent = []  # type: ignore[attr-defined]
     keep = Q(temporary=False) | Q(pk=current.pk) if current is not None else Q(temporary=False)
     rows = conversation_list(user=user).filter(keep, project__isnull=False, pinned=False).order_by("-updated_at", "-id")
-    for conversation in conversation_titled(rows, title)[: 20 * PROJECT_SIDEBAR_CHATS]:
-        recent = by_id[conversation.project_id].recent  # type: ignore[attr-defined,index]
-        if len(recent) < PROJECT_SIDEBAR_CHATS or (current is not None and conversation.pk == current.pk):
-            recent.append(conversation)
+    _recent_fill(by_id, conversation_titled(rows, title)[: 20 * PROJECT_SIDEBAR_CHATS], current)
     if title.strip():
         return [p for p in projects if p.recent]  # type: ignore[attr-defined]
     return projects
+
+
+def _recent_fill(by_id: dict[int, Project], rows: Iterable[Conversation], current: Conversation | None) -> None:
+    """Each project's newest conversations among `rows` (newest first), the open one always."""
+    current_id = current.pk if current is not None else None
+    for conversation in rows:
+        recent = by_id[conversation.project_id].recent  # type: ignore[attr-defined,index]
+        if len(recent) < PROJECT_SIDEBAR_CHATS or conversation.pk == current_id:
+            recent.append(conversation)
 
 
 def conversation_get_for_user(*, user: User, conversation_id: UUID | str) -> Conversation:

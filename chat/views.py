@@ -214,20 +214,43 @@ def conversation_rename(request: AuthedHttpRequest, conversation_id: UUID) -> Ht
     """Rename, in place of the page's title or (`place=sidebar`) of the conversation's item in the list;
     without JavaScript, on a page of its own."""
     conversation = selectors.conversation_get_for_user(user=request.user, conversation_id=conversation_id)
-    place = "sidebar" if request.GET.get("place") == "sidebar" else "title"
-    shown = place == "title" or (request.htmx and _shown_in_page(request, conversation))
-    current = conversation if shown else None
+    place, current = _rename_place(request, conversation)
     if request.method == "GET" and request.GET.get("cancel") and request.htmx:
-        if place == "sidebar":
-            return render(request, "chat/_conversation_item.html", {"conversation": conversation, "current": current})
-        return render(request, "chat/_title.html", {"conversation": conversation})
+        return _rename_cancelled(request, conversation, place=place, current=current)
     form = ConversationRenameForm(request.POST or None, initial={"title": conversation.title})
     if request.method == "POST" and form.is_valid():
-        conversation = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
-        if not request.htmx:
-            return redirect("chat:conversation", conversation_id=conversation.pk)
-        renamed: dict[str, Any] = {"conversation": conversation, "current": current, "place": place}
-        return render(request, "chat/_title_renamed.html", renamed)
+        renamed = services.conversation_rename(conversation=conversation, title=form.cleaned_data["title"])
+        return _renamed(request, renamed, place=place, current=current)
+    return _rename_form(request, conversation, form, place=place)
+
+
+def _rename_place(request: AuthedHttpRequest, conversation: Conversation) -> tuple[str, Conversation | None]:
+    """Where the rename happens ("title" or "sidebar"), and the page's open conversation when it is this one."""
+    place = "sidebar" if request.GET.get("place") == "sidebar" else "title"
+    shown = place == "title" or (request.htmx and _shown_in_page(request, conversation))
+    return place, conversation if shown else None
+
+
+def _rename_cancelled(
+    request: AuthedHttpRequest, conversation: Conversation, *, place: str, current: Conversation | None
+) -> HttpResponse:
+    if place == "sidebar":
+        return render(request, "chat/_conversation_item.html", {"conversation": conversation, "current": current})
+    return render(request, "chat/_title.html", {"conversation": conversation})
+
+
+def _renamed(
+    request: AuthedHttpRequest, conversation: Conversation, *, place: str, current: Conversation | None
+) -> HttpResponse:
+    if not request.htmx:
+        return redirect("chat:conversation", conversation_id=conversation.pk)
+    renamed: dict[str, Any] = {"conversation": conversation, "current": current, "place": place}
+    return render(request, "chat/_title_renamed.html", renamed)
+
+
+def _rename_form(
+    request: AuthedHttpRequest, conversation: Conversation, form: ConversationRenameForm, *, place: str
+) -> HttpResponse:
     if request.htmx:
         # In place of the title (or the item); a refused title comes back with its error (422, swapped by page.js).
         context: dict[str, Any] = {"conversation": conversation, "form": form, "inline": True, "place": place}

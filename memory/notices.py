@@ -180,20 +180,27 @@ def marker_wording(data: dict[str, Any]) -> tuple[str, str]:
     return _marker_line(shown, int(data.get("more", 0))), gettext("Review")
 
 
+def _kept(memory_id: int, items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """A marker's changes with the suggestion of `memory_id` now remembered; None when it asked nothing
+    about it."""
+    if not any(item.get("id") == memory_id and item.get("suggested") for item in items):
+        return None
+    return [
+        {key: value for key, value in item.items() if key not in ("suggested", "id")}
+        if item.get("id") == memory_id
+        else item
+        for item in items
+    ]
+
+
 def marker_suggestion_kept(*, user_id: int, memory_id: int) -> list[Any]:
     """After Keep: the markers that asked about the suggestion now say it was remembered (the reader's
     language still decides the wording). Returns the markers changed, to show them at once."""
     changed = []
     for marker in notice_selectors.memory_markers_of_user(user_id=user_id):
-        items = (marker.data or {}).get("changes") or []
-        if not any(item.get("id") == memory_id and item.get("suggested") for item in items):
+        items = _kept(memory_id, (marker.data or {}).get("changes") or [])
+        if items is None:
             continue
-        items = [
-            {key: value for key, value in item.items() if key not in ("suggested", "id")}
-            if item.get("id") == memory_id
-            else item
-            for item in items
-        ]
         marker.data = {**marker.data, "changes": items}
         with translation.override(background_language(marker.conversation.owner)):
             marker.text, marker.link_text = marker_wording(marker.data)
@@ -329,10 +336,12 @@ def notices_after(*, user: User, after_run_id: int) -> tuple[list[str], int]:
     """Rendered notices for the user's runs that changed memories after `after_run_id`, and the
     id to ask from next time. Four queries at most, whatever the number of runs."""
     runs = notice_selectors.extraction_runs_changed_after(user=user, after_run_id=after_run_id)
+    if not runs:
+        return [], after_run_id
     ids = [op["id"] for run in runs for op in run.applied_ops if op.get("op") == "retract" and "id" in op]
     retracted = notice_selectors.memory_contents_by_id(user=user, ids=ids)
-    written = notice_selectors.memory_ids_written_by_runs(run_ids=[run.pk for run in runs]) if runs else {}
-    waiting = notice_selectors.memory_suggestions_by_run(run_ids=[run.pk for run in runs]) if runs else {}
+    written = notice_selectors.memory_ids_written_by_runs(run_ids=[run.pk for run in runs])
+    waiting = notice_selectors.memory_suggestions_by_run(run_ids=[run.pk for run in runs])
     notices = [
         chat_fragments.notice_html(
             run_id=run.pk,

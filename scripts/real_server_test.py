@@ -226,7 +226,11 @@ class App:
             OPENAI_BASE_URL=base_url,
             CHAT_MODEL=MODEL_ALIAS,
             CHAT_CONTEXT_TOKENS=str(n_ctx),
-            CHAT_REPLY_TOKENS="512",
+            # In its own turn format the 270M model seldom ends a reply before `max_tokens` (under ChatML it
+            # wrote the stop marker early, often at once): 512 tokens at the 1-2 tokens a second of a loaded
+            # 2-core machine outlast CHAT_TURN_TIMEOUT (a JSON turn still writing at 240 s), and three
+            # queued replies the client's 300 s.
+            CHAT_REPLY_TOKENS="160",
             MEMORY_JUDGE_MAX_TOKENS="512",
             LLM_FIRST_TOKEN_TIMEOUT="60",
             CHAT_TURN_TIMEOUT="240",

@@ -78,10 +78,14 @@ def _shown(messages: list[Any]) -> list[dict[str, Any]]:
     rows = [m for m in messages if isinstance(m, dict)]
     if not rows or not any(isinstance(m.get("parent_message_uuid"), str) for m in rows):
         return rows
-    by_id = {m["uuid"]: m for m in rows if isinstance(m.get("uuid"), str)}
+    return _path_to(rows[-1], {m["uuid"]: m for m in rows if isinstance(m.get("uuid"), str)})
+
+
+def _path_to(last: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages from the root down to `last`, following each one's parent."""
     path: list[dict[str, Any]] = []
     seen: set[str] = set()
-    message: dict[str, Any] | None = rows[-1]
+    message: dict[str, Any] | None = last
     while message is not None:
         key = message.get("uuid")
         if isinstance(key, str):

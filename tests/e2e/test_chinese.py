@@ -269,7 +269,7 @@ def test_suggestions_and_conversation_search_are_chinese(zh_page: Any, demo_url:
     from playwright.sync_api import expect
 
     page, base = zh_page, demo_url
-    sign_up(page, base, "大屏手机用户")
+    sign_up(page, base, "小林")
     # The marker kept in the conversation is written in the user's own setting (memory.notices).
     page.goto(f"{base}/settings/account/")
     page.select_option("#language-select", "zh-hans")

@@ -1,6 +1,6 @@
 """The fourth walkthrough's remaining paper cuts, in Chromium, in English and Chinese: conversation markers
-in the reader's language (live and after a reload); focus after Review, Apply, Wrong and Outdated, and
-Wrong asking in the page."""
+in the reader's language (live and after a reload: one change, several, a forgotten memory); focus after
+Review, Apply, Wrong and Outdated, and Wrong asking in the page."""
 
 from __future__ import annotations
 
@@ -162,4 +162,43 @@ def test_on_a_phone_the_memories_come_before_the_settings(browser: Any, live_ser
     for setting in ("#memory-review", "#memory-tidy"):
         assert top < (page.locator(setting).bounding_box() or {})["y"], setting
     audit(page, f"Settings → Memory on a phone ({lang})")
+    context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "more", "forgot"),
+    [("en", " (and 1 more)", "Forgot “Is vegetarian”"), ("zh", "（另有 1 条）", "已忘记“Is vegetarian”")],
+)
+def test_a_marker_of_several_changes_and_of_a_forgotten_memory_speaks_the_readers_language(
+    browser: Any, demo_server_url: str, lang: str, more: str, forgot: str
+) -> None:
+    """ "… (and 1 more)" and "Forgot …" in the reader's language, live and after a reload."""
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
+    )
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    sign_up(page, demo_server_url, f"several-{lang}")
+    page.fill(
+        "#start-input", "Remember that I'm vegetarian. Remember that I'm left-handed. Remember that I'm colour-blind."
+    )
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete", timeout=20_000)
+    markers = page.locator(".conversation-marker.marker-memory")
+    expect(markers).to_have_count(1, timeout=20_000)
+    page.fill("#composer-input", "Please forget that I'm vegetarian.")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant")).to_have_count(2)
+    expect(page.locator(".message-assistant").last).to_have_attribute("data-status", "complete", timeout=20_000)
+    expect(markers).to_have_count(2, timeout=20_000)
+    for reload in (False, True):
+        if reload:
+            page.reload()
+        expect(markers.first).to_contain_text(more)
+        expect(markers.last).to_contain_text(forgot)
+        if lang == "zh":
+            for marker in markers.all():
+                expect(marker).not_to_contain_text(re.compile(r"Memory updated|and \d+ more|Forgot|Review"))
+    audit(page, f"markers of several changes and of a forgotten memory ({lang})")
     context.close()
