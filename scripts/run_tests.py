@@ -169,7 +169,7 @@ def main() -> int:
     if have_pg and have_redis:
         steps["Suite on PostgreSQL and Redis (browser tests run in the first pass)"] = lambda: suite_on_services(args)
 
-    print(f"== Side by side: {'; '.join(steps)}", flush=True)
+    print(f"== {'Side by side' if workers() > 1 else 'In turn'}: {'; '.join(steps)}", flush=True)
     started = time.monotonic()
 
     def timed(step: Callable[[], Outcome]) -> tuple[int, str, float]:
