@@ -11,6 +11,7 @@ import pytest
 BROWSER = os.environ.get("MEMORA_BROWSER_TESTS", "") == "1"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from django.conf import settings
     from django.db import connection
@@ -27,6 +28,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Browser tests last: Playwright's sync API keeps an event loop running in the main thread for
     # as long as its session-scoped browser lives, which async tests after it cannot share.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    # In parallel runs (`--dist loadgroup`), a browser test module goes to one worker: its servers, started
+    # once per module, are not started again in every worker that takes one of its tests.
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session", autouse=True)

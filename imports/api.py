@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import File, Form, Path, Router
 from ninja.files import UploadedFile
 from ninja.responses import Status
 
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from imports import learning, paste, selectors, services
 from imports.models import ChatImport
@@ -22,10 +21,6 @@ from imports.schemas import ImportOut, PasteIn, RemovedOut, import_out
 router = Router(tags=["imports"])
 
 ImportId = Path(..., ge=1, le=ID_MAX)
-
-
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
 
 
 def _out(row: ChatImport) -> dict[str, Any]:
@@ -47,18 +42,18 @@ def _out(row: ChatImport) -> dict[str, Any]:
     ),
 )
 def import_create(
-    request: HttpRequest,
+    request: AuthedHttpRequest,
     file: File[UploadedFile],
     source: Form[Literal["", "chatgpt", "claude"]] = "",
     dry_run: Form[bool] = False,
 ) -> Any:
-    row = services.import_create(user=_user(request), upload=file, source=source, dry_run=dry_run)
+    row = services.import_create(user=request.user, upload=file, source=source, dry_run=dry_run)
     return Status(201, _out(row))
 
 
 @router.get("", response={200: list[ImportOut], **AUTH_ERRORS}, summary="List your imports, newest first")
-def import_list(request: HttpRequest) -> Any:
-    return [_out(row) for row in selectors.import_list(user=_user(request))]
+def import_list(request: AuthedHttpRequest) -> Any:
+    return [_out(row) for row in selectors.import_list(user=request.user)]
 
 
 @router.post(
@@ -71,14 +66,14 @@ def import_list(request: HttpRequest) -> Any:
         "The same text pasted again answers 409."
     ),
 )
-def import_paste(request: HttpRequest, payload: PasteIn) -> Any:
-    row = paste.paste_create(user=_user(request), text=payload.text, source=payload.source)
+def import_paste(request: AuthedHttpRequest, payload: PasteIn) -> Any:
+    row = paste.paste_create(user=request.user, text=payload.text, source=payload.source)
     return Status(201, _out(row))
 
 
 @router.get("/{import_id}", response={200: ImportOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS})
-def import_get(request: HttpRequest, import_id: int = ImportId) -> Any:
-    return _out(selectors.import_get_for_user(user=_user(request), import_id=import_id))
+def import_get(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
+    return _out(selectors.import_get_for_user(user=request.user, import_id=import_id))
 
 
 @router.post(
@@ -86,9 +81,9 @@ def import_get(request: HttpRequest, import_id: int = ImportId) -> Any:
     response={202: ImportOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
     summary="Start a previewed import (409 for any other status)",
 )
-def import_start(request: HttpRequest, import_id: int = ImportId) -> Any:
-    row = selectors.import_get_for_user(user=_user(request), import_id=import_id)
-    return Status(202, _out(services.import_start(user=_user(request), chat_import=row)))
+def import_start(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
+    row = selectors.import_get_for_user(user=request.user, import_id=import_id)
+    return Status(202, _out(services.import_start(user=request.user, chat_import=row)))
 
 
 @router.post(
@@ -97,9 +92,9 @@ def import_start(request: HttpRequest, import_id: int = ImportId) -> Any:
     summary="Learn from the imported chats: the judge's proposals become suggestions",
     description="409 until the import is done, or with memory switched off. `learn.estimate` says what it costs.",
 )
-def import_learn(request: HttpRequest, import_id: int = ImportId) -> Any:
-    row = selectors.import_get_for_user(user=_user(request), import_id=import_id)
-    return Status(202, _out(services.learn_start(user=_user(request), chat_import=row)))
+def import_learn(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
+    row = selectors.import_get_for_user(user=request.user, import_id=import_id)
+    return Status(202, _out(services.learn_start(user=request.user, chat_import=row)))
 
 
 @router.post(
@@ -107,9 +102,9 @@ def import_learn(request: HttpRequest, import_id: int = ImportId) -> Any:
     response={200: ImportOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="Stop learning after the current batch",
 )
-def import_learn_stop(request: HttpRequest, import_id: int = ImportId) -> Any:
-    row = selectors.import_get_for_user(user=_user(request), import_id=import_id)
-    return _out(services.learn_stop(user=_user(request), chat_import=row))
+def import_learn_stop(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
+    row = selectors.import_get_for_user(user=request.user, import_id=import_id)
+    return _out(services.learn_stop(user=request.user, chat_import=row))
 
 
 @router.delete(
@@ -118,6 +113,6 @@ def import_learn_stop(request: HttpRequest, import_id: int = ImportId) -> Any:
     summary="Remove the import: its conversations, the projects it created and everything learned from it",
     description="A permanent delete: no copy of the imported text or of what was learned from it is kept.",
 )
-def import_remove(request: HttpRequest, import_id: int = ImportId) -> Any:
-    row = selectors.import_get_for_user(user=_user(request), import_id=import_id)
-    return services.import_remove(user=_user(request), chat_import=row)
+def import_remove(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
+    row = selectors.import_get_for_user(user=request.user, import_id=import_id)
+    return services.import_remove(user=request.user, chat_import=row)

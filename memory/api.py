@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.http import HttpRequest
 from ninja import Path, Query, Router
 from ninja.responses import Status
 
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from chat.models import Project
 from chat.selectors import project_get_for_user
 from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
@@ -35,12 +34,8 @@ router = Router(tags=["memories"])
 MemoryId = Path(..., ge=1, le=ID_MAX)
 
 
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
-
-
-def _fresh(request: HttpRequest, memory_id: int) -> Memory:
-    return selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
+def _fresh(request: AuthedHttpRequest, memory_id: int) -> Memory:
+    return selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
 
 
 @router.get(
@@ -48,8 +43,8 @@ def _fresh(request: HttpRequest, memory_id: int) -> Memory:
     summary="List memories: active (default), invalid (history) or all; of every scope, or one",
     response={200: list[MemoryOut], **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
 )
-def memory_list(request: HttpRequest, filters: Query[MemoryListQuery]) -> Any:
-    rows = selectors.memory_list(user=_user(request), status=filters.status)
+def memory_list(request: AuthedHttpRequest, filters: Query[MemoryListQuery]) -> Any:
+    rows = selectors.memory_list(user=request.user, status=filters.status)
     if filters.project == "user":
         return rows.filter(project__isnull=True)
     if filters.project is not None:
@@ -57,16 +52,16 @@ def memory_list(request: HttpRequest, filters: Query[MemoryListQuery]) -> Any:
     return rows
 
 
-def _project(request: HttpRequest, project_id: int | None) -> Project | None:
+def _project(request: AuthedHttpRequest, project_id: int | None) -> Project | None:
     if project_id is None:
         return None
-    return project_get_for_user(user=_user(request), project_id=project_id)
+    return project_get_for_user(user=request.user, project_id=project_id)
 
 
 @router.post("", response={201: MemoryOut, **WRITE_ERRORS, **BODY_ERRORS, **NOT_FOUND, 409: ErrorOut})
-def memory_add(request: HttpRequest, payload: MemoryIn) -> Any:
+def memory_add(request: AuthedHttpRequest, payload: MemoryIn) -> Any:
     project = _project(request, payload.project_id)
-    memory = services.memory_add(user=_user(request), content=payload.content, project=project)
+    memory = services.memory_add(user=request.user, content=payload.content, project=project)
     return Status(201, _fresh(request, memory.pk))
 
 
@@ -85,8 +80,8 @@ COPIES = (
     description="Without purge, every active memory moves to history (restorable; the text is kept). With "
     "purge=true every memory is deleted permanently, and " + COPIES,
 )
-def memory_forget_all(request: HttpRequest, purge: bool = False) -> Any:
-    count = services.memory_forget_all(user=_user(request), purge=purge)
+def memory_forget_all(request: AuthedHttpRequest, purge: bool = False) -> Any:
+    count = services.memory_forget_all(user=request.user, purge=purge)
     return {"forgotten": count, "purged": purge}
 
 
@@ -95,8 +90,8 @@ def memory_forget_all(request: HttpRequest, purge: bool = False) -> Any:
     response={200: MemoryExportOut, **AUTH_ERRORS},
     summary="Everything remembered, with history and sources",
 )
-def memory_export(request: HttpRequest) -> Any:
-    return selectors.memory_export(user=_user(request))
+def memory_export(request: AuthedHttpRequest) -> Any:
+    return selectors.memory_export(user=request.user)
 
 
 @router.get(
@@ -104,7 +99,7 @@ def memory_export(request: HttpRequest) -> Any:
     response={200: MemoryDetailOut, **AUTH_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
     summary="One memory, with its latest reads by connected tools",
 )
-def memory_get(request: HttpRequest, memory_id: int = MemoryId) -> Any:
+def memory_get(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
     memory = _fresh(request, memory_id)
     memory.reads_shown = connected.reads_of_memory(memory=memory)  # type: ignore[attr-defined]
     return memory
@@ -116,9 +111,9 @@ def memory_get(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     summary="Edit any subset of content, pinned, expires_at, project_id; a new content or scope returns the new "
     "version",
 )
-def memory_edit(request: HttpRequest, payload: MemoryPatch, memory_id: int = MemoryId) -> Any:
+def memory_edit(request: AuthedHttpRequest, payload: MemoryPatch, memory_id: int = MemoryId) -> Any:
     with transaction.atomic():  # all of it or nothing
-        user = _user(request)
+        user = request.user
         memory = selectors.memory_get_for_user(user=user, memory_id=memory_id)
         given = payload.model_fields_set
         project = _project(request, payload.project_id) if "project_id" in given else None
@@ -139,9 +134,9 @@ def memory_edit(request: HttpRequest, payload: MemoryPatch, memory_id: int = Mem
     response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
     summary="Keep a suggestion: it becomes active (replacing the value it updates)",
 )
-def memory_confirm(request: HttpRequest, memory_id: int = MemoryId) -> Any:
-    memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    kept = services.memory_confirm(user=_user(request), memory=memory)
+def memory_confirm(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
+    memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
+    kept = services.memory_confirm(user=request.user, memory=memory)
     return Status(200, _fresh(request, kept.pk))
 
 
@@ -151,9 +146,9 @@ def memory_confirm(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     summary="Delete the memory and its earlier versions permanently (for a suggestion: discard it)",
     description="Permanent, and " + COPIES,
 )
-def memory_delete(request: HttpRequest, memory_id: int = MemoryId) -> Any:
-    memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    services.memory_delete(user=_user(request), memory=memory)
+def memory_delete(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
+    memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
+    services.memory_delete(user=request.user, memory=memory)
     return Status(204, None)
 
 
@@ -162,9 +157,9 @@ def memory_delete(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
     summary="Outdated: move an active memory to history (restorable)",
 )
-def memory_retract(request: HttpRequest, memory_id: int = MemoryId) -> Any:
-    memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    retracted = services.memory_retract(user=_user(request), memory=memory)
+def memory_retract(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
+    memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
+    retracted = services.memory_retract(user=request.user, memory=memory)
     return Status(200, _fresh(request, retracted.pk))
 
 
@@ -173,7 +168,7 @@ def memory_retract(request: HttpRequest, memory_id: int = MemoryId) -> Any:
     response={201: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
     summary="Make an invalidated memory active again",
 )
-def memory_restore(request: HttpRequest, memory_id: int = MemoryId) -> Any:
-    memory = selectors.memory_get_for_user(user=_user(request), memory_id=memory_id)
-    new = services.memory_restore(user=_user(request), memory=memory)
+def memory_restore(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
+    memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
+    new = services.memory_restore(user=request.user, memory=memory)
     return Status(201, _fresh(request, new.pk))

@@ -16,6 +16,7 @@ class MemoryConfig(AppConfig):
         from memory.chat_fragments import conversation_page_block, project_end_block, project_page_block
         from memory.consolidation import demo as consolidation_demo
         from memory.consolidation import services as consolidation_services
+        from memory.consolidation import tasks as consolidation_tasks  # also registers its task with the worker
         from memory.context import memory_block, record_uses_on_save
         from memory.demo import judge as demo
         from memory.demo import wording as demo_wording
@@ -26,8 +27,10 @@ class MemoryConfig(AppConfig):
         from memory.receivers import on_memories_written, on_turn_finished
         from memory.selectors import memory_uses_annotate
         from memory.signals import memories_changed
+        from memory.tasks import register_sweep_step
         from memory.tools import flush_memory
 
+        register_sweep_step("tidy-up", lambda now: consolidation_tasks.sweep_due(now=now))
         extensions.register_context_provider("memory", memory_block)
         extensions.register_turn_prefetch("memory-query-vector", embeddings.prefetch)
         extensions.register_tool(flush_memory)

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import F, Q
 
+from accounts.models import User
 from memory.models import Memory
 
 
@@ -33,3 +34,10 @@ def suggestions_expire(*, now: datetime) -> int:
     )
     deleted, _ = stale.delete()
     return deleted
+
+
+def memory_writes_lock(*, user_id: int, now: datetime) -> None:
+    """Serialise one user's memory writes (a no-op on SQLite, whose writers queue anyway); memories
+    whose end date passed leave the active set first, so their sentence and key are free again."""
+    list(User.objects.select_for_update().filter(pk=user_id).values_list("pk", flat=True))
+    memories_expire(user_id=user_id, now=now)

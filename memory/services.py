@@ -92,10 +92,7 @@ def _create_active(**fields: object) -> Memory:
 
 
 def _lock_user(user: User) -> None:
-    """Serialise one user's memory writes (a no-op on SQLite, whose writers queue anyway); memories
-    whose end date passed leave the active set first, so their sentence and key are free again."""
-    list(User.objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
-    lifecycle.memories_expire(user_id=user.pk, now=_now())
+    lifecycle.memory_writes_lock(user_id=user.pk, now=_now())
 
 
 def _ensure_room(*, user: User) -> None:

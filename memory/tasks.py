@@ -7,6 +7,8 @@ threshold) and does nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from celery import Task, shared_task
@@ -17,7 +19,6 @@ from django.utils import timezone
 from chat.llm import LLMError
 from core.tasks import send_task, send_task_on_commit
 from memory import embeddings, lifecycle, notices
-from memory.consolidation import tasks as consolidation_tasks  # registers the tidy-up task with the worker
 from memory.extraction import batches, recovery, retention, retries
 from memory.models import ExtractionRun
 
@@ -66,6 +67,16 @@ def embed_memories_later(*, user_id: int) -> None:
     send_task_on_commit(embed_memories_task, args=(user_id,), what=f"embeddings for user {user_id}")
 
 
+# The sweep's other steps, registered by the modules that own them in memory/apps.py (the tidy-up's
+# passes that are due: memory.consolidation.tasks), so this module imports none of them. Each takes the
+# sweep's time; one that fails is logged and the sweep goes on.
+_sweep_steps: dict[str, Callable[[datetime], object]] = {}
+
+
+def register_sweep_step(name: str, step: Callable[[datetime], object]) -> None:
+    _sweep_steps[name] = step
+
+
 @shared_task(ignore_result=True)
 def sweep_extractions_task() -> int:
     """Restart extraction work left behind by a dead worker or a lost message (memory/extraction/recovery.py); move
@@ -84,10 +95,11 @@ def sweep_extractions_task() -> int:
         retention.runs_text_strip()
     except Exception:  # retention waits for the next sweep; extraction recovery must still run
         logger.exception("could not strip the text of old extraction runs")
-    try:
-        consolidation_tasks.sweep_due(now=now)
-    except Exception:  # the next sweep tries again; extraction recovery must still run
-        logger.exception("could not send the tidy-up passes that are due")
+    for name, step in _sweep_steps.items():
+        try:
+            step(now)
+        except Exception:  # the next sweep tries again; extraction recovery must still run
+            logger.exception("the sweep's step %r failed", name)
     work = recovery.pending_work()
     for user_id, message_id in work:
         _send(user_id, message_id, None, ExtractionRun.Trigger.BACKGROUND)

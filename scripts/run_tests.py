@@ -6,6 +6,12 @@ the whole suite again on PostgreSQL + Redis when they are reachable.
 With CI=true, PostgreSQL, Redis and Chromium are required: their absence fails the run instead of
 skipping tests, and a smoke test of `make run` (scripts/smoke_run.py) runs first (MEMORA_SMOKE=1
 asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
+
+Each step prints its output, in the order above, once it has finished; the run fails if any step failed.
+With MEMORA_TEST_WORKERS=N (N > 1; at most 8) the steps run side by side (they use different services
+and databases of their own) and each pass spreads its tests over N parallel workers (pytest-xdist), each
+with its own copy of the migrated test database, Redis database (the Nth after TEST_REDIS_URL's),
+runtime folder and share of the browser tests' ports. Each pass ends with its ten slowest tests.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -28,6 +37,16 @@ SMOKE_PG_URL = os.environ.get("SMOKE_DATABASE_URL", PG_URL.rsplit("/", 1)[0] + "
 SMOKE_REDIS_URL = os.environ.get("SMOKE_REDIS_URL", "redis://127.0.0.1:6379/13")
 WITHOUT_MEMORY_SETTINGS = "config.settings.test_without_memory"
 WITHOUT_MEMORY_PATHS = ("tests/chat", "tests/accounts")
+SLOWEST = "--durations=10"
+
+# What a step returns: its exit code and everything it printed.
+Outcome = tuple[int, str]
+
+
+def workers() -> int:
+    """How many parallel pytest workers each pass uses: MEMORA_TEST_WORKERS (default 1: none, each pass
+    runs in pytest's own process and the steps run one after another). At most 8 fit Redis's 16 databases."""
+    return max(1, int(os.environ.get("MEMORA_TEST_WORKERS", "").strip() or 1))
 
 
 def reachable(url: str) -> bool:
@@ -39,13 +58,23 @@ def reachable(url: str) -> bool:
         return False
 
 
-def pytest(env_extra: dict[str, str], args: list[str]) -> int:
+def captured(command: list[str], env: dict[str, str] | None = None) -> Outcome:
+    """Run `command` in the repository, its output kept (steps run side by side, and print one at a time)."""
+    with tempfile.TemporaryFile() as out:
+        code = subprocess.call(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        out.seek(0)
+        return code, out.read().decode(errors="replace")
+
+
+def pytest(env_extra: dict[str, str], args: list[str]) -> Outcome:
     # The suite picks its own settings module (pyproject.toml) and services; the shell's never leak in.
     dropped = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "REDIS_URL", "LLM_BACKEND"}
     env = {k: v for k, v in os.environ.items() if k not in {*dropped, "DJANGO_SETTINGS_MODULE"}}
     env["MEMORA_VAR_DIR"] = tempfile.mkdtemp(prefix="memora-test-")
     env.update(env_extra)
-    return subprocess.call([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env)
+    count = workers()
+    parallel = ["-n", str(count), "--dist", "loadgroup"] if count > 1 else []
+    return captured([sys.executable, "-m", "pytest", *parallel, SLOWEST, *args], env)
 
 
 def without_memory_targets(args: list[str]) -> list[str]:
@@ -76,42 +105,45 @@ def services_missing(have_pg: bool, have_redis: bool, have_chromium: bool) -> bo
     return False
 
 
-def lint() -> int:
-    print("== Lint: ruff and mypy", flush=True)
+def lint() -> Outcome:
     bin_dir = Path(sys.executable).parent
+    outputs = []
     for command in ([str(bin_dir / "ruff"), "check", "."], [str(bin_dir / "mypy"), "."]):
-        if subprocess.call(command, cwd=ROOT) != 0:
-            return 1
-    return 0
+        code, output = captured(command)
+        outputs.append(output)
+        if code != 0:
+            return 1, "".join(outputs)
+    return 0, "".join(outputs)
 
 
-def smoke_run(have_services: bool) -> int:
+def smoke_run(have_services: bool) -> Outcome:
     # What a newcomer runs, in a virtualenv with the runtime pins only (see smoke_run.py).
-    print("== Smoke test of make run (runtime dependencies only, real worker)", flush=True)
     smoke = [sys.executable, str(ROOT / "scripts" / "smoke_run.py")]
     if have_services:
         smoke += ["--database-url", SMOKE_PG_URL, "--redis-url", SMOKE_REDIS_URL]
-    if subprocess.call(smoke, cwd=ROOT) != 0:
-        return 1
-    return 0
+    code, output = captured(smoke)
+    return (1 if code != 0 else 0), output
 
 
-def suite_without_memory(args: list[str]) -> int:
-    """The chat and accounts pass without the memory app: 0 when it passed, found nothing or did not run."""
-    targets = without_memory_targets(args)
-    if not targets:
-        return 0
-    print("== Chat and accounts without the memory app (embedded defaults, no browser tests)", flush=True)
+def suite_on_defaults(args: list[str], browser: dict[str, str]) -> Outcome:
+    """The whole suite on the embedded defaults: 0 when it passed (or a focused run found nothing)."""
+    code, output = pytest(browser, args)
+    if code not in (0, 5) or (code == 5 and not args):
+        return code or 1, output
+    return 0, output
+
+
+def suite_without_memory(targets: list[str]) -> Outcome:
+    """The chat and accounts pass without the memory app: 0 when it passed or found nothing."""
     options = [f"--ds={WITHOUT_MEMORY_SETTINGS}", "-m", "not needs_memory and not browser"]
-    alone = pytest({"MEMORA_BROWSER_TESTS": "0"}, [*options, *targets])
-    return 0 if alone in (0, 5) else alone
+    alone, output = pytest({"MEMORA_BROWSER_TESTS": "0"}, [*options, *targets])
+    return (0 if alone in (0, 5) else alone), output
 
 
-def suite_on_services(args: list[str]) -> int:
+def suite_on_services(args: list[str]) -> Outcome:
     """The whole suite again on PostgreSQL and Redis: 0 when it passed or found nothing."""
-    print("== Suite on PostgreSQL and Redis (browser tests ran above)", flush=True)
-    second = pytest({"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}, args)
-    return 0 if second in (0, 5) else second
+    second, output = pytest({"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}, args)
+    return (0 if second in (0, 5) else second), output
 
 
 def main() -> int:
@@ -122,23 +154,37 @@ def main() -> int:
         return 1
     browser = {"MEMORA_BROWSER_TESTS": "1" if have_chromium else "0", "CHROMIUM_PATH": CHROMIUM}
 
-    if not args and lint() != 0:  # a full run also lints; a focused run (`-k …`, paths) skips straight to pytest
-        return 1
-    if (CI or os.environ.get("MEMORA_SMOKE") == "1") and smoke_run(have_pg and have_redis) != 0:
-        return 1
-
-    print("== Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)", flush=True)
-    code = pytest(browser, args)
-    if code not in (0, 5) or (code == 5 and not args):
-        return code or 1
-    alone = suite_without_memory(args)
-    if alone:
-        return alone
+    steps: dict[str, Callable[[], Outcome]] = {}
+    if not args:  # a full run also lints; a focused run (`-k …`, paths) skips straight to pytest
+        steps["Lint: ruff and mypy"] = lint
+    if CI or os.environ.get("MEMORA_SMOKE") == "1":
+        smoke_title = "Smoke test of make run (runtime dependencies only, real worker)"
+        steps[smoke_title] = lambda: smoke_run(have_pg and have_redis)
+    defaults = "Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)"
+    steps[defaults] = lambda: suite_on_defaults(args, browser)
+    targets = without_memory_targets(args)
+    if targets:
+        alone = "Chat and accounts without the memory app (embedded defaults, no browser tests)"
+        steps[alone] = lambda: suite_without_memory(targets)
     if have_pg and have_redis:
-        second = suite_on_services(args)
-        if second:
-            return second
-    return 0
+        steps["Suite on PostgreSQL and Redis (browser tests run in the first pass)"] = lambda: suite_on_services(args)
+
+    print(f"== {'Side by side' if workers() > 1 else 'In turn'}: {'; '.join(steps)}", flush=True)
+    started = time.monotonic()
+
+    def timed(step: Callable[[], Outcome]) -> tuple[int, str, float]:
+        code, output = step()
+        return code, output, time.monotonic() - started
+
+    failed = 0
+    with ThreadPoolExecutor(max_workers=len(steps) if workers() > 1 else 1) as pool:
+        running = [(title, pool.submit(timed, step)) for title, step in steps.items()]
+        for title, future in running:
+            code, output, ended = future.result()
+            print(f"== {title}: {'passed' if code == 0 else 'FAILED'}, ended after {ended:.0f} s", flush=True)
+            print(output, end="" if output.endswith("\n") or not output else "\n", flush=True)
+            failed = failed or code
+    return failed
 
 
 if __name__ == "__main__":

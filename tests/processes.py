@@ -18,6 +18,9 @@ def free_port(ports: Iterable[int] | None = None, exclude: Collection[int] = ())
         if port in exclude:
             continue
         with socket.socket() as s:
+            # As the servers bind (uvicorn sets SO_REUSEADDR): a port whose last server stopped a moment
+            # ago, its connections in TIME_WAIT, is free again, so a small range serves a whole run.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:

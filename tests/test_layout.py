@@ -135,23 +135,12 @@ def folder_edges(package: str) -> dict[str, set[str]]:
     return edges
 
 
-MEMORY_BEING_SPLIT = pytest.mark.xfail(
-    strict=True,
-    reason="memory/services.py, memory/tasks.py and memory/consolidation/{services,tasks}.py import each other, "
-    "while memory's modules are being split",
-)
-
-
-def _apps(failing: frozenset[str] = frozenset()) -> list[object]:
-    return [pytest.param(app, marks=MEMORY_BEING_SPLIT) if app in failing else app for app in (*APPS, TOP)]
-
-
-@pytest.mark.parametrize("package", _apps(frozenset({"memory"})))
+@pytest.mark.parametrize("package", (*APPS, TOP))
 def test_no_import_circle_between_modules(package: str) -> None:
     assert circles(file_edges(package)) == []
 
 
-@pytest.mark.parametrize("package", _apps())
+@pytest.mark.parametrize("package", (*APPS, TOP))
 def test_no_import_circle_between_folders(package: str) -> None:
     assert circles(folder_edges(package)) == []
 
@@ -166,7 +155,7 @@ def test_no_import_circle_between_apps_and_nothing_imports_the_projects_top() ->
     assert edges["core"] == set()  # below every app
 
 
-@pytest.mark.parametrize("package", _apps())
+@pytest.mark.parametrize("package", (*APPS, TOP))
 def test_no_module_past_400_lines(package: str) -> None:
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
     assert {name: n for name, n in sizes.items() if _in(package, name) and n > MAX_LINES} == {}

@@ -9,11 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Path, Router, Schema
 from ninja.responses import Status
 
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from core.api_errors import AUTH_ERRORS, ID_MAX, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, ErrorOut
 from memory.consolidation import selectors, services
 from memory.consolidation.candidates import user_clusters
@@ -50,26 +49,22 @@ class ConsolidateOut(Schema):
     clusters: int
 
 
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
-
-
 @router.post("/consolidate", response={202: ConsolidateOut, **WRITE_ERRORS}, summary="Run a tidy-up pass")
-def consolidate(request: HttpRequest) -> Any:
-    clusters = len(user_clusters(user_id=_user(request).pk))  # the estimate: at most one judge call each
-    consolidate_later(user_id=_user(request).pk)
+def consolidate(request: AuthedHttpRequest) -> Any:
+    clusters = len(user_clusters(user_id=request.user.pk))  # the estimate: at most one judge call each
+    consolidate_later(user_id=request.user.pk)
     return Status(202, {"status": "queued", "clusters": clusters})
 
 
 @router.get(
     "/proposals", response={200: list[ProposalOut], **AUTH_ERRORS, **PARAM_ERRORS}, summary="Tidy-up suggestions"
 )
-def proposals(request: HttpRequest, status: Literal["", "pending", "accepted", "rejected", "undone"] = "") -> Any:
-    return selectors.proposals_shown(user=_user(request), status=status)
+def proposals(request: AuthedHttpRequest, status: Literal["", "pending", "accepted", "rejected", "undone"] = "") -> Any:
+    return selectors.proposals_shown(user=request.user, status=status)
 
 
-def _decide(request: HttpRequest, proposal_id: int, decide: Any) -> Any:
-    user = _user(request)
+def _decide(request: AuthedHttpRequest, proposal_id: int, decide: Any) -> Any:
+    user = request.user
     proposal = services.proposal_get_for_user(user=user, proposal_id=proposal_id)
     decide(user=user, proposal=proposal)
     return selectors.proposals_shown(user=user, ids=[proposal_id])[0]
@@ -79,15 +74,15 @@ DECISION = {200: ProposalOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: 
 
 
 @router.post("/proposals/{proposal_id}/accept", response=DECISION, summary="Apply a tidy-up suggestion")
-def accept(request: HttpRequest, proposal_id: int = ProposalId) -> Any:
+def accept(request: AuthedHttpRequest, proposal_id: int = ProposalId) -> Any:
     return _decide(request, proposal_id, services.proposal_accept)
 
 
 @router.post("/proposals/{proposal_id}/reject", response=DECISION, summary="Dismiss a tidy-up suggestion for good")
-def reject(request: HttpRequest, proposal_id: int = ProposalId) -> Any:
+def reject(request: AuthedHttpRequest, proposal_id: int = ProposalId) -> Any:
     return _decide(request, proposal_id, services.proposal_reject)
 
 
 @router.post("/proposals/{proposal_id}/undo", response=DECISION, summary="Undo an accepted tidy-up suggestion")
-def undo(request: HttpRequest, proposal_id: int = ProposalId) -> Any:
+def undo(request: AuthedHttpRequest, proposal_id: int = ProposalId) -> Any:
     return _decide(request, proposal_id, services.proposal_undo)

@@ -22,9 +22,10 @@ from chat.llm import ChatModel, LLMError, metering
 from memory import forgetting
 from memory.consolidation import judging
 from memory.consolidation.candidates import Cluster, user_clusters
+from memory.lifecycle import memory_writes_lock
 from memory.models import ConsolidationPass, ConsolidationProposal, Memory, MemorySource
+from memory.rejections import MemoryConflict
 from memory.selectors import in_scope
-from memory.services import MemoryConflict, _lock_user
 from memory.tasks import embed_memories_later
 
 logger = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ def _merge(*, user: User, proposal: ConsolidationProposal) -> Memory:
 @transaction.atomic
 def proposal_accept(*, user: User, proposal: ConsolidationProposal) -> ConsolidationProposal:
     """Apply a waiting proposal, in one transaction (409 when its memories changed meanwhile)."""
-    _lock_user(user)
+    memory_writes_lock(user_id=user.pk, now=timezone.now())
     proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal.pk, owner=user)
     if proposal.status != Status.PENDING:
         raise MemoryConflict(_("This suggestion was already decided."))
@@ -184,7 +185,7 @@ def _reactivate(*, user: User, ids: list[int]) -> None:
 @transaction.atomic
 def proposal_undo(*, user: User, proposal: ConsolidationProposal) -> ConsolidationProposal:
     """Reverse an accepted proposal: a merge's originals come back and the merged memory is removed."""
-    _lock_user(user)
+    memory_writes_lock(user_id=user.pk, now=timezone.now())
     proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal.pk, owner=user)
     if proposal.status != Status.ACCEPTED:
         raise MemoryConflict(_("Only an accepted suggestion can be undone."))

@@ -91,8 +91,13 @@ def test_a_second_start_waits_for_the_first_to_commit_before_counting_slots(user
 
 
 def _waiting_lock_count() -> int:
+    """Lock waits of the sessions on this test's database: not those of other databases on the server
+    (the parallel workers' own test databases, other runs)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)"
+            " WHERE NOT granted AND datname = current_database()"
+        )
         return int(cursor.fetchone()[0])
 
 

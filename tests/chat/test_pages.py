@@ -16,19 +16,19 @@ pytestmark = pytest.mark.redis
 
 
 @pytest.fixture
-def layers(settings: Any) -> tuple[RedisChannelLayer, RedisChannelLayer]:
+def layers(counted_redis: str) -> tuple[RedisChannelLayer, RedisChannelLayer]:
     """Two processes' layers on one Redis: `here` (ours) and `there` (another web process)."""
     prefix = f"test-pages-{uuid.uuid4().hex}"
-    return RedisChannelLayer(hosts=[settings.REDIS_URL], prefix=prefix), RedisChannelLayer(
-        hosts=[settings.REDIS_URL], prefix=prefix
+    return RedisChannelLayer(hosts=[counted_redis], prefix=prefix), RedisChannelLayer(
+        hosts=[counted_redis], prefix=prefix
     )
 
 
 def test_turns_starting_together_look_up_their_pages_in_one_connection(
-    settings: Any, layers: tuple[RedisChannelLayer, RedisChannelLayer]
+    counted_redis: str, layers: tuple[RedisChannelLayer, RedisChannelLayer]
 ) -> None:
     here, there = layers
-    server = redis.Redis.from_url(settings.REDIS_URL)
+    server = redis.Redis.from_url(counted_redis)
     groups = [f"conversation-{n}" for n in range(60)]
 
     async def scenario() -> tuple[list[list[str] | None], dict[str, set[str]], int]:

@@ -14,9 +14,9 @@ from django.core.cache import caches
 pytestmark = pytest.mark.redis
 
 
-def test_concurrent_requests_reuse_the_processes_redis_connections(settings: Any) -> None:
-    settings.CACHES = {"default": {"BACKEND": "core.cache.SharedRedisCache", "LOCATION": settings.REDIS_URL}}
-    server = redis.Redis.from_url(settings.REDIS_URL)
+def test_concurrent_requests_reuse_the_processes_redis_connections(settings: Any, counted_redis: str) -> None:
+    settings.CACHES = {"default": {"BACKEND": "core.cache.SharedRedisCache", "LOCATION": counted_redis}}
+    server = redis.Redis.from_url(counted_redis)
     prefix = uuid.uuid4().hex
     pools: set[int] = set()
     clients: list[Any] = []  # kept, so that no id is reused

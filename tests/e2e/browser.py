@@ -3,9 +3,12 @@ scratch SQLite database), signing up through the form, and where screenshots go.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +22,18 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
 ]  # fmt: skip
-PORTS = range(int(os.environ.get("E2E_PORT_FIRST", "18310")), int(os.environ.get("E2E_PORT_LAST", "18399")))
+
+
+def worker_ports(first: int, last: int) -> range:
+    """The ports this process's servers take: E2E_PORT_FIRST to E2E_PORT_LAST, or its share of them when
+    pytest-xdist runs the suite in parallel workers (no two workers pick the same port at once)."""
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    share = (last - first) // count
+    return range(first + index * share, first + (index + 1) * share)
+
+
+PORTS = worker_ports(int(os.environ.get("E2E_PORT_FIRST", "18310")), int(os.environ.get("E2E_PORT_LAST", "18399")))
 PASSWORD = "correct-horse-battery-staple"
 # Screenshots go to a temporary folder unless this names one (`make screenshots` names docs/screenshots/).
 SCREENSHOTS_VARIABLE = "MEMORA_SCREENSHOTS_DIR"
@@ -43,13 +57,27 @@ def manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
 
+_migrated: list[Path] = []  # the database this test process migrated for its first stack
+
+
+def migrated_database(env: dict[str, str], var_dir: Path) -> None:
+    """A stack's scratch database, migrated: the first stack of a test process runs `manage.py migrate`
+    (seconds of processor time, on a database of its own), every stack gets a copy of the result."""
+    if not _migrated:
+        folder = Path(tempfile.mkdtemp(prefix="memora-migrated-"))
+        atexit.register(shutil.rmtree, folder, True)
+        manage({**env, "MEMORA_VAR_DIR": str(folder)}, "migrate", "--noinput", "-v0")
+        _migrated.append(folder / "memora.sqlite3")
+    shutil.copyfile(_migrated[0], var_dir / "memora.sqlite3")
+
+
 @contextmanager
 def running_stack(var_dir: Path, settings: dict[str, str], *, worker: bool = False) -> Iterator[str]:
     """uvicorn (and, with `worker`, a real Celery worker) on a scratch SQLite database in `var_dir`, as a
     development run with the embedded defaults (the filesystem broker and the in-memory channel layer);
     `settings` are extra environment variables. Yields the server's base URL."""
     env = stack_env(var_dir, settings)
-    manage(env, "migrate", "--noinput", "-v0")
+    migrated_database(env, var_dir)
     port = free_port(PORTS)
     log = var_dir / "server.log"
     procs: list[subprocess.Popen[bytes]] = []
