@@ -319,11 +319,16 @@ def test_a_judge_answer_cut_at_the_tokens_its_time_allowed_is_a_timeout_not_an_u
 ) -> None:
     from chat.llm import server_load
 
-    server_load.observe_speed(model="slow", completion_tokens=100, seconds=10)
-    fake_openai.queue(FakeResponse('{"operations": [', finish_reason="length"))
+    server_load.observe_speed(model="slow", completion_tokens=100, seconds=10)  # 10 a second: 64 tokens in 2 s
+    fake_openai.queue(FakeResponse('{"operations": [', finish_reason="length", delay_before=0.6))
+    with pytest.raises(LLMError) as caught:
+        get_chat_model().complete_json(messages=USER, model="slow", temperature=0.3, timeout=2, max_tokens=512)
+    assert caught.value.kind == "timeout" and "10.0 tokens a second" in str(caught.value)
+
+    fake_openai.queue(FakeResponse('{"operations": [', finish_reason="length"))  # fast this time: just too long
     with pytest.raises(LLMError) as caught:
         get_chat_model().complete_json(messages=USER, model="slow", temperature=0.3, timeout=20, max_tokens=512)
-    assert caught.value.kind == "timeout" and "10.0 tokens a second" in str(caught.value)
+    assert caught.value.kind == "length"
 
     fake_openai.queue(FakeResponse('{"operations": [', finish_reason="length"))  # within its own max_tokens
     with pytest.raises(LLMError) as caught:

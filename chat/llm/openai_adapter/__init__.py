@@ -220,7 +220,8 @@ class OpenAIChatModel(ChatModel):
         if max_tokens:
             request["max_tokens"] = server_load.tokens_within(model=model, max_tokens=max_tokens, seconds=timeout)
         # The schema where the server takes it, JSON mode otherwise (chat.llm.json_formats).
-        end = time.monotonic() + timeout
+        started = time.monotonic()
+        end = started + timeout
         key = f"{self._options['base_url']}|{model}"
         tried = json_formats.formats(schema)
         index = min(json_formats.first_choice(key), len(tried) - 1) if schema else 0
@@ -231,7 +232,11 @@ class OpenAIChatModel(ChatModel):
                 if _another_format(exc, index, tried, end):
                     index += 1
                     continue
-                if exc.kind == "length" and max_tokens and request["max_tokens"] < max_tokens:
+                # Cut at the tokens the shown speed allowed: a timeout if, at this call's own pace, the
+                # whole `max_tokens` would not have come in time; else the answer was just too long.
+                capped = request.get("max_tokens") or 0
+                pace = (time.monotonic() - started) / capped if capped else 0.0
+                if exc.kind == "length" and max_tokens and 0 < capped < max_tokens and pace * max_tokens > timeout:
                     raise server_load.too_slow(model, timeout) from exc
                 raise
             if schema:
