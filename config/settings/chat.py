@@ -1,6 +1,6 @@
 """The chat app's settings (part of base.py, which imports them all): the model provider, the chat turn's
-limits and the context budget. Everything an operator may change comes from the environment (README,
-"Configuration")."""
+limits and the context budget. Everything an operator may change comes from the environment
+(docs/configuration.md)."""
 
 from __future__ import annotations
 
