@@ -380,6 +380,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """A conversation of the user was renamed, pinned or moved (chat.sidebar.sidebar_changed): this page
         fetches its list again, and its title when it shows that conversation."""
         own = event.get("conversation_id") == str(self.conversation.pk)
+        if own and not await Conversation.objects.filter(pk=self.conversation.pk).aexists():
+            return  # deleted: its title and list would answer 404, and the page is leaving it anyway
         await self.push(sidebar.sync_html(current=self.conversation, title=own))
 
     async def session_close(self, event: dict[str, Any]) -> None:

@@ -120,7 +120,7 @@ def page(browser: Any) -> Iterator[Any]:
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # Every page must pass the Content-Security-Policy: Chromium reports each violation on the console.
-    page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
+    page.on("console", lambda m: errors.append(m.text[-60:] + " @ " + str(m.location) + " " + page.url) if "Content Security Policy" in m.text else None)
     yield page
     context.close()
     assert not errors, errors
