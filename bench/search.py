@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/search.py [--messages 50000] [--others 10000] [--queries 40]
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_search .venv/bin/python bench/search.py
+    DATABASE_URL=sqlite:////tmp/search.sqlite3 .venv/bin/python bench/search.py --keep   # then --reuse
+
+`--keep` leaves the accounts in the database; `--reuse` times those instead of building new ones (the same
+queries either way), so code can be compared on the same data. The HTTP server takes a port from
+E2E_PORT_FIRST to E2E_PORT_LAST when they are set.
 
 Builds one account with `--messages` messages (half the user's, half replies; a quarter of them in Chinese)
 in 500 conversations, and another account with `--others`, on a scratch SQLite file, or on the PostgreSQL
@@ -11,9 +16,10 @@ bulk and indexed by the same function the services call (chat.search.index), in 
 Prints:
 - size: the messages table, the search entries (with their B-tree indexes) and the full-text index itself;
 - query time: `chat.search.query.search` as GET /api/search runs it (count, one page of 20, excerpts),
-  p50/p95/max per kind of query: a rare word, a common word, two words, a Chinese word, a word being typed;
-  then the same queries through HTTP: GET /api/search with an API token, served by scripts/serve.py on the
-  same database as `make run` serves it, beside the in-process figures;
+  p50/p95/max per kind of query: a rare word, a common word, two words, a Chinese word, a word being typed,
+  wall clock and CPU (the process's, and on PostgreSQL its server process's); then the same queries through
+  HTTP: GET /api/search with an API token, served by scripts/serve.py on the same database as `make run`
+  serves it, wall clock and the web process's CPU, beside the in-process figures; the load average with each;
 - write overhead per turn: a turn's two transactions (chat.services.turn_start, turn_finish) with the index
   and with it switched off, side by side.
 Bounded: about 40 s of CPU on SQLite, most of it building the account (terms for 55,000 messages and
@@ -167,28 +173,22 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def database_pids(*, own: bool) -> list[int]:
-    """PostgreSQL's server processes for this database: this process's connection (`own`), or every other
-    one (a server's under test). None on SQLite, which runs inside its client."""
+def database_pids() -> list[int]:
+    """PostgreSQL's server process for this process's connection; none on SQLite, which runs inside it."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
         return []
     with connection.cursor() as cursor:
-        if own:
-            cursor.execute("SELECT pg_backend_pid()")
-        else:
-            cursor.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute("SELECT pg_backend_pid()")
+        return [cursor.fetchone()[0]]
 
 
 def time_queries(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]]:
     """Per kind: wall-clock ms, CPU ms (this process's, and on PostgreSQL its server process's), hits."""
     from chat.search.query import search
 
-    database = database_pids(own=True)
+    database = database_pids()
     timings: dict[str, list[float]] = {}
     for kind, texts in queries.items():
         for text in texts:
@@ -203,7 +203,8 @@ def time_queries(user: Any, queries: dict[str, list[str]]) -> dict[str, list[flo
 def time_http(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]]:
     """The same queries as GET /api/search?q=…&limit=20 with an API token, through the app as `make run`
     serves it (scripts/serve.py on this database, a connection kept open as a client would): wall-clock ms,
-    and CPU ms of the web server's process (and on PostgreSQL of its server processes)."""
+    and CPU ms of the web server's process (on PostgreSQL without the database server's: without
+    DATABASE_POOL each request opens a connection, served by a process of its own)."""
     import http.client
     import shutil
     import signal
@@ -232,16 +233,14 @@ def time_http(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]
         headers = {"Authorization": f"Bearer {token}"}
         web = [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
         web = [pid for pid in web if b"uvicorn" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        database: list[int] = []
         for kind, texts in queries.items():
             for text in texts:
-                started, cpu = time.perf_counter(), cpu_seconds(web + database)
+                started, cpu = time.perf_counter(), cpu_seconds(web)
                 connection.request("GET", f"/api/search?limit=20&q={urllib.parse.quote(text)}", headers=headers)
                 response = connection.getresponse()
                 response.read()
                 timings.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
-                timings.setdefault(f"{kind} cpu", []).append((cpu_seconds(web + database) - cpu) * 1000)
-                database = database or database_pids(own=False)
+                timings.setdefault(f"{kind} cpu", []).append((cpu_seconds(web) - cpu) * 1000)
                 if response.status != 200:
                     raise RuntimeError(f"GET /api/search answered {response.status}")
         connection.close()
