@@ -119,8 +119,14 @@ def page(browser: Any) -> Iterator[Any]:
     expect.set_options(timeout=15_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+
     # Every page must pass the Content-Security-Policy: Chromium reports each violation on the console.
-    page.on("console", lambda m: errors.append(m.text[-60:] + " @ " + str(m.location) + " " + page.url) if "Content Security Policy" in m.text else None)
+    # Each is kept with where it happened: the violating script or style and the page's address.
+    def csp_violation(message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            errors.append(f"{message.text[-60:]} @ {message.location} {page.url}")
+
+    page.on("console", csp_violation)
     yield page
     context.close()
     assert not errors, errors
