@@ -51,6 +51,18 @@ def _close_thread_sensitive_connections(django_db_setup: Any) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Every test starts and ends in the default language. Django activates a request's language (a signed-in
+    user's, a token client's) for the thread and never deactivates it, so code a later test runs outside a
+    request (the demo model's reply, a notice's text) came out in the last request's language."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache(settings: Any) -> None:
     """Rate-limit counters start from zero in every test (a private in-process cache per test)."""
     import uuid
