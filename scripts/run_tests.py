@@ -8,10 +8,15 @@ skipping tests, and a smoke test of `make run` (scripts/smoke_run.py) runs first
 asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
 
 Each step prints its output, in the order above, once it has finished; the run fails if any step failed.
-With MEMORA_TEST_WORKERS=N (N > 1; at most 8) the steps run side by side (they use different services
-and databases of their own) and each pass spreads its tests over N parallel workers (pytest-xdist), each
-with its own copy of the migrated test database, Redis database (the Nth after TEST_REDIS_URL's),
-runtime folder and share of the browser tests' ports. Each pass ends with its ten slowest tests.
+On a machine with two or more CPUs the steps go in two lanes side by side (MEMORA_TEST_LANES=1 puts them
+in one): lint and the pass on the embedded defaults in one, the smoke test, the pass without the memory
+app and the pass on PostgreSQL + Redis in the other. They use different databases and runtime folders,
+and each lane's servers take their own half of the browser tests' ports. Most of a pass's time is spent
+waiting (servers starting, streams, the browser), so two lanes take little more than the longer one.
+With MEMORA_TEST_WORKERS=N (N > 1; at most 8) every step runs at once and each pass spreads its tests
+over N parallel workers (pytest-xdist), each with its own copy of the migrated test database, Redis
+database (the Nth after TEST_REDIS_URL's), runtime folder and share of the lane's ports. Each pass ends
+with its ten slowest tests.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -47,6 +53,21 @@ def workers() -> int:
     """How many parallel pytest workers each pass uses: MEMORA_TEST_WORKERS (default 1: none, each pass
     runs in pytest's own process and the steps run one after another). At most 8 fit Redis's 16 databases."""
     return max(1, int(os.environ.get("MEMORA_TEST_WORKERS", "").strip() or 1))
+
+
+def lanes() -> int:
+    """How many lanes of steps run side by side: MEMORA_TEST_LANES, else two with two or more CPUs."""
+    chosen = os.environ.get("MEMORA_TEST_LANES", "").strip()
+    return max(1, min(2, int(chosen) if chosen else (os.cpu_count() or 1)))
+
+
+def lane_ports(lane: int, count: int) -> dict[str, str]:
+    """A lane's share of the browser tests' ports (E2E_PORT_FIRST to E2E_PORT_LAST): two lanes' servers
+    never pick the same port between checking that it is free and binding it."""
+    first = int(os.environ.get("E2E_PORT_FIRST", "18310"))
+    last = int(os.environ.get("E2E_PORT_LAST", "18399"))
+    share = (last - first + 1) // count
+    return {"E2E_PORT_FIRST": str(first + lane * share), "E2E_PORT_LAST": str(first + (lane + 1) * share - 1)}
 
 
 def reachable(url: str) -> bool:
@@ -133,16 +154,17 @@ def suite_on_defaults(args: list[str], browser: dict[str, str]) -> Outcome:
     return 0, output
 
 
-def suite_without_memory(targets: list[str]) -> Outcome:
+def suite_without_memory(targets: list[str], ports: dict[str, str]) -> Outcome:
     """The chat and accounts pass without the memory app: 0 when it passed or found nothing."""
     options = [f"--ds={WITHOUT_MEMORY_SETTINGS}", "-m", "not needs_memory and not browser"]
-    alone, output = pytest({"MEMORA_BROWSER_TESTS": "0"}, [*options, *targets])
+    alone, output = pytest({**ports, "MEMORA_BROWSER_TESTS": "0"}, [*options, *targets])
     return (0 if alone in (0, 5) else alone), output
 
 
-def suite_on_services(args: list[str]) -> Outcome:
+def suite_on_services(args: list[str], ports: dict[str, str]) -> Outcome:
     """The whole suite again on PostgreSQL and Redis: 0 when it passed or found nothing."""
-    second, output = pytest({"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}, args)
+    services = {"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}
+    second, output = pytest({**ports, **services}, args)
     return (0 if second in (0, 5) else second), output
 
 
@@ -154,32 +176,46 @@ def main() -> int:
         return 1
     browser = {"MEMORA_BROWSER_TESTS": "1" if have_chromium else "0", "CHROMIUM_PATH": CHROMIUM}
 
-    steps: dict[str, Callable[[], Outcome]] = {}
+    # Each step with its lane: the steps of a lane run in turn, the lanes side by side.
+    count = lanes()
+    first, second = lane_ports(0, count), lane_ports(count - 1, count)
+    steps: dict[str, tuple[Callable[[], Outcome], int]] = {}
     if not args:  # a full run also lints; a focused run (`-k …`, paths) skips straight to pytest
-        steps["Lint: ruff and mypy"] = lint
+        steps["Lint: ruff and mypy"] = (lint, 0)
     if CI or os.environ.get("MEMORA_SMOKE") == "1":
         smoke_title = "Smoke test of make run (runtime dependencies only, real worker)"
-        steps[smoke_title] = lambda: smoke_run(have_pg and have_redis)
+        steps[smoke_title] = (lambda: smoke_run(have_pg and have_redis), count - 1)
     defaults = "Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)"
-    steps[defaults] = lambda: suite_on_defaults(args, browser)
+    steps[defaults] = (lambda: suite_on_defaults(args, {**first, **browser}), 0)
     targets = without_memory_targets(args)
     if targets:
         alone = "Chat and accounts without the memory app (embedded defaults, no browser tests)"
-        steps[alone] = lambda: suite_without_memory(targets)
+        steps[alone] = (lambda: suite_without_memory(targets, second), count - 1)
     if have_pg and have_redis:
-        steps["Suite on PostgreSQL and Redis (browser tests run in the first pass)"] = lambda: suite_on_services(args)
+        services = "Suite on PostgreSQL and Redis (browser tests run in the first pass)"
+        steps[services] = (lambda: suite_on_services(args, second), count - 1)
+    if workers() > 1:  # every step at once, each pass in parallel workers
+        steps = {title: (step, index) for index, (title, (step, _)) in enumerate(steps.items())}
 
-    print(f"== {'Side by side' if workers() > 1 else 'In turn'}: {'; '.join(steps)}", flush=True)
+    lanes_used = sorted({lane for _, lane in steps.values()})
+    print(f"== {'Side by side' if len(lanes_used) > 1 else 'In turn'}: {'; '.join(steps)}", flush=True)
     started = time.monotonic()
+    results: dict[str, Future[tuple[int, str, float]]] = {title: Future() for title in steps}
 
-    def timed(step: Callable[[], Outcome]) -> tuple[int, str, float]:
-        code, output = step()
-        return code, output, time.monotonic() - started
+    def run_lane(lane: int) -> None:
+        for title, (step, its_lane) in steps.items():
+            if its_lane == lane:
+                try:
+                    code, output = step()
+                except Exception:  # a step that crashed fails the run, and the rest of its lane still runs
+                    code, output = 1, traceback.format_exc()
+                results[title].set_result((code, output, time.monotonic() - started))
 
     failed = 0
-    with ThreadPoolExecutor(max_workers=len(steps) if workers() > 1 else 1) as pool:
-        running = [(title, pool.submit(timed, step)) for title, step in steps.items()]
-        for title, future in running:
+    with ThreadPoolExecutor(max_workers=len(lanes_used)) as pool:
+        for lane in lanes_used:
+            pool.submit(run_lane, lane)
+        for title, future in results.items():
             code, output, ended = future.result()
             print(f"== {title}: {'passed' if code == 0 else 'FAILED'}, ended after {ended:.0f} s", flush=True)
             print(output, end="" if output.endswith("\n") or not output else "\n", flush=True)

@@ -31,8 +31,10 @@ def free_port(ports: Iterable[int] | None = None, exclude: Collection[int] = ())
     raise RuntimeError("no free port")
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], *, seconds: float = 30, log: Path | None = None) -> None:
-    """Return once `port` accepts connections; fail at once if `process` exits, or after `seconds`."""
+def wait_for_port(port: int, process: subprocess.Popen[bytes], *, seconds: float = 90, log: Path | None = None) -> None:
+    """Return once `port` accepts connections; fail at once if `process` exits, or after `seconds`. The
+    default is generous: a server that starts costs no more for it, and on a busy machine Django's start
+    alone has taken over 30 s."""
     detail = (lambda: f":\n{log.read_text()}") if log is not None else (lambda: "")
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
