@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/search.py [--messages 50000] [--others 10000] [--queries 40]
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_search .venv/bin/python bench/search.py
+    DATABASE_URL=sqlite:////tmp/search.sqlite3 .venv/bin/python bench/search.py --keep   # then --reuse
+
+`--keep` leaves the accounts in the database; `--reuse` times those instead of building new ones (the same
+queries either way), so code can be compared on the same data. The HTTP server takes a port from
+E2E_PORT_FIRST to E2E_PORT_LAST when they are set.
 
 Builds one account with `--messages` messages (half the user's, half replies; a quarter of them in Chinese)
 in 500 conversations, and another account with `--others`, on a scratch SQLite file, or on the PostgreSQL
@@ -11,9 +16,10 @@ bulk and indexed by the same function the services call (chat.search.index), in 
 Prints:
 - size: the messages table, the search entries (with their B-tree indexes) and the full-text index itself;
 - query time: `chat.search.query.search` as GET /api/search runs it (count, one page of 20, excerpts),
-  p50/p95/max per kind of query: a rare word, a common word, two words, a Chinese word, a word being typed;
-  then the same queries through HTTP: GET /api/search with an API token, served by scripts/serve.py on the
-  same database as `make run` serves it, beside the in-process figures;
+  p50/p95/max per kind of query: a rare word, a common word, two words, a Chinese word, a word being typed,
+  wall clock and CPU (the process's, and on PostgreSQL its server process's); then the same queries through
+  HTTP: GET /api/search with an API token, served by scripts/serve.py on the same database as `make run`
+  serves it, wall clock and the web process's CPU, beside the in-process figures; the load average with each;
 - write overhead per turn: a turn's two transactions (chat.services.turn_start, turn_finish) with the index
   and with it switched off, side by side.
 Bounded: about 40 s of CPU on SQLite, most of it building the account (terms for 55,000 messages and
@@ -155,24 +161,50 @@ def sizes() -> list[tuple[str, int]]:
             ("full-text index", index)]  # fmt: skip
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds these processes have used so far (Linux /proc; 0 for one that is gone)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def database_pids() -> list[int]:
+    """PostgreSQL's server process for this process's connection; none on SQLite, which runs inside it."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return [cursor.fetchone()[0]]
+
+
 def time_queries(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]]:
-    """Per kind: wall-clock ms, this process's CPU ms (all of it on SQLite, which runs in the process), hits."""
+    """Per kind: wall-clock ms, CPU ms (this process's, and on PostgreSQL its server process's), hits."""
     from chat.search.query import search
 
+    database = database_pids()
     timings: dict[str, list[float]] = {}
     for kind, texts in queries.items():
         for text in texts:
-            started, cpu = time.perf_counter(), time.process_time()
+            started, cpu = time.perf_counter(), time.process_time() + cpu_seconds(database)
             page = search(user=user, text=text, limit=20)
             timings.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
-            timings.setdefault(f"{kind} cpu", []).append((time.process_time() - cpu) * 1000)
+            timings.setdefault(f"{kind} cpu", []).append((time.process_time() + cpu_seconds(database) - cpu) * 1000)
             timings.setdefault(f"{kind} hits", []).append(page.total)
     return timings
 
 
 def time_http(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]]:
     """The same queries as GET /api/search?q=…&limit=20 with an API token, through the app as `make run`
-    serves it (scripts/serve.py on this database, a connection kept open as a client would): wall-clock ms."""
+    serves it (scripts/serve.py on this database, a connection kept open as a client would): wall-clock ms,
+    and CPU ms of the web server's process (on PostgreSQL without the database server's: without
+    DATABASE_POOL each request opens a connection, served by a process of its own)."""
     import http.client
     import shutil
     import signal
@@ -183,7 +215,8 @@ def time_http(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]
     from tests.processes import free_port, wait_for_port
 
     _, token = api_token_create(user=user)
-    port = free_port(range(18340, 18399))
+    first, last = int(os.environ.get("E2E_PORT_FIRST", "18340")), int(os.environ.get("E2E_PORT_LAST", "18399"))
+    port = free_port(range(first, last + 1))
     scratch = Path(tempfile.mkdtemp(prefix="memora-bench-search-serve-"))
     env = {**os.environ, "PORT": str(port), "DJANGO_DEBUG": "1", "LOG_LEVEL": "WARNING"}
     env.setdefault("MEMORA_VAR_DIR", str(scratch))
@@ -198,13 +231,16 @@ def time_http(user: Any, queries: dict[str, list[str]]) -> dict[str, list[float]
         wait_for_port(port, server, seconds=120, log=log)
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         headers = {"Authorization": f"Bearer {token}"}
+        web = [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+        web = [pid for pid in web if b"uvicorn" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         for kind, texts in queries.items():
             for text in texts:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), cpu_seconds(web)
                 connection.request("GET", f"/api/search?limit=20&q={urllib.parse.quote(text)}", headers=headers)
                 response = connection.getresponse()
                 response.read()
                 timings.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
+                timings.setdefault(f"{kind} cpu", []).append((cpu_seconds(web) - cpu) * 1000)
                 if response.status != 200:
                     raise RuntimeError(f"GET /api/search answered {response.status}")
         connection.close()
@@ -255,23 +291,35 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30, help="per kind of query")
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--keep", action="store_true", help="keep the bench accounts (to look at the database)")
+    parser.add_argument(
+        "--reuse", action="store_true", help="time the accounts a --keep run left on DATABASE_URL, not new ones"
+    )
     args = parser.parse_args()
     setup_django()
     from django.db import connection, transaction
 
     from accounts.models import User
+    from chat.models import Message
 
-    User.objects.filter(username__in=BENCH_USERS).delete()
+    reused = User.objects.filter(username=BENCH_USERS[0]).first() if args.reuse else None
+    if reused is not None and Message.objects.filter(user=reused).count() < args.messages:
+        raise SystemExit(f"{BENCH_USERS[0]} has fewer than {args.messages:,} messages: run without --reuse")
+    if reused is None:
+        User.objects.filter(username__in=BENCH_USERS).delete()
     rng = random.Random(28)
     load = os.getloadavg()
     version = getattr(connection, "pg_version", None) or getattr(connection.Database, "sqlite_version", "")  # type: ignore[attr-defined]
     print(f"Conversation search on {connection.vendor} ({version}), "
           f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
     started = time.perf_counter()
-    with transaction.atomic():
-        user = build_account(BENCH_USERS[0], args.messages, rng)
-        build_account(BENCH_USERS[1], args.others, rng)
-    print(f"built {args.messages:,} + {args.others:,} messages, indexed, in {time.perf_counter() - started:.1f} s")
+    if reused is not None:
+        user = reused
+        print(f"reusing {args.messages:,} messages of {BENCH_USERS[0]}")
+    else:
+        with transaction.atomic():
+            user = build_account(BENCH_USERS[0], args.messages, rng)
+            build_account(BENCH_USERS[1], args.others, rng)
+        print(f"built {args.messages:,} + {args.others:,} messages, indexed, in {time.perf_counter() - started:.1f} s")
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE chat_searchentry")
@@ -283,6 +331,7 @@ def main() -> None:
         print(f"  {name:<45} {size / 1e6:8.1f} MB  ({size / (args.messages + args.others):6.0f} B/message)")
 
     q = args.queries
+    rng = random.Random(29)  # the same queries whether the accounts were built or reused
     queries = {
         "rare word": [f"item{rng.randint(0, 200_000)}" for _ in range(q)],
         "topic word": [zipf(rng, EN_WORDS) + " " for _ in range(q)],
@@ -294,7 +343,9 @@ def main() -> None:
     }
     time_queries(user, {"warm-up": ["phone"] * 3})
     timings = time_queries(user, queries)
-    print(f"\nquery time (search(): count + a page of 20 + excerpts; {q} queries per kind), ms")
+    load = os.getloadavg()
+    print(f"\nquery time (search(): count + a page of 20 + excerpts; {q} queries per kind), ms; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
     print(f"  {'':<15} {'wall p50':>9} {'p95':>6} {'max':>6}   {'CPU p50':>8} {'p95':>6}   median hits")
     every: list[float] = []
     every_cpu: list[float] = []
@@ -308,20 +359,28 @@ def main() -> None:
           f"{statistics.median(every_cpu):8.1f} {p95(every_cpu):6.1f}")  # fmt: skip
 
     over_http = time_http(user, {"warm-up": ["phone"] * 3, **queries})
-    print(f"\nquery time through HTTP (GET /api/search, `make run`'s server, the same {q} queries per kind), ms")
-    print(f"  {'':<15} {'wall p50':>9} {'p95':>6} {'max':>6}   in process: p50 {'p95':>6}")
+    load = os.getloadavg()
+    print(f"\nquery time through HTTP (GET /api/search, `make run`'s server, the same {q} queries per kind), ms; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
+    print(f"  {'':<15} {'wall p50':>9} {'p95':>6} {'max':>6}   {'CPU p50':>8} {'p95':>6}   in process: p50 {'p95':>6}")
     every_http: list[float] = []
+    every_http_cpu: list[float] = []
     for kind in queries:
-        ms, local = over_http[kind], timings[kind]
-        every_http += ms
+        ms, cpu, local = over_http[kind], over_http[f"{kind} cpu"], timings[kind]
+        every_http, every_http_cpu = every_http + ms, every_http_cpu + cpu
         print(f"  {kind:<15} {statistics.median(ms):9.1f} {p95(ms):6.1f} {max(ms):6.1f}   "
+              f"{statistics.median(cpu):8.1f} {p95(cpu):6.1f}   "
               f"{statistics.median(local):17.1f} {p95(local):6.1f}")  # fmt: skip
     print(f"  {'all':<15} {statistics.median(every_http):9.1f} {p95(every_http):6.1f} {max(every_http):6.1f}   "
+          f"{statistics.median(every_http_cpu):8.1f} {p95(every_http_cpu):6.1f}   "
           f"{statistics.median(every):17.1f} {p95(every):6.1f}")  # fmt: skip
     target = 80 if args.messages <= 50_000 else 150
     print(f"  [{'ok' if p95(every_http) <= target else 'MISSED'}] p95 through HTTP ≤ {target} ms "
           f"at {args.messages:,} messages")  # fmt: skip
 
+    if args.turns < 2:
+        print(f"\ntotal {time.perf_counter() - started:.0f} s")
+        return
     with_index, with_cpu = time_turns(user, args.turns, indexed=True)
     without, without_cpu = time_turns(user, args.turns, indexed=False)
     print(f"\nwrite overhead per turn (turn_start + turn_finish without the model, {args.turns} turns each), ms")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Han ideographs (CJK Unified, Extension A, Compatibility) and everything else that is a letter or digit.
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -78,9 +79,15 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
             else:
                 out.extend((token[i : i + 2], start + i, start + i + 2) for i in range(len(token) - 1))
             continue
-        for word in terms(token):
+        for word in _word_terms(token):
             out.append((word, start, match.end()))
     return out
+
+
+@lru_cache(maxsize=8192)
+def _word_terms(token: str) -> tuple[str, ...]:
+    """`terms` of one non-Han token, remembered: the same words come back in every excerpt."""
+    return tuple(terms(token))
 
 
 def is_han(term: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
 from django.db.models import BooleanField, QuerySet
 from django.db.models.expressions import RawSQL
 
@@ -30,12 +31,30 @@ def tsquery(terms: list[str], *, prefix: bool) -> str:
 
 
 def matching(
-    entries: QuerySet[Any], *, user_id: int, terms: list[str], prefix: bool, many: bool = False
+    entries: QuerySet[Any],
+    *,
+    user_id: int,
+    terms: list[str],
+    prefix: bool,
+    many: bool = False,
 ) -> QuerySet[Any]:
     """The user's entries among `entries` holding every term. PostgreSQL's planner chooses between the
     GIN index and the user's newest-first B-tree by its own statistics (`many` is SQLite's hint)."""
     sql = f'"{ENTRIES}"."terms" @@ to_tsquery(\'simple\', %s)'
     return entries.filter(RawSQL(sql, [tsquery(terms, prefix=prefix)], output_field=BooleanField()), user_id=user_id)
+
+
+def count(*, user_id: int, terms: list[str], prefix: bool, hidden: QuerySet[Any]) -> int:
+    """How many of the user's entries hold every term, those of the `hidden` conversations (a queryset of
+    their ids) left out: one statement, the GIN index finding the matches."""
+    hidden_sql, hidden_params = hidden.query.sql_with_params()
+    sql = (
+        f"SELECT count(*) FROM {ENTRIES} WHERE terms @@ to_tsquery('simple', %s) AND user_id = %s"
+        f" AND conversation_id NOT IN ({hidden_sql})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tsquery(terms, prefix=prefix), user_id, *hidden_params])
+        return int(cursor.fetchone()[0])
 
 
 def size_bytes(connection: Any) -> int:

@@ -64,6 +64,34 @@ def search_query_clean(text: object) -> SearchQuery:
     return SearchQuery(text=text, terms=words, prefix=typing)
 
 
+def hidden_conversations(
+    *, user: User, current: Conversation | None = None, hide_isolated: bool = False
+) -> QuerySet[Any]:
+    """The ids of the user's conversations a search leaves out: the temporary ones but `current`, and with
+    `hide_isolated` those of isolated projects."""
+    hidden = Conversation.objects.filter(owner=user, temporary=True)
+    if hide_isolated:
+        hidden = Conversation.objects.filter(
+            Q(temporary=True) | Q(project__memory_mode=Project.MemoryMode.ISOLATED), owner=user
+        )
+    if current is not None:
+        hidden = hidden.exclude(pk=current.pk)
+    return hidden.values("pk")
+
+
+def search_count(*, user: User, query: SearchQuery, **scope: Any) -> int:
+    """How many entries match (`scope` as search_entries takes it). A search of everything the user may see
+    (no project, conversation left out or time bounds) is counted by the backend in one statement from
+    its index; a narrower one through the entries."""
+    narrowed = {name: value for name, value in scope.items() if name not in ("current", "hide_isolated")}
+    if any(value is not None for value in narrowed.values()):
+        return search_entries(user=user, query=query, **scope).count()
+    hidden = hidden_conversations(
+        user=user, current=scope.get("current"), hide_isolated=bool(scope.get("hide_isolated"))
+    )
+    return int(backend().count(user_id=user.pk, terms=query.terms, prefix=query.prefix, hidden=hidden))
+
+
 def search_entries(
     *,
     user: User,
@@ -81,18 +109,12 @@ def search_entries(
     one project's conversations ("none": those in no project); `hide_isolated` leaves out the conversations of
     isolated projects (what stays in one never shows elsewhere). `many`: the caller counted more than MANY
     matches (the backend may plan for that)."""
-    hidden = Conversation.objects.filter(owner=user, temporary=True)
-    if hide_isolated:
-        hidden = Conversation.objects.filter(
-            Q(temporary=True) | Q(project__memory_mode=Project.MemoryMode.ISOLATED), owner=user
-        )
-    if current is not None:
-        hidden = hidden.exclude(pk=current.pk)
+    hidden = hidden_conversations(user=user, current=current, hide_isolated=hide_isolated)
     # Scoped to the user by the backend, which writes that condition the way its planner does best with.
     entries = backend().matching(
         SearchEntry.objects.all(), user_id=user.pk, terms=query.terms, prefix=query.prefix, many=many
     )
-    entries = entries.exclude(conversation__in=hidden.values("pk"))
+    entries = entries.exclude(conversation__in=hidden)
     if exclude is not None:
         entries = entries.exclude(conversation=exclude)
     if project == "none":
@@ -162,7 +184,7 @@ def search_page(
 ) -> tuple[int, list[SearchEntry]]:
     """How many entries match (`scope` as search_entries takes it), and one page of them, newest first,
     with their message and conversation."""
-    total = search_entries(user=user, query=query, **scope).count()
+    total = search_count(user=user, query=query, **scope)
     if offset >= total:
         return total, []
     entries = search_entries(user=user, query=query, many=total > MANY, **scope)

@@ -110,6 +110,49 @@ def test_pages_newest_first_with_the_total(api_client: Client, user: User, conve
     assert found(api_client, "coffee", offset=5) == []
 
 
+def test_the_total_counts_only_the_users_own_visible_matches(
+    api_client: Client, user: User, other_user: User, conversation: Conversation
+) -> None:
+    theirs = services.conversation_create(user=other_user, title="Their tea")
+    exchange(other_user, theirs, "tea for them", "tea again")
+    for n in range(3):
+        exchange(user, conversation, f"tea note {n}", "ok")
+    response = api_client.get("/api/search", {"q": "tea", "limit": "1"})
+    assert response["X-Total-Count"] == "3"  # their three matches (title included) are not counted
+    temporary = services.conversation_create(user=user, temporary=True)
+    exchange(user, temporary, "tea in secret", "secret tea")
+    response = api_client.get("/api/search", {"q": "tea", "limit": "1"})
+    assert response["X-Total-Count"] == "3"  # nor those of a temporary conversation
+    assert len(found(api_client, "tea", limit=10)) == 3
+
+
+def test_the_total_of_a_search_from_a_temporary_conversation_counts_its_matches(
+    user: User, conversation: Conversation
+) -> None:
+    from chat.search.query import search
+
+    exchange(user, conversation, "tea note")
+    temporary = services.conversation_create(user=user, temporary=True, title="Private")
+    exchange(user, temporary, "tea in secret")
+    page = search(user=user, text="tea", current=temporary)
+    assert (page.total, len(page.hits)) == (2, 2)
+    assert search(user=user, text="tea").total == 1
+
+
+def test_the_total_of_a_project_search_counts_that_projects_matches(
+    api_client: Client, user: User, conversation: Conversation
+) -> None:
+    from chat.models import Project
+
+    project = Project.objects.create(owner=user, name="Garden")
+    planted = services.conversation_create(user=user, title="Beds", project=project)
+    exchange(user, planted, "tomato seedlings")
+    exchange(user, conversation, "tomato soup")
+    response = api_client.get("/api/search", {"q": "tomato", "project": str(project.pk)})
+    assert (response["X-Total-Count"], len(response.json())) == ("1", 1)
+    assert api_client.get("/api/search", {"q": "tomato"})["X-Total-Count"] == "2"
+
+
 @pytest.mark.parametrize(
     ("params", "status"),
     [
@@ -184,6 +227,29 @@ def test_sqlite_fts_rows_leave_with_their_entries(user: User, conversation: Conv
     assert indexed() == 1
     services.conversation_delete(conversation=conversation)
     assert indexed() == 0
+
+
+def test_sqlite_fts_rows_carry_their_owners_word(user: User, other_user: User, conversation: Conversation) -> None:
+    """The full-text index alone tells whose an entry is (chat/search/sqlite.py): each row is indexed with
+    its owner's word, added and removed by the triggers with the row."""
+    from django.db import connection
+
+    from chat.search.sqlite import owner_term
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's FTS5 table")
+    said, _ = exchange(user, conversation, "Peanuts make me ill", "Then avoid peanuts.")
+
+    def indexed(words: str) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM chat_search_fts WHERE chat_search_fts MATCH %s", [words])
+            return int(cursor.fetchone()[0])
+
+    mine, theirs = f'"{owner_term(user.pk)}"', f'"{owner_term(other_user.pk)}"'
+    assert (indexed(f"{mine} AND peanut"), indexed(f"{theirs} AND peanut")) == (2, 0)
+    assert indexed(mine) == SearchEntry.objects.filter(user=user).count()
+    said.delete()
+    assert indexed(f"{mine} AND peanut") == 1
 
 
 def test_a_retry_that_titles_the_conversation_makes_the_title_searchable_with_its_reply(
