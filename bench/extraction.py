@@ -189,11 +189,44 @@ def judge_calls_per_100(memories: int, window: int) -> tuple[int, int, int]:
 # --- 2. queries per run --------------------------------------------------------------------------
 
 
+class QueryCount:
+    """Counts what this thread's connection sends while it is entered: statements and commits, as
+    Django's query log lists them. Not Django's CaptureQueriesContext: that reads the length of the query
+    log, which DEBUG fills on every query and which holds 9,000 entries; once part 1 had filled it, the
+    length stayed put and every run counted 0 queries."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __enter__(self) -> QueryCount:
+        from django.db import connection
+
+        self._connection = connection
+        self._wrapper = connection.execute_wrapper(self._counted)
+        self._wrapper.__enter__()
+        commit = connection.commit
+
+        def counted_commit() -> None:
+            self.count += 1
+            commit()
+
+        connection.commit = counted_commit  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        del self._connection.commit  # back to the class's own
+        self._wrapper.__exit__(*exc)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _counted(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.count += 1
+        return execute(sql, params, many, context)
+
+
 def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
     """Total queries and runs for extracting `messages` pending messages (40 per run)."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     from chat.models import Message
     from chat.services import conversation_create
     from memory.extraction import batches, claim
@@ -213,7 +246,7 @@ def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
     last = Message.objects.filter(user=user).order_by("-id").first()
     assert last is not None
     claim.claim_release(user_id=user.pk, token=claim.claim_take(user_id=user.pk))  # type: ignore[arg-type]
-    with CaptureQueriesContext(connection) as captured:
+    with QueryCount() as captured:
         result = batches.extract(user_id=user.pk, trigger="manual", up_to_message_id=last.pk, min_pending=1)
     assert result.added == 1 and result.batches == len(result.run_ids), result
     return len(captured), len(result.run_ids)
@@ -225,9 +258,8 @@ def queries_per_run(memories: int, messages: int) -> tuple[int, int]:
 def throughput(users: int, backlog: int = 3) -> tuple[float, int, set[int]]:
     """Batches per second of one worker process over `users` users with `backlog` pending messages
     each; the number of runs; the distinct query counts of those runs."""
-    from django.db import connection
     from django.db.models import Max
-    from django.test.utils import CaptureQueriesContext, override_settings
+    from django.test.utils import override_settings
 
     from accounts.models import User
     from chat.models import AgentState, Conversation, Message
@@ -253,8 +285,7 @@ def throughput(users: int, backlog: int = 3) -> tuple[float, int, set[int]]:
     quiet.enable()
     for user in people:
         # What the worker's task does for one user (memory.tasks.extract_memories_task), without Celery's tracing.
-        connection.queries_log.clear()  # a bounded log (9,000 entries): counting needs room
-        with CaptureQueriesContext(connection) as captured:
+        with QueryCount() as captured:
             result = batches.extract(user_id=user.pk, trigger="background", up_to_message_id=last[user.pk])
         assert result.status == outcomes.Outcome.APPLIED, result
         counts.add(len(captured))

@@ -7,7 +7,9 @@ adapter) against a local fake provider in a thread, sends turns through `POST
 /api/conversations/{id}/messages` with `Accept: text/event-stream`, and times each phase by wrapping
 the functions the turn calls: authentication, the conversation lookup, `turn_start`, building the
 model input, the provider receiving the request, and the first delta leaving the API. Each phase also
-reports its SQL queries. Gaps between phases are thread hops and event-loop work.
+reports its SQL queries. Gaps between phases are thread hops and event-loop work; beside each gap, the
+process's CPU time over it (nothing else runs in this process: a figure a loaded machine changes less
+than wall time), and at the end the thread hops (`sync_to_async` calls) from the request to its first delta.
 
 `bench/turn_latency.py` measures the whole thing end to end through real servers; this script says
 where the milliseconds go. Database: a scratch SQLite file, or `--database-url` (its own name).
@@ -32,9 +34,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 marks: dict[str, float] = {}
+cpu_marks: dict[str, float] = {}  # the process's CPU time at each mark: little else runs in this process
+hops: list[int] = []  # thread hops (sync_to_async calls) between the request and its first delta
 durations: dict[str, list[float]] = defaultdict(list)
 queries: dict[str, list[int]] = defaultdict(list)
 gaps: dict[str, list[float]] = defaultdict(list)
+cpu_gaps: dict[str, list[float]] = defaultdict(list)
+
+
+def mark(name: str) -> None:
+    marks[name] = time.perf_counter()
+    cpu_marks[name] = time.process_time()
 
 
 def traced(name: str, func: Any) -> Any:
@@ -49,10 +59,10 @@ def traced(name: str, func: Any) -> Any:
             count[0] += 1
             return execute(sql, params, many, context)
 
-        marks[f"{name}:start"] = time.perf_counter()
+        mark(f"{name}:start")
         with connection.execute_wrapper(counter):
             result = func(*args, **kwargs)
-        marks[f"{name}:end"] = time.perf_counter()
+        mark(f"{name}:end")
         durations[name].append(marks[f"{name}:end"] - marks[f"{name}:start"])
         queries[name].append(count[0])
         return result
@@ -83,17 +93,28 @@ def install() -> None:
 
     def first_delta(event: Any) -> bytes:
         if event.type == "delta" and "first delta" not in marks:
-            marks["first delta"] = time.perf_counter()
+            mark("first delta")
         return sse_for(event)
 
     api._sse_for = first_delta  # type: ignore[assignment]
+    from asgiref.sync import SyncToAsync
+
+    hop = SyncToAsync.__call__
+
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if "request" in marks and "first delta" not in marks:
+            hops[-1] += 1
+        return await hop(self, *args, **kwargs)
+
+    SyncToAsync.__call__ = counted  # type: ignore[method-assign]
 
 
 async def one_turn(client: Any, token: str) -> None:
     response = await client.post("/api/conversations", json={}, headers={"Authorization": f"Bearer {token}"})
     conversation = response.json()["id"]
     marks.clear()
-    marks["request"] = time.perf_counter()
+    hops.append(0)
+    mark("request")
     headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
     async with client.stream(
         "POST", f"/api/conversations/{conversation}/messages", json={"content": "Hello"}, headers=headers
@@ -115,6 +136,7 @@ def record_gaps() -> None:
     for label, start, end in order:
         if start in marks and end in marks:
             gaps[label].append(marks[end] - marks[start])
+            cpu_gaps[label].append(cpu_marks[end] - cpu_marks[start])
 
 
 def main() -> int:
@@ -141,7 +163,7 @@ def main() -> int:
     os.environ["OPENAI_BASE_URL"] = provider.base_url
 
     def respond(body: dict[str, Any]) -> FakeResponse:
-        marks["provider"] = time.perf_counter()
+        mark("provider")
         return FakeResponse(chunks=[f"word{i} " for i in range(5)])
 
     provider.responder = respond
@@ -168,8 +190,9 @@ def main() -> int:
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             for _ in range(3):  # warm up
                 await one_turn(client, token)
-            for table in (durations, queries, gaps):
+            for table in (durations, queries, gaps, cpu_gaps):
                 table.clear()
+            hops.clear()
             for _ in range(args.turns):
                 await one_turn(client, token)
                 record_gaps()
@@ -194,7 +217,11 @@ def main() -> int:
             f"max {max(values) * 1000:6.2f} ms   queries {statistics.median(queries[name]):.0f}"
         )
     for name, values in gaps.items():
-        print(f"  {name:<40} median {statistics.median(values) * 1000:6.2f} ms   max {max(values) * 1000:6.2f} ms")
+        print(
+            f"  {name:<40} median {statistics.median(values) * 1000:6.2f} ms   max {max(values) * 1000:6.2f} ms   "
+            f"CPU median {statistics.median(cpu_gaps[name]) * 1000:6.2f} ms"
+        )
+    print(f"  thread hops from the request to its first delta: median {statistics.median(hops):.0f}")
     return 0
 
 

@@ -13,19 +13,34 @@ from chat.search.index import search_index_title
 from chat.turn import context_budget
 
 
-def log_deletions_by_id(request: HttpRequest, queryset: QuerySet[Any], label: str) -> list[LogEntry]:
-    """The admin's log names a deleted object by its `str()`: a message's words, a conversation's title,
-    a memory's sentence. These are logged by id only, so the log keeps no copy of them (SPEC §8)."""
-    return [
-        LogEntry.objects.create(
-            user_id=int(request.user.pk or 0),
-            content_type_id=ContentType.objects.get_for_model(obj).pk,
-            object_id=str(obj.pk),
-            object_repr=f"{label} {obj.pk}",
-            action_flag=DELETION,
-        )
-        for obj in queryset
-    ]
+class ErasingDeleteMixin:
+    """An admin whose deletes are the owner's own: `erase(ids)` removes the rows with every copy of their
+    text kept elsewhere. The admin's log would name each deleted object by its `str()` (a message's words,
+    a conversation's title, a memory's sentence); it names them by `erased_label` and id only, so the log
+    keeps no copy of them (SPEC §8)."""
+
+    erased_label = ""
+
+    def erase(self, ids: list[Any]) -> None:
+        raise NotImplementedError
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.erase([obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self.erase(list(queryset.values_list("pk", flat=True)))
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[LogEntry]:
+        return [
+            LogEntry.objects.create(
+                user_id=int(request.user.pk or 0),
+                content_type_id=ContentType.objects.get_for_model(obj).pk,
+                object_id=str(obj.pk),
+                object_repr=f"{self.erased_label} {obj.pk}",
+                action_flag=DELETION,
+            )
+            for obj in queryset
+        ]
 
 
 class StateSizeMixin:
@@ -78,7 +93,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(ErasingDeleteMixin, admin.ModelAdmin):
     list_display = ("display_title", "owner", "project", "temporary", "created_at", "updated_at")
     list_filter = ("temporary", "created_at")
     search_fields = ("title", "owner__username", "id")
@@ -89,16 +104,12 @@ class ConversationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:  # conversations belong to a user's chat
         return False
 
+    erased_label = "conversation"
+
     # Deleted the way the user's own delete does it: with every copy of its messages kept elsewhere.
-    def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
-        services.conversation_delete(conversation=obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
-        for conversation in queryset:
+    def erase(self, ids: list[Any]) -> None:
+        for conversation in Conversation.objects.filter(pk__in=ids):
             services.conversation_delete(conversation=conversation)
-
-    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> Any:
-        return log_deletions_by_id(request, queryset, "conversation")
 
     def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -107,7 +118,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(ErasingDeleteMixin, admin.ModelAdmin):
     list_display = ("id", "user", "role", "status", "memory_status", "created_at")
     list_filter = ("role", "status", "memory_status")
     search_fields = ("content", "user__username")
@@ -127,14 +138,10 @@ class MessageAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: object) -> bool:  # messages are written by chat turns only
         return False
 
-    def delete_model(self, request: HttpRequest, obj: Message) -> None:
-        services.messages_delete(message_ids=[obj.pk])
+    erased_label = "message"
 
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
-        services.messages_delete(message_ids=list(queryset.values_list("pk", flat=True)))
-
-    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Message]) -> Any:
-        return log_deletions_by_id(request, queryset, "message")
+    def erase(self, ids: list[Any]) -> None:
+        services.messages_delete(message_ids=ids)
 
 
 @admin.register(AgentState)

@@ -9,8 +9,9 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_asy
 from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
+from django.contrib.sessions import middleware as sessions
 from django.http import HttpRequest, HttpResponse
-from django.middleware import common, locale
+from django.middleware import clickjacking, common, csrf, locale, security
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext_lazy
 from whitenoise.middleware import WhiteNoiseMiddleware
@@ -74,16 +75,22 @@ class StaticFilesMiddleware(BothChains, WhiteNoiseMiddleware):
 # --- Django's middleware, without a thread hop per hook ---------------------------------------------------
 #
 # Under ASGI, Django runs each hook of a MiddlewareMixin in a thread: one hop each, before every chat
-# turn's first token. The hooks of these classes only read the request and set attributes and headers,
-# so here they run on the event loop (stored messages, which may need the session's database, still go to
-# a thread). Security, CSRF, clickjacking and sessions keep Django's own classes: `check --deploy` looks
-# for them by name.
+# turn's first token. The classes below are Django's, with the hooks that only read the request and set
+# attributes and headers run on the event loop; a hook that may reach the database or the disk for this
+# request (saving a session, stored messages, a CSRF secret kept in the session, a multipart form to
+# parse, rendering a CSRF rejection) still runs in a thread, as Django would run it. In a sync chain
+# (WSGI, the test client) they are Django's classes unchanged. `check --deploy` counts the four that stand
+# for Django's security, session, CSRF and clickjacking middleware as those (core/checks.py).
 
 
 class _InlineHooks:
     get_response: Any
     process_request: Any
     process_response: Any
+
+    def _request_blocks(self, request: HttpRequest) -> bool:
+        """Whether process_request may block for this request (it then runs in a thread)."""
+        return False
 
     def _response_writes(self, request: HttpRequest) -> bool:
         """Whether process_response may touch the database for this request (it then runs in a thread)."""
@@ -92,7 +99,10 @@ class _InlineHooks:
     async def __acall__(self, request: HttpRequest) -> Any:
         response = None
         if hasattr(self, "process_request"):
-            response = self.process_request(request)
+            if self._request_blocks(request):
+                response = await sync_to_async(self.process_request, thread_sensitive=True)(request)
+            else:
+                response = self.process_request(request)
         response = response or await self.get_response(request)
         if hasattr(self, "process_response"):
             if self._response_writes(request):
@@ -100,6 +110,66 @@ class _InlineHooks:
             else:
                 response = self.process_response(request, response)
         return response
+
+
+class SecurityMiddleware(_InlineHooks, security.SecurityMiddleware):
+    pass  # the HTTPS redirect and the security headers: settings and the request's headers only
+
+
+class XFrameOptionsMiddleware(_InlineHooks, clickjacking.XFrameOptionsMiddleware):
+    pass
+
+
+class SessionMiddleware(_InlineHooks, sessions.SessionMiddleware):
+    """request.session stays lazy (loaded, in a thread, by what reads it); the response's hook runs in a
+    thread only when it saves the session."""
+
+    def _response_writes(self, request: HttpRequest) -> bool:
+        session = getattr(request, "session", None)
+        return session is not None and (session.modified or settings.SESSION_SAVE_EVERY_REQUEST)
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CsrfViewMiddleware(_InlineHooks, csrf.CsrfViewMiddleware):
+    """The token and origin checks run on the event loop: the body of an ASGI request is read before the
+    chain runs. In a thread still: a secret kept in the session (CSRF_USE_SESSIONS), a multipart form to
+    parse (its files may go to disk), and a rejection (the failure view renders a page; a project's own
+    view may read the database)."""
+
+    def __init__(self, get_response: Any) -> None:
+        super().__init__(get_response)
+        if self.async_mode:  # Django runs a sync process_view in a thread: give it a coroutine instead
+            self.process_view = self._aprocess_view  # type: ignore[method-assign, assignment]
+
+    def _request_blocks(self, request: HttpRequest) -> bool:
+        return bool(settings.CSRF_USE_SESSIONS)
+
+    def _response_writes(self, request: HttpRequest) -> bool:
+        return bool(settings.CSRF_USE_SESSIONS and request.META.get("CSRF_COOKIE_NEEDS_UPDATE"))
+
+    async def _aprocess_view(self, request: HttpRequest, callback: Any, args: Any, kwargs: Any) -> Any:
+        view = csrf.CsrfViewMiddleware.process_view
+        try:
+            if settings.CSRF_USE_SESSIONS or _unparsed_multipart(request):
+                return await sync_to_async(view, thread_sensitive=True)(self, request, callback, args, kwargs)
+            return view(self, request, callback, args, kwargs)
+        except _Rejected as rejected:
+            reject = csrf.CsrfViewMiddleware._reject  # type: ignore[attr-defined]
+            return await sync_to_async(reject, thread_sensitive=True)(self, request, rejected.reason)
+
+    def _reject(self, request: HttpRequest, reason: str) -> Any:
+        if self.async_mode:
+            raise _Rejected(reason)  # rendered by _aprocess_view, in a thread
+        return super()._reject(request, reason)  # type: ignore[misc]
+
+
+def _unparsed_multipart(request: HttpRequest) -> bool:
+    return request.method == "POST" and request.content_type == "multipart/form-data" and not hasattr(request, "_post")
 
 
 class LocaleMiddleware(_InlineHooks, locale.LocaleMiddleware):

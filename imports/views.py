@@ -20,17 +20,13 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import AuthedHttpRequest
 from accounts.layout import layout_context
 from accounts.models import User
-from core.http import HttpRequest
 from imports import learning, paste, selectors, services
 from imports.models import ChatImport
 
-ImportView = Callable[[HttpRequest, User, ChatImport], HttpResponse]
-
-
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
+ImportView = Callable[[AuthedHttpRequest, ChatImport], HttpResponse]
 
 
 def _items(user: User) -> list[dict[str, Any]]:
@@ -50,8 +46,8 @@ def _list_context(user: User) -> dict[str, Any]:
     return {"items": _items(user), "active": selectors.import_active(user=user)}
 
 
-def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
-    user = _user(request)
+def _page(request: AuthedHttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
+    user = request.user
     context = {**layout_context(user), **_list_context(user), "sources": ChatImport.Source.choices, **extra}
     return render(request, "imports/page.html", context, status=status)
 
@@ -62,26 +58,26 @@ def _back(row: ChatImport | None = None) -> HttpResponse:
 
 @login_required
 @require_GET
-def import_page(request: HttpRequest) -> HttpResponse:
+def import_page(request: AuthedHttpRequest) -> HttpResponse:
     return _page(request)
 
 
 @login_required
 @require_GET
-def import_list(request: HttpRequest) -> HttpResponse:
+def import_list(request: AuthedHttpRequest) -> HttpResponse:
     """The list alone (what the page polls while work runs)."""
-    return render(request, "imports/_list.html", _list_context(_user(request)))
+    return render(request, "imports/_list.html", _list_context(request.user))
 
 
 @login_required
 @require_POST
-def import_upload(request: HttpRequest) -> HttpResponse:
+def import_upload(request: AuthedHttpRequest) -> HttpResponse:
     upload = request.FILES.get("file")
     if upload is None:
         return _page(request, status=400, upload_error=_("Choose the export file to upload."))
     try:
         row = services.import_create(
-            user=_user(request), upload=upload, source=request.POST.get("source") or None, dry_run=True
+            user=request.user, upload=upload, source=request.POST.get("source") or None, dry_run=True
         )
     except services.ImportRejected as exc:
         return _page(request, status=exc.status, upload_error=str(exc))
@@ -90,10 +86,10 @@ def import_upload(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def import_paste(request: HttpRequest) -> HttpResponse:
+def import_paste(request: AuthedHttpRequest) -> HttpResponse:
     try:
         row = paste.paste_create(
-            user=_user(request), text=request.POST.get("text", ""), source=request.POST.get("source")
+            user=request.user, text=request.POST.get("text", ""), source=request.POST.get("source")
         )
     except services.ImportRejected as exc:
         return _page(request, status=exc.status, paste_error=str(exc), paste_text=request.POST.get("text", ""))
@@ -104,17 +100,16 @@ def import_paste(request: HttpRequest) -> HttpResponse:
     return _back(row)
 
 
-def _import_view(view: ImportView) -> Callable[[HttpRequest, int], HttpResponse]:
+def _import_view(view: ImportView) -> Callable[[AuthedHttpRequest, int], HttpResponse]:
     """A POST on one import of the signed-in user's (404 for anyone else's); a refusal is shown on the page."""
 
     @login_required
     @require_POST
     @wraps(view)
-    def wrapper(request: HttpRequest, import_id: int) -> HttpResponse:
-        user = _user(request)
-        row = selectors.import_get_for_user(user=user, import_id=import_id)
+    def wrapper(request: AuthedHttpRequest, import_id: int) -> HttpResponse:
+        row = selectors.import_get_for_user(user=request.user, import_id=import_id)
         try:
-            return view(request, user, row)
+            return view(request, row)
         except services.ImportRejected as exc:
             messages.error(request, str(exc))
             return _back(row)
@@ -123,23 +118,23 @@ def _import_view(view: ImportView) -> Callable[[HttpRequest, int], HttpResponse]
 
 
 @_import_view
-def import_start(request: HttpRequest, user: User, row: ChatImport) -> HttpResponse:
-    return _back(services.import_start(user=user, chat_import=row))
+def import_start(request: AuthedHttpRequest, row: ChatImport) -> HttpResponse:
+    return _back(services.import_start(user=request.user, chat_import=row))
 
 
 @_import_view
-def import_learn(request: HttpRequest, user: User, row: ChatImport) -> HttpResponse:
-    return _back(services.learn_start(user=user, chat_import=row))
+def import_learn(request: AuthedHttpRequest, row: ChatImport) -> HttpResponse:
+    return _back(services.learn_start(user=request.user, chat_import=row))
 
 
 @_import_view
-def import_learn_stop(request: HttpRequest, user: User, row: ChatImport) -> HttpResponse:
-    return _back(services.learn_stop(user=user, chat_import=row))
+def import_learn_stop(request: AuthedHttpRequest, row: ChatImport) -> HttpResponse:
+    return _back(services.learn_stop(user=request.user, chat_import=row))
 
 
 @_import_view
-def import_remove(request: HttpRequest, user: User, row: ChatImport) -> HttpResponse:
-    removed = services.import_remove(user=user, chat_import=row)
+def import_remove(request: AuthedHttpRequest, row: ChatImport) -> HttpResponse:
+    removed = services.import_remove(user=request.user, chat_import=row)
     messages.success(
         request,
         _("Import removed: %(conversations)s conversations and %(memories)s memories deleted.") % removed,

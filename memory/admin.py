@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from chat.admin import log_deletions_by_id
+from chat.admin import ErasingDeleteMixin
 from chat.models import Message
 from memory import selectors, services
 from memory.extraction.run import dropped_batch_retry
@@ -58,7 +58,7 @@ def _memory_link(memory: Memory) -> str:
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ErasingDeleteMixin, admin.ModelAdmin):
     list_display = ("id", "owner", "content", "origin", "is_active", "invalid_reason", "created_at", "invalid_at")
     list_filter = (
         ActiveFilter,
@@ -99,15 +99,11 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    erased_label = "memory"
+
     # A permanent delete, as the owner's: every copy of the sentence goes too (memory.forgetting).
-    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
-        services.memory_rows_delete(memory_ids=[obj.pk])
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        services.memory_rows_delete(memory_ids=list(queryset.values_list("pk", flat=True)))
-
-    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Memory]) -> Any:
-        return log_deletions_by_id(request, queryset, "memory")
+    def erase(self, ids: list[Any]) -> None:
+        services.memory_rows_delete(memory_ids=ids)
 
     @admin.display(boolean=True, description=_("Active"))
     def is_active(self, obj: Memory) -> bool:

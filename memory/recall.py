@@ -242,18 +242,20 @@ def rank(
     reply: str = "",
     meaning: Meaning | None = None,
     owner: int | None = None,
+    reuse: TermIndex | None = None,
     limit: int = RECALL_MAX,
 ) -> list[Candidate]:
     """The memories relevant to the turn that are not always used, most relevant first (newer first on a tie:
     `candidates` come oldest first), at most `limit`. With `owner`, the user whose memories they are: their
-    term index is kept for their next turn.
+    term index is kept for their next turn; without one, `reuse` is an index whose terms of the same texts
+    are read rather than found again.
 
     `previous` and `reply` are the last exchange; `meaning` the turn's closeness to the memories, when there
     are embeddings.
     """
     others = [c for c in candidates if not c.always]
     weights = query_weights(message, previous, reply)
-    scores = (term_index(owner, others) if owner is not None else TermIndex(others)).scores(weights)
+    scores = (term_index(owner, others) if owner is not None else TermIndex(others, reuse=reuse)).scores(weights)
     if meaning is not None and not is_about_something(message):
         meaning = None  # a greeting: nothing by meaning (and the last exchange's words still count)
     ranked = _totals(others, scores, meaning)

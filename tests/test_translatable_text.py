@@ -65,7 +65,7 @@ def _skeleton(source: str) -> str:
                 skip_until = "end" + name
             elif name == "comment":
                 skip_until = "endcomment"
-            elif content == "block body_class":  # a class list, not text
+            elif content in ("block body_class", "block header_class"):  # a class list, not text
                 out.append(OTHER)
                 skip_until = "endblock"
             elif "_(" in content:  # e.g. {% include … with label=_("Retry") %}

@@ -131,13 +131,10 @@ class DemoChatModel(ChatModel):
         return None
 
     async def stream(
-        self,
-        *,
-        messages: Messages,
-        tools: list[dict[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        model: str | None = None,
+        self, *, messages: Messages, tools: list[dict[str, Any]] | None = None, **ignored: Any
     ) -> AsyncIterator[StreamChunk]:
+        """A tool call a rule picks, else the reply word by word. Written by rule, not by a model: neither
+        `max_tokens` nor `model` changes it."""
         tool = self._tool_to_call(messages, tools)
         if tool is not None:
             yield ToolCalls([ToolCall(id=f"call_demo_{len(messages)}", name=tool[0], arguments=tool[1])])
@@ -154,16 +151,9 @@ class DemoChatModel(ChatModel):
         summary = "Earlier, the user said: " + "; ".join(s[:120] for s in said[-8:]) if said else "Nothing to note."
         return _noted(model, messages, summary[: max_tokens * 3])
 
-    def complete_json(
-        self,
-        *,
-        messages: Messages,
-        model: str,
-        temperature: float,
-        timeout: float,
-        max_tokens: int | None = None,
-        schema: dict[str, Any] | None = None,
-    ) -> str:
+    def complete_json(self, *, messages: Messages, model: str, **ignored: Any) -> str:
+        """The first registered responder's answer (chat.extensions), else no operations. Written at once by
+        rule: temperature, timeout, max_tokens and schema have nothing to change."""
         for responder in extensions.demo_json_responders():
             answer = responder(messages)
             if answer is not None:

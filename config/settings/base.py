@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "ninja",
+    "core",  # no models: its deploy checks (core/checks.py)
     "accounts",
     "chat",
     "usage",
@@ -102,19 +103,20 @@ INSTALLED_APPS = [
     "connect",
 ]
 
-# Some of Django's middleware with its hooks run on the event loop under ASGI (core/middleware.py).
+# Django's middleware with its hooks run on the event loop under ASGI (core/middleware.py); `check --deploy`
+# counts core's security, session, CSRF and clickjacking classes as Django's own (core/checks.py).
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "core.middleware.SecurityMiddleware",
     "core.middleware.ApiErrorMiddleware",  # Django's own failures under /api/ in the API's error shape
     "core.middleware.StaticFilesMiddleware",  # WhiteNoise, without a thread hop for every other request
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "core.middleware.SessionMiddleware",
     "core.middleware.LocaleMiddleware",  # Accept-Language, else LANGUAGE_CODE
     "core.middleware.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
+    "core.middleware.CsrfViewMiddleware",
     "core.middleware.AuthenticationMiddleware",
     "accounts.middleware.UserLanguageMiddleware",  # a signed-in user's own language setting wins
     "core.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "core.middleware.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "core.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.

@@ -132,13 +132,22 @@ def _merge(*, user: User, proposal: ConsolidationProposal) -> Memory:
     return merged
 
 
+def _locked(*, user: User, proposal: ConsolidationProposal, status: str) -> ConsolidationProposal:
+    """The proposal read again and locked until the transaction ends; a 409 unless it is still in `status`
+    (another request decided it meanwhile)."""
+    proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal.pk, owner=user)
+    if proposal.status != status:
+        if status == Status.ACCEPTED:
+            raise MemoryConflict(_("Only an accepted suggestion can be undone."))
+        raise MemoryConflict(_("This suggestion was already decided."))
+    return proposal
+
+
 @transaction.atomic
 def proposal_accept(*, user: User, proposal: ConsolidationProposal) -> ConsolidationProposal:
     """Apply a waiting proposal, in one transaction (409 when its memories changed meanwhile)."""
     memory_writes_lock(user_id=user.pk, now=timezone.now())
-    proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal.pk, owner=user)
-    if proposal.status != Status.PENDING:
-        raise MemoryConflict(_("This suggestion was already decided."))
+    proposal = _locked(user=user, proposal=proposal, status=Status.PENDING)
     if proposal.op == Op.MERGE:
         proposal.result = _merge(user=user, proposal=proposal)
     elif proposal.op == Op.SUPERSEDE:
@@ -163,9 +172,7 @@ def proposal_accept(*, user: User, proposal: ConsolidationProposal) -> Consolida
 @transaction.atomic
 def proposal_reject(*, user: User, proposal: ConsolidationProposal) -> ConsolidationProposal:
     """Dismiss a waiting proposal; its fingerprint keeps the same set from being proposed again."""
-    proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal.pk, owner=user)
-    if proposal.status != Status.PENDING:
-        raise MemoryConflict(_("This suggestion was already decided."))
+    proposal = _locked(user=user, proposal=proposal, status=Status.PENDING)
     proposal.status, proposal.decided_at = Status.REJECTED, timezone.now()
     proposal.save()
     return proposal
@@ -186,9 +193,7 @@ def _reactivate(*, user: User, ids: list[int]) -> None:
 def proposal_undo(*, user: User, proposal: ConsolidationProposal) -> ConsolidationProposal:
     """Reverse an accepted proposal: a merge's originals come back and the merged memory is removed."""
     memory_writes_lock(user_id=user.pk, now=timezone.now())
-    proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal.pk, owner=user)
-    if proposal.status != Status.ACCEPTED:
-        raise MemoryConflict(_("Only an accepted suggestion can be undone."))
+    proposal = _locked(user=user, proposal=proposal, status=Status.ACCEPTED)
     if proposal.op == Op.MERGE:
         if proposal.result_id is not None:
             content = proposal.content

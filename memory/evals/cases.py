@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from memory.evals import read_yaml
 from memory.extraction import judge
 from memory.extraction.batching import compact_prompt
 from memory.extraction.judge.validation import Review, Scopes
@@ -285,7 +286,7 @@ def _keys(value: Any, memories: dict[int, str], where: str) -> dict[str, int]:
 def load_cases(path: Path | str = GOLDEN_PATH) -> list[Case]:
     """Read and check a case file. Raises CaseError (or OSError) with what is wrong."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = read_yaml(path)
     except yaml.YAMLError as exc:
         raise CaseError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(data, list):

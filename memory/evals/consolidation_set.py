@@ -17,10 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from memory.consolidation import judging
 from memory.consolidation.candidates import Cluster, Item
+from memory.evals import read_yaml
 
 SET_PATH = Path(__file__).resolve().parent / "consolidation.yaml"
 _KEY = re.compile(r"^(.*) \(key: ([a-z_]+)\)$")
@@ -39,7 +38,7 @@ class Case:
 
 def load(path: Path = SET_PATH) -> list[Case]:
     cases = []
-    for raw in yaml.safe_load(path.read_text(encoding="utf-8")):
+    for raw in read_yaml(path):
         items = []
         for number, text in enumerate(raw["memories"], start=1):
             match = _KEY.match(text)

@@ -17,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from memory.evals import read_yaml
 from memory.evals.cases import Case
 from memory.evals.runner import Target, run_case
 from memory.extraction.judge.content import clean_content
@@ -30,7 +29,7 @@ KEEP_TARGET = 1.0  # share of `keep` kept
 
 def load_set(path: Path = GUARD_PATH) -> tuple[list[str], list[str]]:
     """(sentences to refuse, sentences to keep)."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path)
     return [str(s) for s in data["refuse"]], [str(s) for s in data["keep"]]
 
 

@@ -15,11 +15,10 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-import yaml
-
 from memory.context import fit
 from memory.embeddings import REFERENCE, normalised
-from memory.recall import Candidate, Meaning, always_used, rank
+from memory.evals import read_yaml
+from memory.recall import Candidate, Meaning, TermIndex, always_used, rank
 
 RECALL_PATH = Path(__file__).with_name("recall.yaml")
 SIZES = (50, 300)
@@ -74,7 +73,7 @@ def _group(case: dict[str, Any]) -> str:
 
 
 def load(path: Path = RECALL_PATH) -> RecallSet:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path)
     cases = [
         RecallCase(
             id=c["id"],
@@ -142,10 +141,16 @@ def previous_policy(memories: Sequence[Candidate], budget: int) -> tuple[list[in
 
 
 def relevance_policy(
-    memories: Sequence[Candidate], case: RecallCase, budget: int, *, meaning: Meaning | None = None
+    memories: Sequence[Candidate],
+    case: RecallCase,
+    budget: int,
+    *,
+    meaning: Meaning | None = None,
+    terms: TermIndex | None = None,
 ) -> tuple[list[int], str]:
-    """This release's block (memory.context.block_for_turn without the database), in English."""
-    relevant = rank(memories, message=case.message, previous=case.previous, meaning=meaning)
+    """This release's block (memory.context.block_for_turn without the database), in English; `terms`: an
+    index of these memories' texts (among others) whose terms ranking reads rather than finds again."""
+    relevant = rank(memories, message=case.message, previous=case.previous, meaning=meaning, reuse=terms)
     block = fit(always_used(memories), relevant, budget, today=TODAY, language="en")
     return block.ids, block.text() or ""
 
@@ -207,12 +212,17 @@ def _line_of(text: str, content: str, mark: str) -> bool:
 
 
 Policy = Callable[[RecallCase, list[Candidate]], tuple[list[int], str]]
+# Each case with its user's memories and the core ids by name, for one user size.
+Users = list[tuple[RecallCase, list[Candidate], dict[str, int]]]
 
 
-def _score(recall_set: RecallSet, size: int, policy: Policy) -> dict[str, Any]:
+def _users(recall_set: RecallSet, size: int) -> Users:
+    return [(case, *user_memories(recall_set, size, keep=case.relevant)) for case in recall_set.cases]
+
+
+def _score(users: Users, policy: Policy) -> dict[str, Any]:
     score = Score()
-    for case in recall_set.cases:
-        memories, ids = user_memories(recall_set, size, keep=case.relevant)
+    for case, memories, ids in users:
         held, text = policy(case, memories)
         score.add(case, ids, memories, held, text)
     return score.summary()
@@ -222,16 +232,17 @@ def evaluate(
     recall_set: RecallSet, *, budget: int, embed: Embed | None = None, label: str = "embedded"
 ) -> dict[str, dict[str, Any]]:
     """Every case for each user size under each policy: {"300/embedded": summary, "300/lexical": …,
-    "300/previous (newest first)": …}; with no `embed`, the embedded policy is left out."""
+    "300/previous (newest first)": …}; with no `embed`, the embedded policy is left out. Each memory some
+    user holds is embedded, and its terms found, once."""
+    users = {size: _users(recall_set, size) for size in SIZES}
+    held = list({m.id: m for cases in users.values() for _, memories, _ in cases for m in memories}.values())
+    terms = TermIndex(held)
     vectors: dict[int, Sequence[float]] = {}
     queries: dict[str, Sequence[float]] = {}
     reference: list[list[float]] = []
     if embed is not None:
-        everything, _ = user_memories(recall_set, len(recall_set.core) + len(recall_set.filler))
-        vectors = {
-            m.id: normalised(v) for m, v in zip(everything, embed([m.content for m in everything], False), strict=True)
-        }
-        messages = [c.message for c in recall_set.cases]
+        vectors = {m.id: normalised(v) for m, v in zip(held, embed([m.content for m in held], False), strict=True)}
+        messages = list(dict.fromkeys(c.message for c in recall_set.cases))
         queries = dict(zip(messages, (normalised(v) for v in embed(messages, True)), strict=True))
         reference = [normalised(v) for v in embed(list(REFERENCE), False)]
 
@@ -239,18 +250,18 @@ def evaluate(
         return previous_policy(memories, budget)
 
     def lexical(case: RecallCase, memories: list[Candidate]) -> tuple[list[int], str]:
-        return relevance_policy(memories, case, budget)
+        return relevance_policy(memories, case, budget, terms=terms)
 
     def embedded(case: RecallCase, memories: list[Candidate]) -> tuple[list[int], str]:
         meaning = Meaning(queries[case.message], {m.id: vectors[m.id] for m in memories}, reference)
-        return relevance_policy(memories, case, budget, meaning=meaning)
+        return relevance_policy(memories, case, budget, meaning=meaning, terms=terms)
 
     results: dict[str, dict[str, Any]] = {}
     for size in SIZES:
         if embed is not None:
-            results[f"{size}/{label}"] = _score(recall_set, size, embedded)
-        results[f"{size}/lexical"] = _score(recall_set, size, lexical)
-        results[f"{size}/previous (newest first)"] = _score(recall_set, size, previous)
+            results[f"{size}/{label}"] = _score(users[size], embedded)
+        results[f"{size}/lexical"] = _score(users[size], lexical)
+        results[f"{size}/previous (newest first)"] = _score(users[size], previous)
     return results
 
 

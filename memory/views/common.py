@@ -1,5 +1,5 @@
-"""What the memory views share: the signed-in user, the page's URL and search, the full page, the
-parts re-rendered out of band, and a refused write."""
+"""What the memory views share: one memory of the signed-in user's, a refused write, the page's URL and
+search, the full page, and the parts re-rendered out of band."""
 
 from __future__ import annotations
 
@@ -17,10 +17,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import reswap, retarget
 
+from accounts.http import AuthedHttpRequest
 from accounts.layout import layout_context
-from accounts.models import User
 from chat.selectors import project_get_for_user
-from core.http import HttpRequest
 from memory import connected, fragments, selectors, services
 from memory.forms import MemoryForm
 from memory.models import Memory
@@ -28,35 +27,46 @@ from memory.selectors import PageScope
 
 SEARCH_MAX_CHARS = 200
 
-MemoryView = Callable[[HttpRequest, User, Memory], HttpResponse]
+MemoryView = Callable[[AuthedHttpRequest, Memory], HttpResponse]
 
 
-def memory_view(*methods: str) -> Callable[[MemoryView], Callable[[HttpRequest, int], HttpResponse]]:
+def memory_view(*methods: str) -> Callable[[MemoryView], Callable[[AuthedHttpRequest, int], HttpResponse]]:
     """A view of one memory of the signed-in user's (`memory_id` in the URL; 404 for anyone else's),
-    answering `methods`: it is called with the user and the memory."""
+    answering `methods`: it is called with the memory."""
 
-    def decorate(view: MemoryView) -> Callable[[HttpRequest, int], HttpResponse]:
+    def decorate(view: MemoryView) -> Callable[[AuthedHttpRequest, int], HttpResponse]:
         @login_required
         @require_http_methods(list(methods))
         @wraps(view)
-        def wrapper(request: HttpRequest, memory_id: int) -> HttpResponse:
-            user = request_user(request)
-            return view(request, user, selectors.memory_get_for_user(user=user, memory_id=memory_id))
+        def wrapper(request: AuthedHttpRequest, memory_id: int) -> HttpResponse:
+            return view(request, selectors.memory_get_for_user(user=request.user, memory_id=memory_id))
 
         return wrapper
 
     return decorate
 
 
-def request_user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
+def refused_at(anchor: str) -> Callable[[MemoryView], MemoryView]:
+    """A write the services refuse (nothing changed) is answered by `rejected`, at `anchor` of the page."""
+
+    def decorate(view: MemoryView) -> MemoryView:
+        @wraps(view)
+        def wrapper(request: AuthedHttpRequest, memory: Memory) -> HttpResponse:
+            try:
+                return view(request, memory)
+            except services.MemoryRejected as exc:
+                return rejected(request, exc, anchor=anchor)
+
+        return wrapper
+
+    return decorate
 
 
 def page_url(anchor: str = "") -> str:
     return reverse("memory:page") + (f"#{anchor}" if anchor else "")
 
 
-def search_query(request: HttpRequest) -> str:
+def search_query(request: AuthedHttpRequest) -> str:
     data = request.POST if request.method == "POST" else request.GET
     query = data.get("q", "")
     if "\x00" in query:  # PostgreSQL cannot compare with it; the same 400 on every database
@@ -64,19 +74,19 @@ def search_query(request: HttpRequest) -> str:
     return " ".join(query.split())[:SEARCH_MAX_CHARS]
 
 
-def search_scope(request: HttpRequest) -> PageScope:
+def search_scope(request: AuthedHttpRequest) -> PageScope:
     """The page's scope filter (SPEC §9): "user", one of the user's projects (another's is a 404), or every scope."""
     value = (request.POST if request.method == "POST" else request.GET).get("scope", "")
     if value == "user":
         return "user"
     if value.isdigit():
-        return project_get_for_user(user=request_user(request), project_id=int(value)).pk
+        return project_get_for_user(user=request.user, project_id=int(value)).pk
     return None
 
 
-def full_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
+def full_page(request: AuthedHttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
     """The full page; `extra` opens one step in it (a row's edit form or delete confirmation, ...)."""
-    user = request_user(request)
+    user = request.user
     layout = layout_context(user)  # the sidebar of conversations and projects, drawn by chat (accounts.layout)
     context = {
         **layout,
@@ -93,24 +103,24 @@ def full_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpR
     return render(request, "memory/page.html", context, status=status)
 
 
-def review_ids(request: HttpRequest) -> set[int]:
+def review_ids(request: AuthedHttpRequest) -> set[int]:
     """The memories a notice's Review link names (`?review=12,13`): all highlighted on the page."""
     return {int(part) for part in request.GET.get("review", "").split(",") if part.strip().isdigit()}
 
 
-def summary_oob(request: HttpRequest) -> str:
-    return fragments.summary_oob_html(request, request_user(request))
+def summary_oob(request: AuthedHttpRequest) -> str:
+    return fragments.summary_oob_html(request, request.user)
 
 
-def history(request: HttpRequest, *, oob: bool) -> str:
-    return fragments.history_html(request, request_user(request), search_query(request), oob=oob)
+def history(request: AuthedHttpRequest, *, oob: bool) -> str:
+    return fragments.history_html(request, request.user, search_query(request), oob=oob)
 
 
-def empty_state_oob(request: HttpRequest) -> str:
-    return fragments.empty_state_oob_html(request, request_user(request), search_query(request))
+def empty_state_oob(request: AuthedHttpRequest) -> str:
+    return fragments.empty_state_oob_html(request, request.user, search_query(request))
 
 
-def rejected(request: HttpRequest, exc: services.MemoryRejected, *, anchor: str) -> HttpResponse:
+def rejected(request: AuthedHttpRequest, exc: services.MemoryRejected, *, anchor: str) -> HttpResponse:
     """A write that could not be done (nothing changed): say why in the live region."""
     if not request.htmx:
         messages.error(request, str(exc))

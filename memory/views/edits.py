@@ -11,8 +11,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from accounts.models import User
-from core.http import HttpRequest
+from accounts.http import AuthedHttpRequest
 from memory import fragments, selectors, services
 from memory.forms import MemoryForm
 from memory.models import CONTENT_MAX, Memory
@@ -22,8 +21,8 @@ from memory.views.common import (
     history,
     memory_view,
     page_url,
+    refused_at,
     rejected,
-    request_user,
     search_query,
     summary_oob,
 )
@@ -31,8 +30,8 @@ from memory.views.common import (
 
 @login_required
 @require_POST
-def memory_add(request: HttpRequest) -> HttpResponse:
-    user = request_user(request)
+def memory_add(request: AuthedHttpRequest) -> HttpResponse:
+    user = request.user
     form = MemoryForm(request.POST)
     memory = None
     if form.is_valid():
@@ -58,14 +57,14 @@ def memory_add(request: HttpRequest) -> HttpResponse:
 
 
 @memory_view("GET", "POST")
-def memory_edit(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
+def memory_edit(request: AuthedHttpRequest, memory: Memory) -> HttpResponse:
     """GET: the row as a form. POST: save a new version (or Cancel, without JavaScript)."""
     if request.method == "POST" and request.POST.get("cancel"):
         return redirect(page_url(f"memory-{memory.pk}"))
     form = MemoryForm(request.POST if request.method == "POST" else None, initial={"content": memory.content})
     if form.is_bound and form.is_valid():
         try:
-            new = services.memory_edit(user=user, memory=memory, content=form.cleaned_data["content"])
+            new = services.memory_edit(user=request.user, memory=memory, content=form.cleaned_data["content"])
         except services.MemoryRejected as exc:
             form.add_error("content", str(exc))
         else:
@@ -77,11 +76,11 @@ def memory_edit(request: HttpRequest, user: User, memory: Memory) -> HttpRespons
     return full_page(request, status=status, edit_id=memory.pk, edit_form=form)
 
 
-def _edited(request: HttpRequest, new: Memory) -> HttpResponse:
+def _edited(request: AuthedHttpRequest, new: Memory) -> HttpResponse:
     if not request.htmx:
         messages.success(request, _("Memory saved."))
         return redirect(page_url(f"memory-{new.pk}"))
-    fresh = selectors.memory_get_for_user(user=request_user(request), memory_id=new.pk)
+    fresh = selectors.memory_get_for_user(user=request.user, memory_id=new.pk)
     return fragments.response(
         fragments.part(request, "memory/_row.html", memory=fresh, refocus=True),
         history(request, oob=True),
@@ -91,11 +90,11 @@ def _edited(request: HttpRequest, new: Memory) -> HttpResponse:
 
 
 @memory_view("GET", "POST")
-def memory_delete(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
+def memory_delete(request: AuthedHttpRequest, memory: Memory) -> HttpResponse:
     """GET: the confirmation step. POST: delete the memory and its earlier versions, permanently."""
     if request.method == "GET":
         if request.htmx:
-            selectors.memory_history_restorations(user=user, rows=[memory])
+            selectors.memory_history_restorations(user=request.user, rows=[memory])
             context = {"memory": memory, "mode": "confirm", "limit": CONTENT_MAX}
             return render(request, fragments.row_template(memory), context)
         return full_page(request, delete_id=memory.pk)
@@ -103,7 +102,7 @@ def memory_delete(request: HttpRequest, user: User, memory: Memory) -> HttpRespo
     if request.POST.get("cancel"):
         return redirect(page_url(f"memory-{memory.pk}"))
     was_active = memory.is_active
-    services.memory_delete(user=user, memory=memory)
+    services.memory_delete(user=request.user, memory=memory)
     if not request.htmx:
         messages.success(request, _("Memory deleted permanently."))
         return redirect(page_url(anchor))
@@ -120,15 +119,13 @@ def memory_delete(request: HttpRequest, user: User, memory: Memory) -> HttpRespo
 
 
 @memory_view("POST")
-def memory_restore(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
-    try:
-        new = services.memory_restore(user=user, memory=memory)
-    except services.MemoryRejected as exc:
-        return rejected(request, exc, anchor="memory-history")
+@refused_at("memory-history")
+def memory_restore(request: AuthedHttpRequest, memory: Memory) -> HttpResponse:
+    new = services.memory_restore(user=request.user, memory=memory)
     if not request.htmx:
         messages.success(request, _("Memory restored."))
         return redirect(page_url(f"memory-{new.pk}"))
-    active = fragments.list_context(user, search_query(request))
+    active = fragments.list_context(request.user, search_query(request))
     return fragments.response(
         history(request, oob=False),
         fragments.part(request, "memory/_active_list.html", oob=True, refocus_id=new.pk, **active),
@@ -138,24 +135,24 @@ def memory_restore(request: HttpRequest, user: User, memory: Memory) -> HttpResp
 
 
 @memory_view("POST")
-def memory_pin(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
+def memory_pin(request: AuthedHttpRequest, memory: Memory) -> HttpResponse:
     """Pin (in every conversation) or unpin a memory: in place, no new version."""
     try:
-        services.memory_settings(user=user, memory=memory, pinned=request.POST.get("pinned") == "on")
+        services.memory_settings(user=request.user, memory=memory, pinned=request.POST.get("pinned") == "on")
     except services.MemoryRejected as exc:
         return rejected(request, exc, anchor=f"memory-{memory.pk}")
     return _row_changed(request, memory.pk, gettext("Saved."), summary=True)  # pinned: in every chat
 
 
 @memory_view("POST")
-def memory_expiry(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
+def memory_expiry(request: AuthedHttpRequest, memory: Memory) -> HttpResponse:
     """Set (any future moment, in UTC) or clear a memory's end date: in place, no new version."""
     raw = "" if request.POST.get("clear") else request.POST.get("expires_at", "").strip()
     expires_at = parse_datetime(raw) if raw else None
     try:
         if raw and expires_at is None:
             raise services.MemoryRejected(gettext("Give the end date as a date and time."))
-        services.memory_settings(user=user, memory=memory, expires_at=expires_at)
+        services.memory_settings(user=request.user, memory=memory, expires_at=expires_at)
     except services.MemoryRejected as exc:
         if request.htmx and not isinstance(exc, services.MemoryConflict):
             return _expiry_refused(request, memory.pk, raw, str(exc))
@@ -164,18 +161,18 @@ def memory_expiry(request: HttpRequest, user: User, memory: Memory) -> HttpRespo
     return _row_changed(request, memory.pk, text)
 
 
-def _expiry_refused(request: HttpRequest, memory_id: int, value: str, error: str) -> HttpResponse:
+def _expiry_refused(request: AuthedHttpRequest, memory_id: int, value: str, error: str) -> HttpResponse:
     """The row again, its end-date form open with what was typed and why it was refused beside the field."""
-    fresh = selectors.memory_get_for_user(user=request_user(request), memory_id=memory_id)
+    fresh = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
     row = fragments.part(request, "memory/_row.html", memory=fresh, expiry_error=error, expiry_value=value)
     return fragments.response(row, fragments.status_html(""), status=422)
 
 
-def _row_changed(request: HttpRequest, memory_id: int, text: str, *, summary: bool = False) -> HttpResponse:
+def _row_changed(request: AuthedHttpRequest, memory_id: int, text: str, *, summary: bool = False) -> HttpResponse:
     if not request.htmx:
         messages.success(request, text)
         return redirect(page_url(f"memory-{memory_id}"))
-    fresh = selectors.memory_get_for_user(user=request_user(request), memory_id=memory_id)
+    fresh = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
     template = "memory/_suggested_row.html" if fresh.suggested else "memory/_row.html"
     return fragments.response(
         fragments.part(request, template, memory=fresh, refocus=True),

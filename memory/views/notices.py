@@ -10,18 +10,18 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from accounts.models import User
 from core.http import HttpRequest
 from memory import chat_fragments, notice_selectors, notices
-from memory.views.common import request_user
 
 
 @require_GET
 def memory_notices(request: HttpRequest) -> HttpResponse:
     """The chat page's poll for "Memory updated" notices (see memory.notices), from run `after` on."""
-    if not request.user.is_authenticated:
+    if not isinstance(request.user, User):
         # The poller stops (htmx stops polling on 286) rather than swap a login page into the chat.
         return HttpResponse(status=286) if request.htmx else redirect_to_login(request.get_full_path())
-    user = request_user(request)
+    user = request.user
     try:
         after = int(request.GET.get("after", ""))
     except ValueError:  # no position yet: start from now rather than replay old runs

@@ -17,9 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from accounts.services import user_set_memory_enabled
-from core.http import HttpRequest
 from memory import fragments, selectors, services
 from memory.forms import ForgetAllForm, MemorySwitchForm
 from memory.models import CONTENT_MAX, Memory
@@ -28,7 +27,6 @@ from memory.views.common import (
     full_page,
     memory_view,
     page_url,
-    request_user,
     search_query,
     search_scope,
     summary_oob,
@@ -38,10 +36,10 @@ from memory.views.common import (
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def memory_page(request: HttpRequest) -> HttpResponse:
+def memory_page(request: AuthedHttpRequest) -> HttpResponse:
     """The page; an HTMX request (the search box) gets the filtered lists and says how many matched."""
     if request.htmx and not request.htmx.history_restore_request:
-        user, query, scope = request_user(request), search_query(request), search_scope(request)
+        user, query, scope = request.user, search_query(request), search_scope(request)
         active, history = fragments.list_context(user, query, scope), fragments.history_context(user, query, scope)
         return fragments.response(
             fragments.part(request, "memory/_active_list.html", **active),
@@ -52,19 +50,19 @@ def memory_page(request: HttpRequest) -> HttpResponse:
 
 
 @memory_view("GET")
-def memory_row(request: HttpRequest, user: User, memory: Memory) -> HttpResponse:
+def memory_row(request: AuthedHttpRequest, memory: Memory) -> HttpResponse:
     """One row as displayed (what Cancel swaps back in)."""
     if not request.htmx:
         return redirect(page_url(f"memory-{memory.pk}"))
-    selectors.memory_history_restorations(user=request_user(request), rows=[memory])
+    selectors.memory_history_restorations(user=request.user, rows=[memory])
     return render(request, fragments.row_template(memory), {"memory": memory, "limit": CONTENT_MAX})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def memory_forget(request: HttpRequest) -> HttpResponse:
+def memory_forget(request: AuthedHttpRequest) -> HttpResponse:
     """GET: the confirmation (naming how many memories go). POST: forget everything."""
-    user = request_user(request)
+    user = request.user
     if request.method == "GET":
         confirming = not request.GET.get("cancel")
         if not request.htmx:
@@ -93,12 +91,12 @@ def memory_forget(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def memory_switch(request: HttpRequest) -> HttpResponse:
+def memory_switch(request: AuthedHttpRequest) -> HttpResponse:
     """Memory on or off: off means nothing is learned and nothing is used."""
     form = MemorySwitchForm(request.POST)
     if not form.is_valid():
         return HttpResponseBadRequest(_("Say enabled=on or enabled=off."))
-    user = user_set_memory_enabled(user=request_user(request), enabled=form.is_on)
+    user = user_set_memory_enabled(user=request.user, enabled=form.is_on)
     text = _("Memory is on.") if user.memory_enabled else _("Memory is off: nothing is learned and nothing is used.")
     if not request.htmx:
         messages.success(request, text)
@@ -112,9 +110,9 @@ def memory_switch(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def memory_export(request: HttpRequest) -> HttpResponse:
+def memory_export(request: AuthedHttpRequest) -> HttpResponse:
     """Everything remembered, with history and sources, as a JSON download (the API's export)."""
-    data = MemoryExportOut.model_validate(selectors.memory_export(user=request_user(request))).model_dump()
+    data = MemoryExportOut.model_validate(selectors.memory_export(user=request.user)).model_dump()
     body = json.dumps(data, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     filename = f"memora-memories-{timezone.now():%Y-%m-%d}.json"

@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from accounts.models import User
+from accounts.http import AuthedHttpRequest
 from memory.consolidation import services
 from memory.services import MemoryRejected
 
@@ -30,9 +30,8 @@ def _back() -> HttpResponse:
 
 @login_required
 @require_POST
-def tidy_run(request: HttpRequest) -> HttpResponse:
-    user: User = request.user  # type: ignore[assignment]
-    done = services.consolidation_pass(user_id=user.pk)
+def tidy_run(request: AuthedHttpRequest) -> HttpResponse:
+    done = services.consolidation_pass(user_id=request.user.pk)
     messages.info(
         request,
         ngettext("Tidy-up done: %(count)d suggestion.", "Tidy-up done: %(count)d suggestions.", done.proposals)
@@ -41,14 +40,13 @@ def tidy_run(request: HttpRequest) -> HttpResponse:
     return _back()
 
 
-def _decision(decide: Callable[..., object]) -> Callable[[HttpRequest, int], HttpResponse]:
+def _decision(decide: Callable[..., object]) -> Callable[[AuthedHttpRequest, int], HttpResponse]:
     @login_required
     @require_POST
-    def view(request: HttpRequest, proposal_id: int) -> HttpResponse:
-        user: User = request.user  # type: ignore[assignment]
-        proposal = services.proposal_get_for_user(user=user, proposal_id=proposal_id)
+    def view(request: AuthedHttpRequest, proposal_id: int) -> HttpResponse:
+        proposal = services.proposal_get_for_user(user=request.user, proposal_id=proposal_id)
         try:
-            decide(user=user, proposal=proposal)
+            decide(user=request.user, proposal=proposal)
         except MemoryRejected as exc:
             messages.error(request, str(exc))
         return _back()

@@ -6,6 +6,7 @@ import os
 import secrets
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,19 @@ def run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProc
     base = {k: v for k, v in os.environ.items() if k not in {*CLEARED, "DATABASE_URL", "REDIS_URL"}}
     base.update(MEMORA_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings", **env)
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=base, capture_output=True, text=True)
+
+
+def start_both(tmp_path: Path, first: dict[str, str], second: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """`import config.asgi` with each environment, side by side (each start takes seconds of processor time),
+    each with a runtime folder of its own."""
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    with ThreadPoolExecutor(2) as pool:
+        runs = [
+            pool.submit(run, ["-c", "import config.asgi"], tmp_path / "first", **first),
+            pool.submit(run, ["-c", "import config.asgi"], tmp_path / "second", **second),
+        ]
+        return [started.result() for started in runs]
 
 
 def test_debug_is_off_unless_asked_for(load: Any) -> None:
@@ -74,19 +88,20 @@ def test_the_run_command_and_the_worker_refuse_to_start_without_a_key(tmp_path: 
 
 
 def test_the_app_starts_with_a_key_or_in_debug(tmp_path: Path) -> None:
-    assert run(["-c", "import config.asgi"], tmp_path, DJANGO_SECRET_KEY=secrets.token_urlsafe(50)).returncode == 0
-    assert run(["-c", "import config.asgi"], tmp_path, DJANGO_DEBUG="1").returncode == 0
+    with_key, in_debug = start_both(tmp_path, {"DJANGO_SECRET_KEY": secrets.token_urlsafe(50)}, {"DJANGO_DEBUG": "1"})
+    assert with_key.returncode == 0
+    assert in_debug.returncode == 0
 
 
 @pytest.mark.parametrize(
     "key", ["changeme", "django-insecure-" + "k3y" * 20, "short-but-random-Xq8", "ab" * 40, "your-secret-key"]
 )
 def test_the_app_refuses_to_start_with_a_weak_key_unless_in_debug(tmp_path: Path, key: str) -> None:
-    result = run(["-c", "import config.asgi"], tmp_path, DJANGO_SECRET_KEY=key)
+    result, in_debug = start_both(tmp_path, {"DJANGO_SECRET_KEY": key}, {"DJANGO_SECRET_KEY": key, "DJANGO_DEBUG": "1"})
     assert result.returncode == 1
     [line] = result.stderr.strip().splitlines()
     assert "DJANGO_SECRET_KEY is too weak" in line
-    assert run(["-c", "import config.asgi"], tmp_path, DJANGO_SECRET_KEY=key, DJANGO_DEBUG="1").returncode == 0
+    assert in_debug.returncode == 0
 
 
 def test_api_docs_are_public_in_debug_only_unless_configured(load: Any) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,29 @@ from tests.e2e.browser import ROOT, running_stack, stack_env
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 pytestmark = pytest.mark.needs_memory
+
+# The served app, its worker and the shell below start once for the tests that use them (seconds of processor
+# time each); with parallel workers (pytest-xdist, --dist loadgroup) those tests stay on one worker.
+ONE_STACK = pytest.mark.xdist_group("connect-stack")
+
+# A `manage.py shell` kept running against the served database: each line it reads is a JSON string of code,
+# which it runs in a namespace of its own, as `manage.py shell -c` would, answering with one line: what the
+# code printed, or the error. It closes its database connections after each, so each run sees the latest.
+SERVE = """
+import contextlib, io, json, sys, traceback
+from django.db import connections
+while line := sys.stdin.readline():
+    printed, error = io.StringIO(), None
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(json.loads(line), {"__name__": "__main__"})
+    except BaseException:
+        error = traceback.format_exc()
+    finally:
+        connections.close_all()
+    sys.__stdout__.write("REPLY" + json.dumps({"printed": printed.getvalue(), "error": error}) + "\\n")
+    sys.__stdout__.flush()
+"""
 
 # Made in the served database (a scratch SQLite of its own) by `manage.py shell`.
 SETUP = """
@@ -85,21 +109,53 @@ def stack(tmp_path_factory: pytest.TempPathFactory, provider: FakeOpenAIServer) 
         "CHAT_MODEL": "local-model", "LLM_MAX_RETRIES": "0", "MEMORY_EXTRACT_MIN_TURNS": "1",
         "EMBEDDING_MODEL": "off",
     }  # fmt: skip
-    with running_stack(var_dir, settings, worker=True) as url:
-        env = stack_env(var_dir, settings)
-        out = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True
-        ).stdout.decode()
-        tokens = json.loads(out.split("SETUP", 1)[1])
-        yield {"url": url, "env": env, "tokens": tokens, "var_dir": Path(var_dir)}
+    # The shell starts first: its Django start-up overlaps the server's and the worker's.
+    with Shell(stack_env(var_dir, settings), var_dir) as run, running_stack(var_dir, settings, worker=True) as url:
+        tokens = json.loads(run(SETUP).split("SETUP", 1)[1])
+        yield {"url": url, "env": run.env, "tokens": tokens, "var_dir": Path(var_dir), "shell": run}
+
+
+class Shell:
+    """The `SERVE` shell: `shell(code)` runs `code` in it and returns what it printed."""
+
+    def __init__(self, env: dict[str, str], var_dir: Path) -> None:
+        self.env, self.lock, self.log = env, threading.Lock(), Path(var_dir) / "shell.log"
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "shell", "--no-imports", "-c", SERVE], cwd=ROOT, env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+            )  # fmt: skip
+
+    def __enter__(self) -> Shell:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()  # the loop ends at the end of its input
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def __call__(self, code: str) -> str:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with self.lock:
+            self.process.stdin.write(json.dumps(code) + "\n")
+            self.process.stdin.flush()
+            while (line := self.process.stdout.readline()) and not line.startswith("REPLY"):
+                pass  # anything Django prints on starting
+        if not line:
+            raise RuntimeError(f"the shell exited with {self.process.wait()}:\n{self.log.read_text()}")
+        reply = json.loads(line.removeprefix("REPLY"))
+        if reply["error"]:
+            raise RuntimeError(f"{code}\nfailed in the served database:\n{reply['error']}")
+        return str(reply["printed"])
 
 
 def shell(stack: dict[str, Any], code: str) -> Any:
     """Run `code` in the served database; it prints one JSON value after "OUT"."""
-    out = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=stack["env"], check=True, capture_output=True
-    ).stdout.decode()
-    return json.loads(out.split("OUT", 1)[1])
+    return json.loads(stack["shell"](code).split("OUT", 1)[1])
 
 
 def value(stack: dict[str, Any], setup: str, expression: str) -> Any:

@@ -12,9 +12,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
-from tests.connect.conftest import shell, value
+from tests.connect.conftest import ONE_STACK, shell, value
 
-pytestmark = [pytest.mark.needs_memory, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.needs_memory, pytest.mark.timeout(180), ONE_STACK]
 
 
 @asynccontextmanager

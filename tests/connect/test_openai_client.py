@@ -9,10 +9,10 @@ from typing import Any
 import openai
 import pytest
 
-from tests.connect.conftest import shell, value
+from tests.connect.conftest import ONE_STACK, shell, value
 from tests.fake_openai import FakeOpenAIServer
 
-pytestmark = [pytest.mark.needs_memory, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.needs_memory, pytest.mark.timeout(180), ONE_STACK]
 
 
 def client(stack: dict[str, Any], token: str = "full", **headers: str) -> openai.OpenAI:
@@ -27,7 +27,7 @@ def wait_for(stack: dict[str, Any], code: str, seconds: float = 60) -> Any:
         value = shell(stack, code)
         if value or time.monotonic() > deadline:
             return value
-        time.sleep(1)
+        time.sleep(0.1)
 
 
 def memory_block_sent(provider: FakeOpenAIServer) -> str:

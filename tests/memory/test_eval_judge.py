@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from chat.llm import server_load
 from chat.llm.demo import DemoChatModel
 from memory.evals.cases import load_cases
 from memory.evals.runner import Target, call_with_deadline, run_case
@@ -70,10 +71,21 @@ def test_min_score_fails_the_command_below_it() -> None:
 def test_exit_status_follows_min_score(tmp_path: Path) -> None:
     command = [sys.executable, "manage.py", "eval_judge", "--demo", "--category", "cross_break", "--json"]
     env = {"PATH": "/usr/bin:/bin", "LLM_BACKEND": "demo", "MEMORA_VAR_DIR": str(tmp_path)}
-    passing = subprocess.run([*command, "--min-score", "0.1"], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert passing.returncode == 0, passing.stderr
-    failing = subprocess.run([*command, "--min-score", "1"], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert failing.returncode == 1 and "below --min-score" in failing.stderr
+    # Both runs at once: each spends most of its time starting Django.
+    runs = [
+        subprocess.Popen(
+            [*command, "--min-score", score],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for score in ("0.1", "1")
+    ]
+    (_, passing_stderr), (_, failing_stderr) = (run.communicate() for run in runs)
+    assert runs[0].returncode == 0, passing_stderr
+    assert runs[1].returncode == 1 and "below --min-score" in failing_stderr
 
 
 @pytest.mark.parametrize(
@@ -185,8 +197,9 @@ def test_a_model_that_never_answers_meets_the_deadline(
 
 
 def test_no_case_is_sent_while_the_server_still_works_on_one_given_up_at_its_deadline(
-    fake_openai: FakeOpenAIServer, case_file: Path
+    fake_openai: FakeOpenAIServer, case_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(server_load, "PROBE_EVERY_SECONDS", 0.1)  # the idle server is seen sooner
     fake_openai.slots = True  # llama.cpp says when it is idle
     fake_openai.queue(FakeResponse('{"operations": []}', delay_before=2))  # works on after the 0.5 s deadline
     report = json.loads(
@@ -199,7 +212,7 @@ def test_no_case_is_sent_while_the_server_still_works_on_one_given_up_at_its_dea
 
 def test_the_backstop_gives_up_on_a_call_that_ignores_its_deadline() -> None:
     def slow() -> str:
-        time.sleep(5)
+        time.sleep(1)  # answers, but well past the deadline
         return "late"
 
     answer, error = call_with_deadline(slow, 0.2)
