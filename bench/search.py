@@ -378,20 +378,22 @@ def main() -> None:
     print(f"  [{'ok' if p95(every_http) <= target else 'MISSED'}] p95 through HTTP ≤ {target} ms "
           f"at {args.messages:,} messages")  # fmt: skip
 
-    if args.turns < 2:
-        print(f"\ntotal {time.perf_counter() - started:.0f} s")
-        return
-    with_index, with_cpu = time_turns(user, args.turns, indexed=True)
-    without, without_cpu = time_turns(user, args.turns, indexed=False)
-    print(f"\nwrite overhead per turn (turn_start + turn_finish without the model, {args.turns} turns each), ms")
+    if args.turns >= 2:
+        time_writes(user, args.turns)
+    if not args.keep:
+        User.objects.filter(username__in=BENCH_USERS).delete()
+    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+
+
+def time_writes(user: Any, turns: int) -> None:
+    with_index, with_cpu = time_turns(user, turns, indexed=True)
+    without, without_cpu = time_turns(user, turns, indexed=False)
+    print(f"\nwrite overhead per turn (turn_start + turn_finish without the model, {turns} turns each), ms")
     print(f"  {'':<15} {'wall p50':>9} {'p95':>6}   {'CPU p50':>8} {'p95':>6}")
     for name, w, c in (("with the index", with_index, with_cpu), ("without", without, without_cpu)):
         print(f"  {name:<15} {statistics.median(w):9.2f} {p95(w):6.2f}   {statistics.median(c):8.2f} {p95(c):6.2f}")
     print(f"  {'overhead':<15} {statistics.median(with_index) - statistics.median(without):+9.2f} {'':>6}   "
           f"{statistics.median(with_cpu) - statistics.median(without_cpu):+8.2f}")  # fmt: skip
-    if not args.keep:
-        User.objects.filter(username__in=BENCH_USERS).delete()
-    print(f"\ntotal {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":
