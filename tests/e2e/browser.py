@@ -95,7 +95,8 @@ def running_stack(var_dir: Path, settings: dict[str, str], *, worker: bool = Fal
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
             ))  # fmt: skip
     try:
-        wait_for_port(port, procs[0], log=log)
+        # Returns as soon as the port opens; a machine busy with other jobs can take far longer than usual.
+        wait_for_port(port, procs[0], seconds=120, log=log)
         yield f"http://127.0.0.1:{port}"
     finally:
         for proc in procs:
