@@ -70,16 +70,10 @@ def run_axe(page: Any) -> list[Violation]:
     ]
 
 
-# Two frames (layout and media-query listeners catch up), then every transition or animation the new size
-# or scheme started has finished: what axe then reads is the page at rest, without a fixed wait.
-SETTLED = """() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))).then(() =>
-  Promise.all(document.getAnimations().filter(a => a.effect && isFinite(a.effect.getComputedTiming().endTime))
-    .map(a => a.finished.catch(() => null))))"""
-
-
-def settle(page: Any) -> None:
-    """Wait until the page has caught up with a new viewport size or colour scheme."""
-    page.evaluate(SETTLED)
+def _settle(page: Any) -> None:
+    # Let layout, transitions and media-query listeners catch up with the new size or scheme.
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.wait_for_timeout(250)
 
 
 def audit(page: Any, state: str) -> None:
@@ -92,7 +86,7 @@ def audit(page: Any, state: str) -> None:
             page.set_viewport_size(size)
             for scheme in SCHEMES:
                 page.emulate_media(color_scheme=scheme)
-                settle(page)
+                _settle(page)
                 violations = run_axe(page)
                 _report(state, size_name, scheme, page.url, violations)
                 failures += [f"[{size_name}, {scheme}] {v}" for v in violations if v.impact in FAILING_IMPACTS]
