@@ -70,8 +70,8 @@ def run_axe(page: Any) -> list[Violation]:
     ]
 
 
-def _settle(page: Any) -> None:
-    # Let layout, transitions and media-query listeners catch up with the new size or scheme.
+def settle(page: Any) -> None:
+    """Let layout, transitions and media-query listeners catch up with a new viewport size or colour scheme."""
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     page.wait_for_timeout(250)
 
@@ -86,7 +86,7 @@ def audit(page: Any, state: str) -> None:
             page.set_viewport_size(size)
             for scheme in SCHEMES:
                 page.emulate_media(color_scheme=scheme)
-                _settle(page)
+                settle(page)
                 violations = run_axe(page)
                 _report(state, size_name, scheme, page.url, violations)
                 failures += [f"[{size_name}, {scheme}] {v}" for v in violations if v.impact in FAILING_IMPACTS]

@@ -44,6 +44,7 @@ def stack_env(var_dir: Path, settings: dict[str, str]) -> dict[str, str]:
     drop = {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_BACKEND"}
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(MEMORA_VAR_DIR=str(var_dir), DJANGO_DEBUG="1", LOG_LEVEL="WARNING")
+    env.update(DJANGO_SETTINGS_MODULE="tests.e2e.server_settings")  # the development run, cheap password hashes
     # Every browser test signs up from this one address; the sign-up throttle has tests of its own.
     env.update(ACCOUNTS_SIGNUPS_PER_HOUR="100000", CHAT_ADDRESS_TURNS_PER_MINUTE="0")
     # Background extraction at once, not after a minute of quiet (a test may set its own wait).

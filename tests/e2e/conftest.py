@@ -4,13 +4,13 @@ OpenAI-compatible provider that runs in this process, Debian's Chromium, and a s
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS_VARIABLE, running_stack, stack_env
+from tests.e2e.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS_VARIABLE, manage, running_stack, stack_env
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 
@@ -88,6 +88,25 @@ def live_server_url(live_server_settings: dict[str, str]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def demo_stack_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`make run` as the README's reader gets it: the offline demo model, a real Celery worker for background
+    extraction, and the demo account (created before anyone signs up, as `make run` does). One stack for every
+    module that needs nothing else: each signs up users of its own, so they never see each other's data."""
+    folder, settings = tmp_path_factory.mktemp("memora-demo"), {"LLM_BACKEND": "demo"}
+    with running_stack(folder, settings, worker=True) as url:
+        manage(stack_env(folder, settings), "ensure_demo_user")
+        yield url
+
+
+@pytest.fixture(scope="session")
+def demo_web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The offline demo model without a worker: only what the web process does (a flush when asked to
+    remember) changes memory, never a background run. Shared like `demo_stack_url`."""
+    with running_stack(tmp_path_factory.mktemp("memora-demo-web"), {"LLM_BACKEND": "demo"}) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the tests save their screenshots: a temporary folder, or MEMORA_SCREENSHOTS_DIR when set
     (`make screenshots` refreshes docs/screenshots/ that way)."""
@@ -105,6 +124,30 @@ def browser() -> Iterator[Any]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# What a browser set to Chinese asks for (Accept-Language), for the tests that read a page in both languages.
+ACCEPT_LANGUAGE = {"en": {}, "zh": {"Accept-Language": "zh-CN,zh;q=0.9"}}
+
+
+@pytest.fixture
+def reader(browser: Any) -> Iterator[Callable[..., Any]]:
+    """Opens a page for a reader whose browser asks for `lang` ("en" or "zh"), in a context of its own
+    (1280×800 unless `viewport` says otherwise; further options go to the context), closed after the test.
+    `timeout` is the page's default for actions."""
+    contexts: list[Any] = []
+
+    def open_page(lang: str, *, timeout: int = 15_000, **options: Any) -> Any:
+        options.setdefault("viewport", {"width": 1280, "height": 800})
+        context = browser.new_context(extra_http_headers=ACCEPT_LANGUAGE[lang], **options)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(timeout)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.axe import FAILING_IMPACTS, PHONE, run_axe
-from tests.e2e.browser import PASSWORD, running_stack
+from tests.e2e.axe import FAILING_IMPACTS, PHONE, run_axe, settle
+from tests.e2e.browser import PASSWORD
 
 pytestmark = pytest.mark.browser
 
@@ -73,7 +73,7 @@ def audit_phone(page: Any, state: str) -> None:
     """axe at 390 px: nothing serious or critical (lang attributes, names, nothing cut off)."""
     before = page.viewport_size
     page.set_viewport_size(PHONE)
-    page.wait_for_timeout(200)
+    settle(page)
     try:
         failures = [str(v) for v in run_axe(page) if v.impact in FAILING_IMPACTS]
     finally:
@@ -94,10 +94,9 @@ def zh_page(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def demo_url(demo_stack_url: str) -> str:
     """The offline demo model with a worker: its fixed sentences and memory notices in Chinese."""
-    with running_stack(tmp_path_factory.mktemp("memora-zh-demo"), {"LLM_BACKEND": "demo"}, worker=True) as url:
-        yield url
+    return demo_stack_url
 
 
 def sign_up(page: Any, base: str, username: str) -> None:

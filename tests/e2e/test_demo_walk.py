@@ -5,15 +5,13 @@ what the walk leaves on that page: search by the source's words, and History aft
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import manage, open_start_page, running_stack, sign_up, stack_env
+from tests.e2e.browser import open_start_page, sign_up
 
 pytestmark = pytest.mark.browser
 
@@ -22,12 +20,9 @@ BIG = "Prefers large-screen phones"
 
 
 @pytest.fixture(scope="module")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def demo_url(demo_stack_url: str) -> str:
     """`make run` as the README's reader gets it: the demo model, a worker, and the demo account."""
-    folder, settings = tmp_path_factory.mktemp("memora-demo-walk"), {"LLM_BACKEND": "demo"}
-    with running_stack(folder, settings, worker=True) as url:
-        manage(stack_env(Path(folder), settings), "ensure_demo_user")
-        yield url
+    return demo_stack_url
 
 
 def say(page: Any, text: str) -> None:

@@ -5,14 +5,13 @@ phone preference as a suggestion), remove it; axe finds nothing serious; the pag
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import running_stack, sign_up
+from tests.e2e.browser import sign_up
 from tests.imports import exports
 
 pytestmark = pytest.mark.browser
@@ -23,9 +22,9 @@ PHONE_PREFERENCE = re.compile(r"Prefers small phones|偏好小屏手机")
 
 
 @pytest.fixture(scope="module")
-def import_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_stack(tmp_path_factory.mktemp("memora-imports"), {"LLM_BACKEND": "demo"}, worker=True) as url:
-        yield url
+def import_server_url(demo_stack_url: str) -> str:
+    """The offline demo model with a worker, which runs the import and its extraction."""
+    return demo_stack_url
 
 
 def _export(filler: int) -> bytes:

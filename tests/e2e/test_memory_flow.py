@@ -25,11 +25,10 @@ MEMORY_LINE = "What I remember about you:"
 
 
 @pytest.fixture(scope="module")
-def demo_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def demo_server_url(demo_stack_url: str) -> str:
     """The offline demo model, with a Celery worker for background extraction; the model calls
     flush_memory (in the web process) only when asked to remember, correct or forget."""
-    with running_stack(tmp_path_factory.mktemp("memora-memory-demo"), {"LLM_BACKEND": "demo"}, worker=True) as url:
-        yield url
+    return demo_stack_url
 
 
 def provider_reply(body: dict[str, Any]) -> FakeResponse:

@@ -8,22 +8,21 @@ and Chinese, live and after a reload."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import running_stack, sign_up
+from tests.e2e.browser import sign_up
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def demo_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_stack(tmp_path_factory.mktemp("memora-suggestions"), {"LLM_BACKEND": "demo"}, worker=True) as url:
-        yield url
+def demo_server_url(demo_stack_url: str) -> str:
+    """The offline demo model with a worker."""
+    return demo_stack_url
 
 
 def send(page: Any, text: str) -> None:

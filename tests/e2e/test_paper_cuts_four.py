@@ -18,8 +18,6 @@ from tests.e2e.browser import manage, sign_up
 
 pytestmark = pytest.mark.browser
 
-ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
-
 
 def add_memory(page: Any, base: str, text: str) -> Any:
     page.goto(f"{base}/settings/memory/")
@@ -34,13 +32,9 @@ def add_memory(page: Any, base: str, text: str) -> Any:
     ("lang", "error"), [("en", "The end date must be in the future."), ("zh", "结束日期必须晚于现在。")]
 )
 def test_a_past_end_date_is_refused_beside_the_field_and_the_page_stays(
-    browser: Any, live_server_url: str, lang: str, error: str
+    reader: Any, live_server_url: str, lang: str, error: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     sign_up(page, live_server_url, f"end-date-{lang}")
     row = add_memory(page, live_server_url, "Is in Lisbon for work")
     row.locator(".memory-expiry summary").click()
@@ -57,7 +51,6 @@ def test_a_past_end_date_is_refused_beside_the_field_and_the_page_stays(
     expect(page.get_by_role("heading", level=1)).to_be_visible()  # the page stayed
     expect(page.locator("#memory-add-input")).to_be_visible()
     audit(page, f"an end date refused in place ({lang})")
-    context.close()
 
 
 def error_beside(field: Any, message: Any) -> None:
@@ -75,14 +68,10 @@ def error_beside(field: Any, message: Any) -> None:
     ],
 )
 def test_refused_htmx_forms_answer_in_place_and_the_page_stays(
-    browser: Any, live_server_url: str, lang: str, empty_title: str, duplicate: str
+    reader: Any, live_server_url: str, lang: str, empty_title: str, duplicate: str
 ) -> None:
     """Every htmx form's refusal on Settings → Memory and the conversation page: add, edit, restore, rename."""
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     base = live_server_url
     sign_up(page, base, f"refused-{lang}")
     heading = page.get_by_role("heading", level=1)
@@ -134,7 +123,6 @@ def test_refused_htmx_forms_answer_in_place_and_the_page_stays(
     expect(page.locator("#rename-errors")).to_contain_text(empty_title)
     expect(page.locator(".message-user")).to_contain_text("A question about tea")  # the page stayed
     expect(page.locator("#composer-input")).to_be_visible()
-    context.close()
 
 
 @pytest.mark.parametrize(
@@ -145,13 +133,9 @@ def test_refused_htmx_forms_answer_in_place_and_the_page_stays(
     ],
 )
 def test_the_start_pages_temporary_chat_line_is_short_with_the_rest_behind_a_link(
-    browser: Any, live_server_url: str, lang: str, line: str, more: str
+    reader: Any, live_server_url: str, lang: str, line: str, more: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     sign_up(page, live_server_url, f"temporary-line-{lang}")
     note = page.locator("#start-temporary-note")
     expect(note).to_have_text(line)
@@ -164,7 +148,6 @@ def test_the_start_pages_temporary_chat_line_is_short_with_the_rest_behind_a_lin
     page.get_by_text(more).click()
     expect(details).to_be_visible()
     audit(page, f"the start page's temporary chat line ({lang})")
-    context.close()
 
 
 LONG_TITLE = "Planting tulip bulbs in a small balcony garden before the first frost of a very cold winter"
@@ -172,13 +155,9 @@ LONG_TITLE = "Planting tulip bulbs in a small balcony garden before the first fr
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_search_results_show_the_whole_title_who_spoke_and_no_demo_framing_and_open_in_the_transcript(
-    browser: Any, live_server_url: str, lang: str
+    reader: Any, live_server_url: str, lang: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     base = live_server_url
     sign_up(page, base, f"searcher-{lang}")
     page.fill("#start-input", "When should I plant tulip bulbs?")
@@ -193,7 +172,7 @@ def test_search_results_show_the_whole_title_who_spoke_and_no_demo_framing_and_o
     page.request.patch(
         f"{base}/api/conversations/{conversation}",
         data={"title": LONG_TITLE},
-        headers={"X-CSRFToken": next(c["value"] for c in context.cookies() if c["name"] == "csrftoken")},
+        headers={"X-CSRFToken": next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")},
     )
     page.goto(f"{base}/search/?q=tulip")
     hits = page.locator(".search-page .search-hit")
@@ -213,7 +192,6 @@ def test_search_results_show_the_whole_title_who_spoke_and_no_demo_framing_and_o
     expect(page.locator(".message:target")).to_be_in_viewport()
     assert page.evaluate("document.scrollingElement.scrollTop") == 0
     expect(page.locator("header.chat-header")).to_be_in_viewport()
-    context.close()
 
 
 @pytest.mark.parametrize(
@@ -221,15 +199,9 @@ def test_search_results_show_the_whole_title_who_spoke_and_no_demo_framing_and_o
     [("zh", "Asia/Shanghai", "2030年12月6日 17:30"), ("en", "America/New_York", "6 Dec 2030, 04:30")],
 )
 def test_end_dates_show_and_are_set_in_the_browsers_time_zone_the_pages_way(
-    browser: Any, live_server_url: str, lang: str, timezone: str, shown: str
+    reader: Any, live_server_url: str, lang: str, timezone: str, shown: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800},
-        timezone_id=timezone,
-        extra_http_headers=ZH if lang == "zh" else {},
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang, timezone_id=timezone)
     sign_up(page, live_server_url, f"local-time-{lang}")
     row = add_memory(page, live_server_url, "Is in Lisbon for work")
     row.locator(".memory-expiry summary").click()
@@ -245,18 +217,13 @@ def test_end_dates_show_and_are_set_in_the_browsers_time_zone_the_pages_way(
     row = page.locator("#memory-list > .memory-row", has_text="Is in Lisbon for work")
     expect(row.locator(".badge-expiry time")).to_have_text(shown)
     expect(row.locator("input[name=expires_at]")).to_have_value(local)  # the field in local time too
-    context.close()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_settings_memory_summary_follows_pin_and_composition_enter_adds_nothing(
-    browser: Any, live_server_url: str, lang: str
+    reader: Any, live_server_url: str, lang: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     sign_up(page, live_server_url, f"pinner-{lang}")
     row = add_memory(page, live_server_url, "Has a cat called Miso")
     every_chat = page.locator("#memory-summary .budget-text strong").first
@@ -275,15 +242,12 @@ def test_settings_memory_summary_follows_pin_and_composition_enter_adds_nothing(
     page.wait_for_timeout(500)
     expect(page.locator("#memory-list > .memory-row", has_text="喜欢猫")).to_have_count(0)
     expect(page.locator("#memory-add-input")).to_have_value("喜欢猫")
-    context.close()
 
 
 def test_a_provider_error_in_chinese_keeps_the_providers_words_behind_details(
-    browser: Any, live_server_url: str
+    reader: Any, live_server_url: str
 ) -> None:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, extra_http_headers=ZH)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader("zh")
     sign_up(page, live_server_url, "provider-trouble-zh")
     page.fill("#start-input", "Provider trouble, please")
     page.keyboard.press("Enter")
@@ -296,18 +260,13 @@ def test_a_provider_error_in_chinese_keeps_the_providers_words_behind_details(
     page.reload()  # saved in Chinese, read again
     expect(page.locator(".message-error p").first).to_have_text("模型服务自身出了问题。请稍后再试。")
     audit(page, "a failed reply in Chinese")
-    context.close()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_restored_wording_is_listed_once_in_the_list_and_history(
-    browser: Any, live_server_url: str, lang: str
+    reader: Any, live_server_url: str, lang: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     sign_up(page, live_server_url, f"restorer-{lang}")
     one, two = "Has a cat called Miso", "Has two cats, Miso and Tofu"
     row = add_memory(page, live_server_url, one)
@@ -341,18 +300,13 @@ def test_a_restored_wording_is_listed_once_in_the_list_and_history(
     expect(listed(one)).to_have_count(1)
     expect(listed(two)).to_have_count(1)
     expect(page.locator("#memory-history .history-row")).to_have_count(1)
-    context.close()
 
 
 @pytest.mark.parametrize(("lang", "wrong"), [("en", "The password is not correct"), ("zh", "密码不正确")])
 def test_a_failed_account_deletion_puts_focus_on_the_field_with_its_message(
-    browser: Any, live_server_url: str, lang: str, wrong: str
+    reader: Any, live_server_url: str, lang: str, wrong: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     sign_up(page, live_server_url, f"keeper-{lang}")
     page.goto(f"{live_server_url}/settings/account/")
     page.fill("#id_password", "not-my-password")
@@ -360,20 +314,15 @@ def test_a_failed_account_deletion_puts_focus_on_the_field_with_its_message(
     expect(page.locator(".account-delete-form .field-errors")).to_contain_text(wrong)
     expect(page.locator("#id_password")).to_be_focused()
     audit(page, f"a refused account deletion ({lang})")
-    context.close()
 
 
 @pytest.mark.parametrize(
     ("lang", "when"), [("en", re.compile(r"\d+ \w{3} 20\d\d, \d\d:\d\d")), ("zh", re.compile(r"20\d\d年\d+月\d+日"))]
 )
 def test_a_suggestion_shows_the_message_it_came_from_and_when_before_keep_or_discard(
-    browser: Any, live_server_url: str, live_server_env: dict[str, str], lang: str, when: Any
+    reader: Any, live_server_url: str, live_server_env: dict[str, str], lang: str, when: Any
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     username = f"suggested-{lang}"
     sign_up(page, live_server_url, username)
     page.fill("#start-input", "I have a cat called Miso")
@@ -391,21 +340,17 @@ def test_a_suggestion_shows_the_message_it_came_from_and_when_before_keep_or_dis
     expect(row.locator(".source-link")).to_have_text("“I have a cat called Miso”")
     expect(row.locator(".source-when time")).to_have_text(when)
     audit(page, f"a suggestion with its source ({lang})")
-    context.close()
 
 
 def test_the_readme_chinese_walkthrough_names_the_page_with_the_interface_language(
-    browser: Any, live_server_url: str
+    reader: Any, live_server_url: str
 ) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     walkthrough = readme.split("### 中文演示", 1)[1].split("\n## ", 1)[0]
     menu_entry = re.search(r"\*\*(设置 → [^*]+)\*\* 页的“界面语言”", walkthrough)
     assert menu_entry, "the walkthrough says where the interface language is chosen"
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, extra_http_headers=ZH)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader("zh")
     sign_up(page, live_server_url, "readme-zh")
     page.click(".user-menu summary")
     page.get_by_role("link", name=menu_entry[1]).click()
     expect(page.get_by_label("界面语言")).to_be_visible()
-    context.close()

@@ -5,40 +5,32 @@ Review, Apply, Wrong and Outdated, and Wrong asking in the page."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import running_stack, sign_up
+from tests.e2e.browser import sign_up
 
 pytestmark = pytest.mark.browser
 
-ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
-
 
 @pytest.fixture(scope="module")
-def demo_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def demo_server_url(demo_web_url: str) -> str:
     """The offline demo model; asked to remember, it flushes memory in the web process."""
-    with running_stack(tmp_path_factory.mktemp("memora-markers"), {"LLM_BACKEND": "demo"}) as url:
-        yield url
+    return demo_web_url
 
 
 @pytest.mark.parametrize(
     ("lang", "lead", "review"), [("en", "Memory updated · ", "Review"), ("zh", "记忆已更新 · ", "查看")]
 )
 def test_a_memory_marker_speaks_the_readers_language_live_and_after_a_reload(
-    browser: Any, demo_server_url: str, lang: str, lead: str, review: str
+    reader: Any, demo_server_url: str, lang: str, lead: str, review: str
 ) -> None:
     # No language setting: the reader's browser decides, so a marker stored for the worker's default
     # language would show English to a Chinese reader.
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(20_000)
+    page = reader(lang, timeout=20_000)
     sign_up(page, demo_server_url, f"marker-reader-{lang}")
     page.fill("#start-input", "Remember that I'm vegetarian.")
     page.keyboard.press("Enter")
@@ -52,7 +44,6 @@ def test_a_memory_marker_speaks_the_readers_language_live_and_after_a_reload(
     expect(marker).to_contain_text(lead + "Is vegetarian")
     expect(marker.get_by_role("link", name=review)).to_be_visible()
     audit(page, f"a memory marker in the reader's language ({lang})")
-    context.close()
 
 
 def add_memory(page: Any, base: str, text: str) -> Any:
@@ -69,13 +60,9 @@ def add_memory(page: Any, base: str, text: str) -> Any:
     [("en", "Wrong", "Delete", "Outdated", "Apply"), ("zh", "有误", "删除", "已过时", "应用")],
 )
 def test_focus_follows_wrong_outdated_review_and_apply_and_wrong_confirms_in_the_page(
-    browser: Any, live_server_url: str, lang: str, wrong: str, delete: str, outdated: str, apply: str
+    reader: Any, live_server_url: str, lang: str, wrong: str, delete: str, outdated: str, apply: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = reader(lang)
     base = live_server_url
     sign_up(page, base, f"focus-{lang}")
     first = add_memory(page, base, "Is allergic to peanuts").get_attribute("id")
@@ -122,20 +109,15 @@ def test_focus_follows_wrong_outdated_review_and_apply_and_wrong_confirms_in_the
     items.nth(1).get_by_role("button", name=outdated).click()
     expect(items.nth(1).locator(".reply-memory-outcome")).to_be_focused()
     audit(page, f"focus after Wrong and Outdated ({lang})")
-    context.close()
 
 
 @pytest.mark.parametrize(
     ("lang", "keep", "lead"), [("en", "Keep", "Memory updated · "), ("zh", "保留", "记忆已更新 · ")]
 )
 def test_the_marker_of_a_suggestion_says_it_was_remembered_after_keep(
-    browser: Any, demo_server_url: str, lang: str, keep: str, lead: str
+    reader: Any, demo_server_url: str, lang: str, keep: str, lead: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(20_000)
+    page = reader(lang, timeout=20_000)
     sign_up(page, demo_server_url, f"keeper-marker-{lang}")
     page.fill("#start-input", "I'm diabetic now.")  # sensitive: waits as a suggestion
     page.keyboard.press("Enter")
@@ -147,14 +129,11 @@ def test_the_marker_of_a_suggestion_says_it_was_remembered_after_keep(
     audit(page, f"a kept suggestion's marker ({lang})")
     page.reload()
     expect(page.locator(".conversation-marker.marker-memory")).to_contain_text(lead + "Is diabetic")
-    context.close()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_on_a_phone_the_memories_come_before_the_settings(browser: Any, live_server_url: str, lang: str) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 800}, extra_http_headers=ZH if lang == "zh" else {})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+def test_on_a_phone_the_memories_come_before_the_settings(reader: Any, live_server_url: str, lang: str) -> None:
+    page = reader(lang, viewport={"width": 390, "height": 800})
     sign_up(page, live_server_url, f"phone-{lang}")
     row = add_memory(page, live_server_url, "Prefers aisle seats")
     page.reload()
@@ -162,7 +141,6 @@ def test_on_a_phone_the_memories_come_before_the_settings(browser: Any, live_ser
     for setting in ("#memory-review", "#memory-tidy"):
         assert top < (page.locator(setting).bounding_box() or {})["y"], setting
     audit(page, f"Settings → Memory on a phone ({lang})")
-    context.close()
 
 
 @pytest.mark.parametrize(
@@ -170,14 +148,10 @@ def test_on_a_phone_the_memories_come_before_the_settings(browser: Any, live_ser
     [("en", " (and 1 more)", "Forgot “Is vegetarian”"), ("zh", "（另有 1 条）", "已忘记“Is vegetarian”")],
 )
 def test_a_marker_of_several_changes_and_of_a_forgotten_memory_speaks_the_readers_language(
-    browser: Any, demo_server_url: str, lang: str, more: str, forgot: str
+    reader: Any, demo_server_url: str, lang: str, more: str, forgot: str
 ) -> None:
     """ "… (and 1 more)" and "Forgot …" in the reader's language, live and after a reload."""
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800}, extra_http_headers=ZH if lang == "zh" else {}
-    )
-    page = context.new_page()
-    page.set_default_timeout(20_000)
+    page = reader(lang, timeout=20_000)
     sign_up(page, demo_server_url, f"several-{lang}")
     page.fill(
         "#start-input", "Remember that I'm vegetarian. Remember that I'm left-handed. Remember that I'm colour-blind."
@@ -201,4 +175,3 @@ def test_a_marker_of_several_changes_and_of_a_forgotten_memory_speaks_the_reader
             for marker in markers.all():
                 expect(marker).not_to_contain_text(re.compile(r"Memory updated|and \d+ more|Forgot|Review"))
     audit(page, f"markers of several changes and of a forgotten memory ({lang})")
-    context.close()

@@ -4,14 +4,13 @@ English and in Chinese."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.axe import audit
-from tests.e2e.browser import running_stack, sign_up
+from tests.e2e.browser import sign_up
 
 pytestmark = pytest.mark.browser
 
@@ -19,9 +18,8 @@ SAME = ["I like green tea", "Likes green tea", "I like green tea."]
 
 
 @pytest.fixture(scope="module")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_stack(tmp_path_factory.mktemp("memora-tidy"), {"LLM_BACKEND": "demo"}) as url:
-        yield url
+def demo_url(demo_web_url: str) -> str:
+    return demo_web_url
 
 
 def add_memories(page: Any, base: str) -> None:
