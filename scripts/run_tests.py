@@ -8,11 +8,13 @@ skipping tests, and a smoke test of `make run` (scripts/smoke_run.py) runs first
 asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_tests.py -k api`).
 
 Each step prints its output, in the order above, once it has finished; the run fails if any step failed.
-On a machine with two or more CPUs the steps go in two lanes side by side (MEMORA_TEST_LANES=1 puts them
-in one): lint and the pass on the embedded defaults in one, the smoke test, the pass without the memory
-app and the pass on PostgreSQL + Redis in the other. They use different databases and runtime folders,
-and each lane's servers take their own half of the browser tests' ports. Most of a pass's time is spent
-waiting (servers starting, streams, the browser), so two lanes take little more than the longer one.
+On a machine with two or more CPUs a full run's steps go in three lanes side by side (MEMORA_TEST_LANES=2
+or 1 puts them in fewer): lint, the pass on the embedded defaults without its browser tests and the pass
+without the memory app in one; the smoke test and the browser tests of that same pass (embedded
+defaults) in another; the pass on PostgreSQL + Redis in the third. With two lanes the pass on the embedded
+defaults runs whole, in the first. Lanes use different databases and runtime folders, and each lane's
+servers take their own share of the browser tests' ports. Much of a pass's time is spent waiting
+(servers starting, streams, the browser), so the lanes take little more than the longest one.
 With MEMORA_TEST_WORKERS=N (N > 1; at most 8) every step runs at once and each pass spreads its tests
 over N parallel workers (pytest-xdist), each with its own copy of the migrated test database, Redis
 database (the Nth after TEST_REDIS_URL's), runtime folder and share of the lane's ports. Each pass ends
@@ -56,9 +58,9 @@ def workers() -> int:
 
 
 def lanes() -> int:
-    """How many lanes of steps run side by side: MEMORA_TEST_LANES, else two with two or more CPUs."""
+    """How many lanes of steps run side by side: MEMORA_TEST_LANES, else three with two or more CPUs."""
     chosen = os.environ.get("MEMORA_TEST_LANES", "").strip()
-    return max(1, min(2, int(chosen) if chosen else (os.cpu_count() or 1)))
+    return max(1, min(3, int(chosen) if chosen else (3 if (os.cpu_count() or 1) >= 2 else 1)))
 
 
 def lane_ports(lane: int, count: int) -> dict[str, str]:
@@ -146,12 +148,18 @@ def smoke_run(have_services: bool) -> Outcome:
     return (1 if code != 0 else 0), output
 
 
-def suite_on_defaults(args: list[str], browser: dict[str, str]) -> Outcome:
-    """The whole suite on the embedded defaults: 0 when it passed (or a focused run found nothing)."""
+def suite_on_defaults(args: list[str], browser: dict[str, str], *, part: bool = False) -> Outcome:
+    """The whole suite on the embedded defaults (or, with `part`, the half of it `args` selects): 0 when
+    it passed (or a focused run found nothing)."""
     code, output = pytest(browser, args)
-    if code not in (0, 5) or (code == 5 and not args):
+    if code not in (0, 5) or (code == 5 and (part or not args)):
         return code or 1, output
     return 0, output
+
+
+# A full run in three lanes splits the pass on the embedded defaults in two: every test runs once.
+BROWSER_PART = ["-m", "browser"]
+OTHER_PART = ["-m", "not browser"]
 
 
 def suite_without_memory(targets: list[str], ports: dict[str, str]) -> Outcome:
@@ -178,19 +186,26 @@ def main() -> int:
 
     # Each step with its lane: the steps of a lane run in turn, the lanes side by side.
     count = lanes()
+    split = count == 3 and not args  # the browser tests of the first pass get a lane of their own
     first, second = lane_ports(0, count), lane_ports(count - 1, count)
     steps: dict[str, tuple[Callable[[], Outcome], int]] = {}
     if not args:  # a full run also lints; a focused run (`-k …`, paths) skips straight to pytest
         steps["Lint: ruff and mypy"] = (lint, 0)
     if CI or os.environ.get("MEMORA_SMOKE") == "1":
         smoke_title = "Smoke test of make run (runtime dependencies only, real worker)"
-        steps[smoke_title] = (lambda: smoke_run(have_pg and have_redis), count - 1)
+        # (with three lanes beside the browser tests, which leave the processors more idle than the third pass)
+        steps[smoke_title] = (lambda: smoke_run(have_pg and have_redis), 1 if count == 3 and not args else count - 1)
     defaults = "Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)"
-    steps[defaults] = (lambda: suite_on_defaults(args, {**first, **browser}), 0)
+    if split:
+        in_lane_two = {**lane_ports(1, count), **browser}
+        steps[f"{defaults}, but its browser tests"] = (lambda: suite_on_defaults(OTHER_PART, first, part=True), 0)
+        steps["Its browser tests (Chromium)"] = (lambda: suite_on_defaults(BROWSER_PART, in_lane_two, part=True), 1)
+    else:
+        steps[defaults] = (lambda: suite_on_defaults(args, {**first, **browser}), 0)
     targets = without_memory_targets(args)
     if targets:
         alone = "Chat and accounts without the memory app (embedded defaults, no browser tests)"
-        steps[alone] = (lambda: suite_without_memory(targets, second), count - 1)
+        steps[alone] = (lambda: suite_without_memory(targets, first if split else second), 0 if split else count - 1)
     if have_pg and have_redis:
         services = "Suite on PostgreSQL and Redis (browser tests run in the first pass)"
         steps[services] = (lambda: suite_on_services(args, second), count - 1)
