@@ -107,6 +107,41 @@
     }
   });
 
+  // --- New content is wired at once. htmx wires what it swaps in when it settles (20 ms later): a key
+  // pressed sooner (Enter on a pushed form, Escape in a rename box) would reach an element that does
+  // nothing yet, or follow its plain link.
+  function wireNow(target) {
+    var live = target && (target.isConnected ? target : target.id && document.getElementById(target.id));
+    if (live && window.htmx) window.htmx.process(live);
+  }
+  document.addEventListener("htmx:afterSwap", function (e) { wireNow(e.detail.target); });
+  document.addEventListener("htmx:oobAfterSwap", function (e) { wireNow(e.detail.target); });
+
+  // --- A swap never takes focus away: an update pushed while the user is on an element it replaces
+  // (the title renamed in another tab, or arriving after this tab's own rename; the list drawn again)
+  // leaves focus on the new copy of that element. Swaps that move focus on purpose do it as they
+  // happen, before this looks.
+  function keepFocus(e) {
+    var target = e.detail.target, active = document.activeElement;
+    if (!target || !active || active === document.body || !target.contains(active)) return;
+    var path = [];
+    for (var node = active; node !== target; node = node.parentNode) {
+      path.unshift(Array.prototype.indexOf.call(node.parentNode.children, node));
+    }
+    var id = active.id, targetId = target.id, tag = active.tagName;
+    queueMicrotask(function () {
+      if (document.activeElement && document.activeElement !== document.body && document.activeElement.isConnected) return;
+      var again = id ? document.getElementById(id) : null;
+      if (!again && targetId) {
+        again = document.getElementById(targetId);
+        for (var i = 0; again && i < path.length; i++) again = again.children[path[i]];
+      }
+      if (again && again.tagName === tag) again.focus();
+    });
+  }
+  document.addEventListener("htmx:beforeSwap", keepFocus);
+  document.addEventListener("htmx:oobBeforeSwap", keepFocus);
+
   // --- Focus: back to the composer after a reply stopped by keyboard; the title after renaming ---
   document.addEventListener("htmx:wsAfterMessage", function () {
     enhance();
@@ -131,6 +166,9 @@
     var title = $("#conversation-title");
     if (!title || !title.contains(e.detail.elt) && e.detail.elt !== title) return;
     if (window.htmx) window.htmx.process(title); // wired before a quick Enter or Escape (htmx does it on settle)
+    // The title drawn again for a rename made elsewhere (chat/_sidebar_sync.html) leaves focus alone.
+    var asker = e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (asker && asker.closest && asker.closest("#sidebar-sync")) return;
     var input = $("#rename-title", title);
     if (input) { input.focus(); if (!input.hasAttribute("aria-invalid")) input.select(); return; }
     var cancelled = (e.detail.pathInfo && e.detail.pathInfo.requestPath || "").indexOf("cancel=") !== -1;

@@ -62,6 +62,7 @@ def test_the_readme_demo_ends_on_a_memory_and_the_message_it_came_from(page: Any
     page.fill("#id_password", "demo")
     page.click("button[type=submit]")
     expect(page).to_have_url(f"{base}/")
+    page.wait_for_load_state("load")  # the start page's scripts have run (Enter sends)
     # 2. Two messages in one conversation.
     start(page, "I've always liked small phones, they're easy to use one-handed.")
     say(page, "Today I'm helping a friend pick a phone — his budget this time is 3000.")

@@ -117,3 +117,37 @@ def test_phone_sidebar_traps_focus_while_open(page: Any, live_server_url: str) -
     page.keyboard.press("Escape")
     expect(page.locator("#sidebar")).not_to_be_visible()
     expect(page.locator(".chat-header .sidebar-open")).to_be_focused()
+
+
+def test_a_rename_pushed_from_another_tab_leaves_focus_where_it_was(page: Any, live_server_url: str) -> None:
+    """The title and the list are drawn again when another tab renames the conversation: focus stays on
+    the new copy of the element the keyboard user was on, not on the page's body."""
+    base = live_server_url
+    sign_up(page, base, "focus-pushed")
+    page.fill("#start-input", "Chat about focus")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator(".message-assistant").first).to_have_attribute("data-status", "complete")
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.wait_for_load_state("load")
+
+    def rename_in_other_tab(title: str) -> None:
+        other.click(".title-row summary")
+        other.locator(".title-row").get_by_role("link", name="Rename", exact=True).click()
+        other.fill("#rename-title", title)
+        other.keyboard.press("Enter")
+        expect(other.locator(".chat-header h1")).to_have_text(title)
+
+    title = page.locator(".chat-header h1")
+    title.focus()
+    rename_in_other_tab("Renamed elsewhere")
+    expect(title).to_have_text("Renamed elsewhere")
+    expect(title).to_be_focused()
+
+    actions = page.locator("#conversation-nav .conversation-item summary").first
+    actions.focus()
+    rename_in_other_tab("Renamed again")
+    expect(page.locator("#conversation-nav .conversation-item").first).to_contain_text("Renamed again")
+    expect(actions).to_be_focused()
+    other.close()
