@@ -198,7 +198,10 @@ def test_a_rename_pin_or_edit_in_one_tab_reaches_the_users_other_tabs(page: Any,
     page.locator(".title-row summary").focus()
     page.keyboard.press("Enter")
     page.get_by_role("button", name="Pin to the top").focus()
-    page.keyboard.press("Enter")
+    # The header's pin answers with a client redirect (a full reload): wait for it to finish, or the
+    # next goto races it.
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
     expect(other.locator("#pinned-list")).to_contain_text("Beta topic")
 
     # Edited in the second tab, the first (opened on the same conversation) drops the old words.
