@@ -16,6 +16,7 @@ branches, hidden system messages, tool traffic and the model's private reasoning
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -95,24 +96,34 @@ def source_id(value: Any) -> str:
     return found
 
 
+@dataclass(frozen=True)
+class Header:
+    """Where an export keeps a conversation's title and times, and how it writes a time."""
+
+    title: str
+    created: str
+    updated: str
+    time: Callable[[Any], datetime | None]
+
+
 def chat(
+    raw: dict[str, Any],
+    header: Header,
     *,
     source: str,
-    title: Any,
-    created: datetime | None,
-    updated: datetime | None,
     turns: list[Turn],
     project_key: str,
     dropped: Counter[str],
 ) -> Chat:
-    """A conversation as read from either export: its turns' times made monotonic, and its own times taken
-    from them where the export leaves them out."""
+    """A conversation as read from either export: its title and times found where `header` says, its turns'
+    times made monotonic, and its own times taken from them where the export leaves them out."""
+    created, updated = header.time(raw.get(header.created)), header.time(raw.get(header.updated))
     monotonic(turns, created)
     if created is None and turns:
         created = turns[0].created_at
     return Chat(
         source_id=source,
-        title=" ".join(text_of(title).split())[:TITLE_MAX],
+        title=" ".join(text_of(raw.get(header.title)).split())[:TITLE_MAX],
         created_at=created,
         updated_at=updated or (turns[-1].created_at if turns else created),
         turns=turns,

@@ -22,6 +22,7 @@ from typing import Any
 from imports.formats import (
     ID_MAX,
     Chat,
+    Header,
     Turn,
     Unreadable,
     chat,
@@ -31,6 +32,7 @@ from imports.formats import (
     text_of,
 )
 
+HEADER = Header(title="title", created="create_time", updated="update_time", time=from_unix)
 SHOWN_ROLES = ("user", "assistant")
 # Content the ChatGPT page does not show as a message: the model's reasoning, tool output and browsing,
 # the custom instructions and memory it was given, and error records.
@@ -64,15 +66,7 @@ def conversation(raw: Any) -> Chat:
         raise Unreadable("no message tree (mapping)")
     source = source_id(raw.get("conversation_id") or raw.get("id"))
     turns, dropped = _turns(mapping, _path(mapping, raw.get("current_node")))
-    return chat(
-        source=source,
-        title=raw.get("title"),
-        created=from_unix(raw.get("create_time")),
-        updated=from_unix(raw.get("update_time")),
-        turns=turns,
-        project_key=_project(raw),
-        dropped=dropped,
-    )
+    return chat(raw, HEADER, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
 
 
 def _turns(mapping: dict[str, Any], path: list[dict[str, Any]]) -> tuple[list[Turn], Counter[str]]:

@@ -23,6 +23,7 @@ from typing import Any
 from imports.formats import (
     ID_MAX,
     Chat,
+    Header,
     Turn,
     Unreadable,
     chat,
@@ -32,6 +33,7 @@ from imports.formats import (
     text_of,
 )
 
+HEADER = Header(title="name", created="created_at", updated="updated_at", time=from_iso)
 ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
 TOOL_BLOCKS = frozenset({"tool_use", "tool_result", "server_tool_use", "web_search_tool_result"})
 
@@ -46,15 +48,7 @@ def conversation(raw: Any) -> Chat:
     shown = _shown(messages)
     dropped: Counter[str] = Counter(branches=len(messages) - len(shown))
     turns = [turn for message in shown if (turn := _turn(message, dropped)) is not None]
-    return chat(
-        source=source,
-        title=raw.get("name"),
-        created=from_iso(raw.get("created_at")),
-        updated=from_iso(raw.get("updated_at")),
-        turns=turns,
-        project_key=_project(raw),
-        dropped=dropped,
-    )
+    return chat(raw, HEADER, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
 
 
 def _project(raw: dict[str, Any]) -> str:
