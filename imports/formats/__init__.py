@@ -105,31 +105,24 @@ class Header:
     updated: str
     time: Callable[[Any], datetime | None]
 
-
-def chat(
-    raw: dict[str, Any],
-    header: Header,
-    *,
-    source: str,
-    turns: list[Turn],
-    project_key: str,
-    dropped: Counter[str],
-) -> Chat:
-    """A conversation as read from either export: its title and times found where `header` says, its turns'
-    times made monotonic, and its own times taken from them where the export leaves them out."""
-    created, updated = header.time(raw.get(header.created)), header.time(raw.get(header.updated))
-    monotonic(turns, created)
-    if created is None and turns:
-        created = turns[0].created_at
-    return Chat(
-        source_id=source,
-        title=" ".join(text_of(raw.get(header.title)).split())[:TITLE_MAX],
-        created_at=created,
-        updated_at=updated or (turns[-1].created_at if turns else created),
-        turns=turns,
-        project_key=project_key,
-        dropped=+dropped,
-    )
+    def chat(
+        self, raw: dict[str, Any], *, source: str, turns: list[Turn], project_key: str, dropped: Counter[str]
+    ) -> Chat:
+        """The conversation `raw` as a Chat: its title and times found where this header says, its turns'
+        times made monotonic, and its own times taken from them where the export leaves them out."""
+        created, updated = self.time(raw.get(self.created)), self.time(raw.get(self.updated))
+        monotonic(turns, created)
+        if created is None and turns:
+            created = turns[0].created_at
+        return Chat(
+            source_id=source,
+            title=" ".join(text_of(raw.get(self.title)).split())[:TITLE_MAX],
+            created_at=created,
+            updated_at=updated or (turns[-1].created_at if turns else created),
+            turns=turns,
+            project_key=project_key,
+            dropped=+dropped,
+        )
 
 
 def placeholder(kind: str) -> str:

@@ -25,7 +25,6 @@ from imports.formats import (
     Header,
     Turn,
     Unreadable,
-    chat,
     from_unix,
     placeholder,
     source_id,
@@ -66,7 +65,7 @@ def conversation(raw: Any) -> Chat:
         raise Unreadable("no message tree (mapping)")
     source = source_id(raw.get("conversation_id") or raw.get("id"))
     turns, dropped = _turns(mapping, _path(mapping, raw.get("current_node")))
-    return chat(raw, HEADER, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
+    return HEADER.chat(raw, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
 
 
 def _turns(mapping: dict[str, Any], path: list[dict[str, Any]]) -> tuple[list[Turn], Counter[str]]:

@@ -26,7 +26,6 @@ from imports.formats import (
     Header,
     Turn,
     Unreadable,
-    chat,
     from_iso,
     placeholder,
     source_id,
@@ -48,7 +47,7 @@ def conversation(raw: Any) -> Chat:
     shown = _shown(messages)
     dropped: Counter[str] = Counter(branches=len(messages) - len(shown))
     turns = [turn for message in shown if (turn := _turn(message, dropped)) is not None]
-    return chat(raw, HEADER, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
+    return HEADER.chat(raw, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
 
 
 def _project(raw: dict[str, Any]) -> str:
