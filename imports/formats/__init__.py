@@ -19,13 +19,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 CHATGPT = "chatgpt"
 CLAUDE = "claude"
 SOURCES = (CHATGPT, CLAUDE)
 TITLE_MAX = 200
 ID_MAX = 200
+
+T = TypeVar("T")
 
 
 class Unreadable(Exception):
@@ -86,6 +88,17 @@ def monotonic(turns: list[Turn], start: datetime | None) -> None:
         if turn.created_at is None or (last is not None and turn.created_at < last):
             turn.created_at = last
         last = turn.created_at
+
+
+def messages_in(raw: Any, key: str, kind: type[T], what: str) -> T:
+    """The messages of the conversation object `raw`, kept under `key` as a `kind`; Unreadable when `raw` is
+    not a conversation object or holds none."""
+    if not isinstance(raw, dict):
+        raise Unreadable("not a conversation object")
+    messages = raw.get(key)
+    if not isinstance(messages, kind):
+        raise Unreadable(f"no {what} ({key})")
+    return messages
 
 
 def source_id(value: Any) -> str:

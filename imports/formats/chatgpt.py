@@ -26,6 +26,7 @@ from imports.formats import (
     Turn,
     Unreadable,
     from_unix,
+    messages_in,
     placeholder,
     source_id,
     text_of,
@@ -58,11 +59,7 @@ PART_PLACEHOLDERS = {
 
 
 def conversation(raw: Any) -> Chat:
-    if not isinstance(raw, dict):
-        raise Unreadable("not a conversation object")
-    mapping = raw.get("mapping")
-    if not isinstance(mapping, dict):
-        raise Unreadable("no message tree (mapping)")
+    mapping = messages_in(raw, "mapping", dict, "message tree")
     source = source_id(raw.get("conversation_id") or raw.get("id"))
     turns, dropped = _turns(mapping, _path(mapping, raw.get("current_node")))
     return HEADER.chat(raw, source=source, turns=turns, project_key=_project(raw), dropped=dropped)

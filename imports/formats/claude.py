@@ -27,6 +27,7 @@ from imports.formats import (
     Turn,
     Unreadable,
     from_iso,
+    messages_in,
     placeholder,
     source_id,
     text_of,
@@ -38,11 +39,7 @@ TOOL_BLOCKS = frozenset({"tool_use", "tool_result", "server_tool_use", "web_sear
 
 
 def conversation(raw: Any) -> Chat:
-    if not isinstance(raw, dict):
-        raise Unreadable("not a conversation object")
-    messages = raw.get("chat_messages")
-    if not isinstance(messages, list):
-        raise Unreadable("no message list (chat_messages)")
+    messages = messages_in(raw, "chat_messages", list, "message list")
     source = source_id(raw.get("uuid"))
     shown = _shown(messages)
     dropped: Counter[str] = Counter(branches=len(messages) - len(shown))
