@@ -25,7 +25,7 @@ from accounts.services import (
     user_set_memory_review,
 )
 from accounts.throttle import client_address, password_check
-from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS
+from core.api_errors import AUTH_ERRORS, BODY_ERRORS, ID_MAX, NO_NUL, NOT_FOUND, PARAM_ERRORS, WRITE_ERRORS, optional_id
 
 router = Router(tags=["me"])
 
@@ -184,12 +184,9 @@ class TokenIn(Schema):
         "memories, saved as suggestions), `memory:write` (save and forget memories), `chat` (the "
         "OpenAI-compatible endpoint and conversations). Omit for all of them.",
     )
-    project_id: int | None = Field(
-        None,
-        ge=1,
-        le=ID_MAX,
-        description="Limit it to one of your projects (another's or a missing one answers 404): it sees what a "
-        "chat in that project would, over MCP and /v1. Omit for none.",
+    project_id: int | None = optional_id(
+        "Limit it to one of your projects (another's or a missing one answers 404): it sees what a "
+        "chat in that project would, over MCP and /v1. Omit for none."
     )
     expires_at: AwareDatetime | None = Field(
         None, description="When it stops working, with its time zone: must be in the future (else 400). Omit for never."

@@ -15,13 +15,11 @@ with a constant number of queries for the whole list: the memory app adds what e
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from accounts.models import ApiToken
-
-logger = logging.getLogger(__name__)
+from core.registry import Registry
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -62,31 +60,21 @@ def token_allows(token: ApiToken, path: str, method: str) -> bool:
 
 # (user id) -> the user's projects, as (id, name) pairs.
 ProjectLister = Callable[[int], list[tuple[int, str]]]
-_project_listers: dict[str, ProjectLister] = {}
-
-
-def register_project_lister(name: str, lister: ProjectLister) -> None:
-    _project_listers[name] = lister
+_project_listers: Registry[ProjectLister] = Registry("project lister")
+register_project_lister = _project_listers.register
 
 
 def project_choices(user_id: int) -> list[tuple[int, str]]:
     """The projects a token of this user may be limited to (none when no app has projects)."""
-    return [choice for lister in _project_listers.values() for choice in lister(user_id)]
+    return [choice for lister in _project_listers.entries() for choice in lister(user_id)]
 
 
 TokenAnnotator = Callable[[list[ApiToken]], None]
-_token_annotators: dict[str, TokenAnnotator] = {}
-
-
-def register_token_annotator(name: str, annotator: TokenAnnotator) -> None:
-    _token_annotators[name] = annotator
+_token_annotators: Registry[TokenAnnotator] = Registry("token annotator")
+register_token_annotator = _token_annotators.register
 
 
 def annotate_tokens(tokens: list[ApiToken]) -> list[ApiToken]:
     """`tokens`, annotated by every registered annotator (a failing one is logged and skipped)."""
-    for annotator in _token_annotators.values():
-        try:
-            annotator(tokens)
-        except Exception:  # another app's extra must not break the tokens list
-            logger.exception("token annotator failed")
+    _token_annotators.each_logged(lambda annotator: annotator(tokens))
     return tokens

@@ -32,9 +32,7 @@ Chat works, and its pages render, with nothing registered here.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,8 +41,7 @@ from django.dispatch import Signal
 from chat import push
 from chat.marker_kinds import register_marker_renderer as register_marker_renderer
 from chat.push import user_group as user_group  # the notices' group, named here for other apps
-
-logger = logging.getLogger(__name__)
+from core.registry import Registry
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -103,20 +100,13 @@ def register_context_provider(name: str, provider: ContextProvider) -> None:
 # anything is saved: it may start slow work the turn's context will need (memory embeds the message
 # meanwhile) and must return at once.
 TurnPrefetch = Callable[[int, str], None]
-_turn_prefetchers: dict[str, TurnPrefetch] = {}
-
-
-def register_turn_prefetch(name: str, prefetch: TurnPrefetch) -> None:
-    _turn_prefetchers[name] = prefetch
+_turn_prefetchers: Registry[TurnPrefetch] = Registry("a turn prefetch")
+register_turn_prefetch = _turn_prefetchers.register
 
 
 def turn_prefetch(user_id: int, text: str) -> None:
     """Start what the registered prefetchers start for this turn; a failure is only logged."""
-    for prefetch in _turn_prefetchers.values():
-        try:
-            prefetch(user_id, text)
-        except Exception:
-            logger.exception("a turn prefetch failed")
+    _turn_prefetchers.each_logged(lambda prefetch: prefetch(user_id, text))
 
 
 def context_providers() -> list[ContextProvider]:
@@ -130,16 +120,13 @@ def named_context_providers() -> list[tuple[str, ContextProvider]]:
 # Whether a user may spend tokens now (usage quotas): each gate raises a TurnRejected (429 with Retry-After)
 # when not. Checked when a turn, a retry or an API request starts, and before background memory work.
 SpendGate = Callable[[int], None]
-_spend_gates: dict[str, SpendGate] = {}
-
-
-def register_spend_gate(name: str, gate: SpendGate) -> None:
-    _spend_gates[name] = gate
+_spend_gates: Registry[SpendGate] = Registry("spend gate")
+register_spend_gate = _spend_gates.register
 
 
 def spend_check(user_id: int) -> None:
     """Raise the first gate's TurnRejected if the user may not spend tokens now."""
-    for gate in list(_spend_gates.values()):
+    for gate in _spend_gates.entries():
         gate(user_id)
 
 
@@ -178,15 +165,9 @@ def tool_schemas(ctx: TurnContext | None = None) -> list[dict[str, Any]]:
 
 # (user_id, user_message_id, context) -> the context to save.
 StateFilter = Callable[[int, int, list[dict[str, Any]]], list[dict[str, Any]]]
-_state_filters: dict[str, StateFilter] = {}
-
-
-def register_state_filter(name: str, state_filter: StateFilter) -> None:
-    _state_filters[name] = state_filter
-
-
-def state_filters() -> list[StateFilter]:
-    return list(_state_filters.values())
+_state_filters: Registry[StateFilter] = Registry("state filter")
+register_state_filter = _state_filters.register
+state_filters = _state_filters.entries
 
 
 @dataclass(frozen=True)
@@ -198,17 +179,11 @@ class ConversationsErased:
     messages: dict[int, str]
 
 
+# Each erases a copy of conversation text kept outside the conversation's own rows (which cascade).
 ConversationEraser = Callable[[ConversationsErased], None]
-_conversation_erasers: dict[str, ConversationEraser] = {}
-
-
-def register_conversation_eraser(name: str, eraser: ConversationEraser) -> None:
-    """Register a copy of conversation text kept outside the conversation's own rows (which cascade)."""
-    _conversation_erasers[name] = eraser
-
-
-def conversation_erasers() -> list[ConversationEraser]:
-    return list(_conversation_erasers.values())
+_conversation_erasers: Registry[ConversationEraser] = Registry("conversation eraser")
+register_conversation_eraser = _conversation_erasers.register
+conversation_erasers = _conversation_erasers.entries
 
 
 @dataclass(frozen=True)
@@ -221,31 +196,12 @@ class ProjectEnding:
     memories: str
 
 
+# What another app does with its rows of a project that ends (before the project row goes).
 ProjectEnder = Callable[[ProjectEnding], None]
-_project_enders: dict[str, ProjectEnder] = {}
-
-
-def register_project_ender(name: str, ender: ProjectEnder) -> None:
-    """Register what another app does with its rows of a project that ends (before the project row goes)."""
-    _project_enders[name] = ender
-
-
-def project_enders() -> list[ProjectEnder]:
-    return list(_project_enders.values())
-
-
-@contextmanager
-def project_enders_registered(name: str, ender: ProjectEnder) -> Iterator[None]:
-    """A test seam: `ender` registered under `name` for the block's duration, then the registry as it was."""
-    before = _project_enders.get(name)
-    _project_enders[name] = ender
-    try:
-        yield
-    finally:
-        if before is None:
-            _project_enders.pop(name, None)
-        else:
-            _project_enders[name] = before
+_project_enders: Registry[ProjectEnder] = Registry("project ender")
+register_project_ender = _project_enders.register
+project_enders = _project_enders.entries
+project_enders_registered = _project_enders.registered  # a test seam
 
 
 # --- page blocks ---------------------------------------------------------------------------------
@@ -291,21 +247,13 @@ def page_blocks(slot: str) -> list[PageBlock]:
 # queries for the whole list: run before the API serialises messages (MessageOut.memories_used, [] when
 # nothing set it) and before the pages render them (the "reply" slot reads what it set).
 MessageAnnotator = Callable[["list[Message]"], None]
-
-_message_annotators: dict[str, MessageAnnotator] = {}
-
-
-def register_message_annotator(name: str, annotator: MessageAnnotator) -> None:
-    _message_annotators[name] = annotator
+_message_annotators: Registry[MessageAnnotator] = Registry("message annotator")
+register_message_annotator = _message_annotators.register
 
 
 def annotate_messages(messages: list[Message]) -> list[Message]:
     """`messages`, annotated by every registered annotator (a failing one is logged and skipped)."""
-    for annotator in _message_annotators.values():
-        try:
-            annotator(messages)
-        except Exception:  # another app's extra must not break chat
-            logger.exception("message annotator failed")
+    _message_annotators.each_logged(lambda annotator: annotator(messages))
     return messages
 
 

@@ -11,14 +11,14 @@ from pydantic.json_schema import SkipJsonSchema
 
 from chat.llm import catalogue
 from chat.models import Conversation, Project
-from core.api_errors import ID_MAX, NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut
+from core.api_errors import NO_NUL, NOT_BLANK, OFFSET_MAX, ErrorOut, optional_id
 
 TITLE_MAX = 200
 MODEL_MAX = 200
 # A project filter in a query: a project's id, or a word for "no project" ("none" for conversations, "user"
 # for memories).
 PROJECT_FILTER = r"^(none|[1-9][0-9]{0,17})$"
-PROJECT_ID = Field(None, ge=1, le=ID_MAX, description="A project of yours (null: none); another's answers 404.")
+PROJECT_ID = optional_id("A project of yours (null: none); another's answers 404.")
 
 
 class ConversationOut(Schema):

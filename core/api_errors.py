@@ -27,6 +27,12 @@ from ninja import Field, Schema
 ID_MAX = 2**63 - 1
 OFFSET_MAX = 2**31 - 1
 
+
+def optional_id(description: str) -> Any:
+    """A body field naming a row by id, which may be null or left out (none)."""
+    return Field(None, ge=1, le=ID_MAX, description=description)
+
+
 # A string with something besides white space in it (and no NUL, which PostgreSQL cannot store).
 NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 NO_NUL = r"^[^\x00]*$"

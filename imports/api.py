@@ -6,6 +6,7 @@ upload or action (services.ImportRejected) is answered by config/api.py with its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ninja import File, Form, Path, Router
@@ -76,35 +77,44 @@ def import_get(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
     return _out(selectors.import_get_for_user(user=request.user, import_id=import_id))
 
 
-@router.post(
+def _transition(
+    path: str, service: Callable[..., ChatImport], *, name: str, status: int, conflict: bool = True, **doc: Any
+) -> None:
+    """Route `POST <path>`: the user's import (404 unless theirs) through `service`, answered as it is then
+    with `status` (409 when `conflict` and the service refuses). `doc`: the OpenAPI summary and description."""
+    errors: dict[int, Any] = {**WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, **({409: ErrorOut} if conflict else {})}
+
+    def view(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
+        row = selectors.import_get_for_user(user=request.user, import_id=import_id)
+        return Status(status, _out(service(user=request.user, chat_import=row)))
+
+    view.__name__ = view.__qualname__ = name  # the operation's id, as a function of that name would have
+    router.post(path, response={status: ImportOut, **errors}, **doc)(view)
+
+
+_transition(
     "/{import_id}/start",
-    response={202: ImportOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    services.import_start,
+    name="import_start",
+    status=202,
     summary="Start a previewed import (409 for any other status)",
 )
-def import_start(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
-    row = selectors.import_get_for_user(user=request.user, import_id=import_id)
-    return Status(202, _out(services.import_start(user=request.user, chat_import=row)))
-
-
-@router.post(
+_transition(
     "/{import_id}/learn",
-    response={202: ImportOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    services.learn_start,
+    name="import_learn",
+    status=202,
     summary="Learn from the imported chats: the judge's proposals become suggestions",
     description="409 until the import is done, or with memory switched off. `learn.estimate` says what it costs.",
 )
-def import_learn(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
-    row = selectors.import_get_for_user(user=request.user, import_id=import_id)
-    return Status(202, _out(services.learn_start(user=request.user, chat_import=row)))
-
-
-@router.post(
+_transition(
     "/{import_id}/learn/stop",
-    response={200: ImportOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS},
+    services.learn_stop,
+    name="import_learn_stop",
+    status=200,
+    conflict=False,
     summary="Stop learning after the current batch",
 )
-def import_learn_stop(request: AuthedHttpRequest, import_id: int = ImportId) -> Any:
-    row = selectors.import_get_for_user(user=request.user, import_id=import_id)
-    return _out(services.learn_stop(user=request.user, chat_import=row))
 
 
 @router.delete(

@@ -6,6 +6,7 @@ A rejected write (services.MemoryRejected) is answered by config/api.py with its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -129,15 +130,27 @@ def memory_edit(request: AuthedHttpRequest, payload: MemoryPatch, memory_id: int
     return Status(200, _fresh(request, memory.pk))
 
 
-@router.post(
+def _transition(path: str, service: Callable[..., Memory], *, name: str, status: int, summary: str) -> None:
+    """Route `POST <path>`: the user's memory (404 unless theirs) through `service`, answered with the
+    version it leaves, as `status` (409 when the service refuses)."""
+
+    def view(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
+        memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
+        changed = service(user=request.user, memory=memory)
+        return Status(status, _fresh(request, changed.pk))
+
+    view.__name__ = view.__qualname__ = name  # the operation's id, as a function of that name would have
+    response = {status: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut}
+    router.post(path, response=response, summary=summary)(view)
+
+
+_transition(
     "/{memory_id}/confirm",
-    response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    services.memory_confirm,
+    name="memory_confirm",
+    status=200,
     summary="Keep a suggestion: it becomes active (replacing the value it updates)",
 )
-def memory_confirm(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
-    memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
-    kept = services.memory_confirm(user=request.user, memory=memory)
-    return Status(200, _fresh(request, kept.pk))
 
 
 @router.delete(
@@ -152,23 +165,17 @@ def memory_delete(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
     return Status(204, None)
 
 
-@router.post(
+_transition(
     "/{memory_id}/retract",
-    response={200: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    services.memory_retract,
+    name="memory_retract",
+    status=200,
     summary="Outdated: move an active memory to history (restorable)",
 )
-def memory_retract(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
-    memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
-    retracted = services.memory_retract(user=request.user, memory=memory)
-    return Status(200, _fresh(request, retracted.pk))
-
-
-@router.post(
+_transition(
     "/{memory_id}/restore",
-    response={201: MemoryOut, **WRITE_ERRORS, **NOT_FOUND, **PARAM_ERRORS, 409: ErrorOut},
+    services.memory_restore,
+    name="memory_restore",
+    status=201,
     summary="Make an invalidated memory active again",
 )
-def memory_restore(request: AuthedHttpRequest, memory_id: int = MemoryId) -> Any:
-    memory = selectors.memory_get_for_user(user=request.user, memory_id=memory_id)
-    new = services.memory_restore(user=request.user, memory=memory)
-    return Status(201, _fresh(request, new.pk))

@@ -20,17 +20,17 @@ from collections.abc import Mapping
 
 from django.db import transaction
 from django.http import Http404
-from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.extensions import ProjectEnding
 from chat.models import Project
 from memory import forgetting
-from memory.models import ExtractionRun, Memory, MemorySource, MemoryVector
+from memory.models import ExtractionRun, Memory, MemoryVector
 from memory.selectors import in_scope, memories_active
 from memory.services import (
     DUPLICATE,
     MemoryConflict,
+    _copy_sources,
     _create_active,
     _now,
     lock_active,
@@ -44,13 +44,7 @@ def memory_move(*, user: User, memory: Memory, project: Project | None) -> Memor
         raise Http404("No Memory matches the given query.")
     target = project.pk if project is not None else None
     now = _now()
-    current = lock_active(
-        user=user,
-        memory=memory,
-        now=now,
-        inactive=gettext("Only active memories can be moved; restore this one first."),
-        suggested=gettext("This is a suggestion: keep it first, then move it."),
-    )
+    current = lock_active(user=user, memory=memory, now=now, change="move")
     if current.project_id == target:
         return current
     there = memories_active(user_id=user.pk).filter(in_scope(target))
@@ -70,8 +64,7 @@ def memory_move(*, user: User, memory: Memory, project: Project | None) -> Memor
         last_used_at=current.last_used_at,
         project_id=target,
     )
-    sources = MemorySource.objects.filter(memory=current).values_list("message_id", flat=True)
-    MemorySource.objects.bulk_create([MemorySource(memory=new, message_id=pk) for pk in sources])
+    _copy_sources(source=current, target=new)
     # The same sentence has the same vector: no new embeddings request.
     vectors = MemoryVector.objects.filter(memory=current)
     MemoryVector.objects.bulk_create([MemoryVector(memory=new, model=v.model, vector=v.vector) for v in vectors])

@@ -10,6 +10,18 @@ from django.utils.translation import gettext_lazy
 
 DUPLICATE = gettext_lazy("An active memory already says exactly this.")
 
+# Why a memory cannot be edited or moved: it is no longer active, or it is a suggestion (`inactive`, `suggested`).
+NOT_CHANGEABLE = {
+    "edit": (
+        gettext_lazy("Only active memories can be edited; restore this one first."),
+        gettext_lazy("This is a suggestion: keep it first, then edit it."),
+    ),
+    "move": (
+        gettext_lazy("Only active memories can be moved; restore this one first."),
+        gettext_lazy("This is a suggestion: keep it first, then move it."),
+    ),
+}
+
 
 class MemoryRejected(Exception):
     """A write that cannot be done; nothing was written. `status` is the HTTP status to answer."""

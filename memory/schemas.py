@@ -8,7 +8,7 @@ from ninja import Field, Schema
 from pydantic import AwareDatetime, ConfigDict, StrictBool
 
 from chat.models import Message
-from core.api_errors import ID_MAX, NOT_BLANK
+from core.api_errors import NOT_BLANK, optional_id
 from memory.models import CONTENT_MAX, Memory
 from memory.selectors import memory_status, source_excerpt
 
@@ -104,9 +104,7 @@ class MemoryIn(Schema):
         pattern=NOT_BLANK,
         description="One sentence about you: not blank, no NUL character; runs of white space become one space.",
     )
-    project_id: int | None = Field(
-        None, ge=1, le=ID_MAX, description="A project of yours it is about (null: about you, everywhere)"
-    )
+    project_id: int | None = optional_id("A project of yours it is about (null: about you, everywhere)")
 
 
 class MemoryPatch(Schema):
@@ -125,12 +123,9 @@ class MemoryPatch(Schema):
     expires_at: AwareDatetime | None = Field(
         None, description="Any future moment with its time zone, or null for no end date"
     )
-    project_id: int | None = Field(
-        None,
-        ge=1,
-        le=ID_MAX,
-        description="Move it to a project of yours (null: about you, everywhere); the move makes a new version, "
-        "the old one kept in history (restorable)",
+    project_id: int | None = optional_id(
+        "Move it to a project of yours (null: about you, everywhere); the move makes a new version, "
+        "the old one kept in history (restorable)"
     )
 
 

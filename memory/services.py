@@ -20,7 +20,7 @@ memory holds its key now. Discard is `memory_delete`. A suggestion cannot be edi
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -36,6 +36,7 @@ from memory import forgetting, lifecycle
 from memory.extraction.judge.content import is_storable
 from memory.models import CONTENT_MAX, Memory, MemorySource
 from memory.rejections import DUPLICATE as DUPLICATE
+from memory.rejections import NOT_CHANGEABLE
 from memory.rejections import MemoryConflict as MemoryConflict
 from memory.rejections import MemoryLimitReached as MemoryLimitReached
 from memory.rejections import MemoryRejected as MemoryRejected
@@ -101,13 +102,14 @@ def _ensure_room(*, user: User) -> None:
         raise MemoryLimitReached(limit)
 
 
-def lock_active(*, user: User, memory: Memory, now: datetime, inactive: str, suggested: str) -> Memory:
-    """Begin a change of an active memory: the user's messages pending before `now` are skipped (their
+def lock_active(*, user: User, memory: Memory, now: datetime, change: Literal["edit", "move"]) -> Memory:
+    """Begin a `change` of an active memory: the user's messages pending before `now` are skipped (their
     word wins over an old backlog), the user row and the memory's row are locked, and the memory must
-    still be active (`inactive` said otherwise) and not a suggestion (`suggested`)."""
+    still be active and not a suggestion (else the change's NOT_CHANGEABLE reason)."""
     pending_messages_skip(user=user, before=now)
     _lock_user(user)
     current = Memory.objects.select_for_update().get(pk=memory.pk)
+    inactive, suggested = NOT_CHANGEABLE[change]
     if current.invalid_at is not None:
         raise MemoryConflict(inactive)
     if current.suggested:
@@ -155,13 +157,7 @@ def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
     if text == memory.content and memory.invalid_at is None:
         return memory  # nothing to change, so nothing to skip either
     now = _now()
-    current = lock_active(
-        user=user,
-        memory=memory,
-        now=now,
-        inactive=gettext("Only active memories can be edited; restore this one first."),
-        suggested=gettext("This is a suggestion: keep it first, then edit it."),
-    )
+    current = lock_active(user=user, memory=memory, now=now, change="edit")
     if text == current.content:
         return current
     _ensure_not_duplicate(user=user, content=text, project_id=current.project_id)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from functools import lru_cache
 from typing import Any
 
@@ -61,11 +62,14 @@ def get_chat_model() -> ChatModel:
     return _build()
 
 
-def warm_up() -> None:
+def warm_up(loop: asyncio.AbstractEventLoop | None = None) -> None:
     """Build the configured model (and embedder) now, before the first turn needs it: the OpenAI adapter's
     build imports `openai` and makes its HTTP client, which takes a noticeable time on a fresh process and
-    which the first turns (a burst of them) otherwise all waited for."""
-    get_chat_model()
+    which the first turns (a burst of them) otherwise all waited for. With `loop`, also what the model's
+    streams on that event loop need (ChatModel.prepare)."""
+    model = get_chat_model()
+    if loop is not None:
+        model.prepare(loop)
     get_embedder()
 
 

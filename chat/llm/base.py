@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -109,6 +110,11 @@ class ChatModel(ABC):
         """False while the provider is known not to handle tools (the OpenAI adapter finds out, then
         offers them again later)."""
         return True
+
+    def prepare(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Make now what this model's first stream on `loop` would otherwise make on it, holding up every
+        turn waiting there (chat.llm.warm_up, at a server's start). Safe from any thread; nothing by default."""
+        return None
 
     @abstractmethod
     def stream(

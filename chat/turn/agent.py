@@ -52,12 +52,13 @@ def _begin(
     origin: services.TurnOrigin | None = None,
     regenerate: bool = False,
     replace: int | None = None,
-) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None, TurnMeter]:
+) -> tuple[transactions.StartedTurn, list[dict[str, Any]] | None, TurnMeter, context_budget.Budget]:
     """Start the turn (or, with `retry`, the retry) and build its first model input, in one trip
     to the database thread: each trip is a thread hop the first token waits for. Given an id, the
     conversation is looked up here too (Http404 unless it is the user's). The input is None when
-    it could not be built here; the turn builds it again, where a failure is saved as its error. Last, the
-    turn's meter (chat.turn.metered), which measured that input."""
+    it could not be built here; the turn builds it again, where a failure is saved as its error. Then the
+    turn's meter (chat.turn.metered), which measured that input, and its context budget: here, off the event
+    loop, as the model's window may be asked of the provider (chat.llm.window_size) or the cache."""
     if not isinstance(conversation, Conversation):
         conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
     if retry:
@@ -69,6 +70,9 @@ def _begin(
             user=user, conversation=conversation, content=content, origin=origin, replace=replace
         )
     meter = TurnMeter(model=catalogue.conversation_model(started.conversation.model))
+    budget = context_budget.budget_of(
+        context_window=started.context_window, token_ratio=started.token_ratio, model=started.conversation.model
+    )
     try:
         ctx = TurnContext(
             user=started.user,
@@ -77,10 +81,10 @@ def _begin(
             assistant_message=started.assistant_message,
             block_tokens=meter.block_tokens,
         )
-        return started, meter.build(ctx, started.context), meter
+        return started, meter.build(ctx, started.context), meter, budget
     except Exception:  # the turn is started and must run (and be saved) whatever happens here
         logger.exception("could not build the model input with the turn's start")
-        return started, None, meter
+        return started, None, meter, budget
 
 
 # The turn's database work runs in the loop's thread pool, not on the one thread Channels otherwise
@@ -165,10 +169,8 @@ class Turn:
         model: ChatModel,
         messages: list[dict[str, Any]] | None,
         meter: TurnMeter,
+        budget: context_budget.Budget,
     ) -> Turn:
-        budget = context_budget.budget_of(
-            context_window=started.context_window, token_ratio=started.token_ratio, model=started.conversation.model
-        )
         return cls(started=started, model=model, _budget=budget, _first_input=messages, _meter=meter)
 
     @property

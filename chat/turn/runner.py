@@ -55,9 +55,9 @@ from django.utils.translation import gettext, gettext_noop
 
 from accounts.models import User
 from chat import selectors, services
-from chat.llm import warm_up, written
+from chat.llm import written
 from chat.models import Conversation, Message
-from chat.turn import heartbeat, leases, pages
+from chat.turn import heartbeat, leases, pages, warm
 from chat.turn.agent import Turn
 from chat.turn.events import TurnEvent
 from chat.turn.fanout import Fanout
@@ -301,6 +301,8 @@ def _reload(message_id: int) -> Message | None:
 
 
 PRUNE_SECONDS = 60.0
+# At most this long before serving anyway: the model's window may be asked of a provider that times out.
+WARM_UP_SECONDS = 20.0
 _pruned_at = 0.0
 
 
@@ -345,11 +347,13 @@ async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
         message = await receive()
         if message["type"] == "lifespan.startup":
             # Before serving: the replies a crashed predecessor left are closed, their conversations free, and
-            # the model is built (chat.llm.warm_up), so the first turns do not wait for it.
+            # the one-time work on a turn's way is done (chat.turn.warm), so the first turns do not wait for it.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(recover_once(), SHUTDOWN_SECONDS)
             try:
-                await asyncio.to_thread(warm_up)
+                await asyncio.wait_for(asyncio.to_thread(warm.warm_up, asyncio.get_running_loop()), WARM_UP_SECONDS)
+            except TimeoutError:  # a provider that does not answer: serve, the window's look goes on meanwhile
+                logger.warning("the warm-up took over %g s; serving meanwhile", WARM_UP_SECONDS)
             except Exception:  # a misconfigured provider fails its turns with their own error, not the start
                 logger.exception("could not build the chat model at startup")
             if _sweeper is None:

@@ -16,15 +16,18 @@ branches, hidden system messages, tool traffic and the model's private reasoning
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 CHATGPT = "chatgpt"
 CLAUDE = "claude"
 SOURCES = (CHATGPT, CLAUDE)
 TITLE_MAX = 200
 ID_MAX = 200
+
+T = TypeVar("T")
 
 
 class Unreadable(Exception):
@@ -87,6 +90,17 @@ def monotonic(turns: list[Turn], start: datetime | None) -> None:
         last = turn.created_at
 
 
+def messages_in(raw: Any, key: str, kind: type[T], what: str) -> T:
+    """The messages of the conversation object `raw`, kept under `key` as a `kind`; Unreadable when `raw` is
+    not a conversation object or holds none."""
+    if not isinstance(raw, dict):
+        raise Unreadable("not a conversation object")
+    messages = raw.get(key)
+    if not isinstance(messages, kind):
+        raise Unreadable(f"no {what} ({key})")
+    return messages
+
+
 def source_id(value: Any) -> str:
     """The export's id of a conversation; Unreadable when it has none that fits."""
     found = text_of(value).strip()
@@ -95,30 +109,33 @@ def source_id(value: Any) -> str:
     return found
 
 
-def chat(
-    *,
-    source: str,
-    title: Any,
-    created: datetime | None,
-    updated: datetime | None,
-    turns: list[Turn],
-    project_key: str,
-    dropped: Counter[str],
-) -> Chat:
-    """A conversation as read from either export: its turns' times made monotonic, and its own times taken
-    from them where the export leaves them out."""
-    monotonic(turns, created)
-    if created is None and turns:
-        created = turns[0].created_at
-    return Chat(
-        source_id=source,
-        title=" ".join(text_of(title).split())[:TITLE_MAX],
-        created_at=created,
-        updated_at=updated or (turns[-1].created_at if turns else created),
-        turns=turns,
-        project_key=project_key,
-        dropped=+dropped,
-    )
+@dataclass(frozen=True)
+class Header:
+    """Where an export keeps a conversation's title and times, and how it writes a time."""
+
+    title: str
+    created: str
+    updated: str
+    time: Callable[[Any], datetime | None]
+
+    def chat(
+        self, raw: dict[str, Any], *, source: str, turns: list[Turn], project_key: str, dropped: Counter[str]
+    ) -> Chat:
+        """The conversation `raw` as a Chat: its title and times found where this header says, its turns'
+        times made monotonic, and its own times taken from them where the export leaves them out."""
+        created, updated = self.time(raw.get(self.created)), self.time(raw.get(self.updated))
+        monotonic(turns, created)
+        if created is None and turns:
+            created = turns[0].created_at
+        return Chat(
+            source_id=source,
+            title=" ".join(text_of(raw.get(self.title)).split())[:TITLE_MAX],
+            created_at=created,
+            updated_at=updated or (turns[-1].created_at if turns else created),
+            turns=turns,
+            project_key=project_key,
+            dropped=+dropped,
+        )
 
 
 def placeholder(kind: str) -> str:

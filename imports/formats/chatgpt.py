@@ -22,15 +22,17 @@ from typing import Any
 from imports.formats import (
     ID_MAX,
     Chat,
+    Header,
     Turn,
     Unreadable,
-    chat,
     from_unix,
+    messages_in,
     placeholder,
     source_id,
     text_of,
 )
 
+HEADER = Header(title="title", created="create_time", updated="update_time", time=from_unix)
 SHOWN_ROLES = ("user", "assistant")
 # Content the ChatGPT page does not show as a message: the model's reasoning, tool output and browsing,
 # the custom instructions and memory it was given, and error records.
@@ -57,22 +59,10 @@ PART_PLACEHOLDERS = {
 
 
 def conversation(raw: Any) -> Chat:
-    if not isinstance(raw, dict):
-        raise Unreadable("not a conversation object")
-    mapping = raw.get("mapping")
-    if not isinstance(mapping, dict):
-        raise Unreadable("no message tree (mapping)")
+    mapping = messages_in(raw, "mapping", dict, "message tree")
     source = source_id(raw.get("conversation_id") or raw.get("id"))
     turns, dropped = _turns(mapping, _path(mapping, raw.get("current_node")))
-    return chat(
-        source=source,
-        title=raw.get("title"),
-        created=from_unix(raw.get("create_time")),
-        updated=from_unix(raw.get("update_time")),
-        turns=turns,
-        project_key=_project(raw),
-        dropped=dropped,
-    )
+    return HEADER.chat(raw, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
 
 
 def _turns(mapping: dict[str, Any], path: list[dict[str, Any]]) -> tuple[list[Turn], Counter[str]]:

@@ -23,38 +23,28 @@ from typing import Any
 from imports.formats import (
     ID_MAX,
     Chat,
+    Header,
     Turn,
     Unreadable,
-    chat,
     from_iso,
+    messages_in,
     placeholder,
     source_id,
     text_of,
 )
 
+HEADER = Header(title="name", created="created_at", updated="updated_at", time=from_iso)
 ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
 TOOL_BLOCKS = frozenset({"tool_use", "tool_result", "server_tool_use", "web_search_tool_result"})
 
 
 def conversation(raw: Any) -> Chat:
-    if not isinstance(raw, dict):
-        raise Unreadable("not a conversation object")
-    messages = raw.get("chat_messages")
-    if not isinstance(messages, list):
-        raise Unreadable("no message list (chat_messages)")
+    messages = messages_in(raw, "chat_messages", list, "message list")
     source = source_id(raw.get("uuid"))
     shown = _shown(messages)
     dropped: Counter[str] = Counter(branches=len(messages) - len(shown))
     turns = [turn for message in shown if (turn := _turn(message, dropped)) is not None]
-    return chat(
-        source=source,
-        title=raw.get("name"),
-        created=from_iso(raw.get("created_at")),
-        updated=from_iso(raw.get("updated_at")),
-        turns=turns,
-        project_key=_project(raw),
-        dropped=dropped,
-    )
+    return HEADER.chat(raw, source=source, turns=turns, project_key=_project(raw), dropped=dropped)
 
 
 def _project(raw: dict[str, Any]) -> str:

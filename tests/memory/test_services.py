@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from chat.models import Message
 from memory import services
@@ -112,3 +113,33 @@ def test_restore_replaces_and_links_the_active_later_version(user: Any) -> None:
     newer.refresh_from_db()
     assert newer.invalid_reason == Memory.InvalidReason.REPLACED and newer.superseded_by_id == restored.pk
     assert list(Memory.objects.filter(owner=user, invalid_at__isnull=True)) == [restored]
+
+
+def _edit(user: Any, memory: Memory) -> Memory:
+    return services.memory_edit(user=user, memory=memory, content="Prefers coffee")
+
+
+def _move(user: Any, memory: Memory) -> Memory:
+    from memory.moves import memory_move
+
+    return memory_move(user=user, memory=memory, project=None)
+
+
+@pytest.mark.parametrize(
+    ("change", "inactive", "suggested"),
+    [
+        (_edit, "can be edited; restore this one first", "keep it first, then edit it"),
+        (_move, "can be moved; restore this one first", "keep it first, then move it"),
+    ],
+)
+def test_an_edit_or_a_move_refuses_a_memory_in_history_or_a_suggestion_with_its_own_reason(
+    user: Any, change: Any, inactive: str, suggested: str
+) -> None:
+    old = make_memory(owner=user, content="Prefers tea", invalid_at=timezone.now(), invalid_reason="retracted")
+    waiting = make_memory(owner=user, content="Prefers green tea", suggested=True)
+
+    with pytest.raises(services.MemoryConflict, match=inactive):
+        change(user, old)
+    with pytest.raises(services.MemoryConflict, match=suggested):
+        change(user, waiting)
+    assert Memory.objects.count() == 2

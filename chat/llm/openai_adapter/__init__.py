@@ -79,14 +79,19 @@ class OpenAIChatModel(ChatModel):
             weakref.WeakKeyDictionary()
         )
 
-    def _async_client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
+    def _async_client(self, loop: asyncio.AbstractEventLoop | None = None) -> openai.AsyncOpenAI:
+        loop = loop or asyncio.get_running_loop()
         client = self._async_clients.get(loop)
         if client is None:
             # The SDK's own HTTP client settings, plus the hook that tells a turn when its request is written.
             http_client = openai.DefaultAsyncHttpxClient(event_hooks={"request": [written.attach]})
             client = self._async_clients[loop] = openai.AsyncOpenAI(**self._options, http_client=http_client)
         return client
+
+    def prepare(self, loop: asyncio.AbstractEventLoop) -> None:
+        # The client (an SSL context with the system's certificates) and the SDK's chat resources, which it
+        # imports on first use: tens of milliseconds of CPU each, otherwise spent on `loop` by the first turn.
+        self._async_client(loop).chat.completions.with_streaming_response  # noqa: B018
 
     @property
     def tools_supported(self) -> bool:
