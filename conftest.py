@@ -28,6 +28,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Browser tests last: Playwright's sync API keeps an event loop running in the main thread for
     # as long as its session-scoped browser lives, which async tests after it cannot share.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    # Under pytest 9 every operation's test that schemathesis generates has the function's id alone
+    # (`…::test_x`, its name being `test_x[GET /api/me]`), and parallel workers know a test by its id:
+    # they would run one of them. Each gets its operation in its id, as a parametrized test would.
+    for item in items:
+        node_id = getattr(item, "_id", None)
+        original = getattr(item, "originalname", "")
+        if node_id is not None and node_id.params is None and item.name.startswith(f"{original}["):
+            item._id = node_id.with_params(item.name[len(original) + 1 : -1])
     # In parallel runs (`--dist loadgroup`), a browser test module goes to one worker: its servers, started
     # once per module, are not started again in every worker that takes one of its tests.
     for item in items:
