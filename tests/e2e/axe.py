@@ -87,6 +87,7 @@ def settle(page: Any) -> None:
 def audit(page: Any, state: str) -> None:
     """Fail on any serious or critical axe violation of the current page state, at both widths and
     in both colour schemes."""
+    page.wait_for_load_state()  # a page still loading would be audited half-drawn
     before = page.viewport_size
     failures: list[str] = []
     try:

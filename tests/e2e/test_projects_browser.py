@@ -81,7 +81,11 @@ def test_a_project_from_start_to_end(page: Any, live_server_url: str, provider: 
     # End the project, moving its memories to the user.
     page.goto(f"{base}/projects/")
     page.get_by_role("link", name="Thesis").first.click()
+    expect(page).to_have_url(re.compile(r"/projects/\d+/$"))
     page.get_by_role("link", name="End this project…").click()
+    # The audit changes the viewport and colour scheme: it starts once the page it audits has loaded.
+    expect(page).to_have_url(re.compile(r"/projects/\d+/end/$"))
+    page.wait_for_load_state()
     audit(page, "end the project")
     page.get_by_label("Keep its conversations and move its memories to you").check()
     page.get_by_role("button", name="End the project").click()
