@@ -9,11 +9,11 @@ asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_
 
 Each step prints its output, in the order above, once it has finished; the run fails if any step failed.
 On a machine with two or more CPUs a full run's steps go in three lanes side by side (MEMORA_TEST_LANES=2
-or 1 puts them in fewer): lint and the pass on the embedded defaults without its browser tests in one; the
-browser tests of that same pass (embedded defaults) in another; the smoke test, the pass without the memory
-app and the pass on PostgreSQL + Redis (in two parallel workers) in the third. With two lanes the pass on
-the embedded defaults runs whole, in the first. Lanes use different databases and runtime folders, and each
-lane's servers take their own share of the browser tests' ports. Much of a pass's time is spent waiting
+or 1 puts them in fewer): lint, the pass on the embedded defaults without its browser tests and the pass
+without the memory app in one; the browser tests of that same pass (embedded defaults) in another; the
+smoke test and the pass on PostgreSQL + Redis in the third. With two lanes the pass on the embedded
+defaults runs whole, in the first. Lanes use different databases and runtime folders, and each lane's
+servers take their own share of the browser tests' ports. Much of a pass's time is spent waiting
 (servers starting, streams, the browser), so the lanes take little more than the longest one.
 With MEMORA_TEST_WORKERS=N (N > 1; at most 8) every step runs at once and each pass spreads its tests
 over N parallel workers (pytest-xdist), each with its own copy of the migrated test database, Redis
@@ -89,14 +89,13 @@ def captured(command: list[str], env: dict[str, str] | None = None) -> Outcome:
         return code, out.read().decode(errors="replace")
 
 
-def pytest(env_extra: dict[str, str], args: list[str], count: int = 0) -> Outcome:
-    """Run pytest on `args` in `count` parallel workers (default: MEMORA_TEST_WORKERS)."""
+def pytest(env_extra: dict[str, str], args: list[str]) -> Outcome:
     # The suite picks its own settings module (pyproject.toml) and services; the shell's never leak in.
     dropped = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "REDIS_URL", "LLM_BACKEND"}
     env = {k: v for k, v in os.environ.items() if k not in {*dropped, "DJANGO_SETTINGS_MODULE"}}
     env["MEMORA_VAR_DIR"] = tempfile.mkdtemp(prefix="memora-test-")
     env.update(env_extra)
-    count = count or workers()
+    count = workers()
     parallel = ["-n", str(count), "--dist", "loadgroup"] if count > 1 else []
     return captured([sys.executable, "-m", "pytest", *parallel, SLOWEST, *args], env)
 
@@ -170,10 +169,10 @@ def suite_without_memory(targets: list[str], ports: dict[str, str]) -> Outcome:
     return (0 if alone in (0, 5) else alone), output
 
 
-def suite_on_services(args: list[str], ports: dict[str, str], count: int = 0) -> Outcome:
-    """The whole suite again on PostgreSQL and Redis, in `count` workers: 0 when it passed or found nothing."""
+def suite_on_services(args: list[str], ports: dict[str, str]) -> Outcome:
+    """The whole suite again on PostgreSQL and Redis: 0 when it passed or found nothing."""
     services = {"DATABASE_URL": PG_URL, "REDIS_URL": REDIS_URL, "MEMORA_BROWSER_TESTS": "0"}
-    second, output = pytest({**ports, **services}, args, count)
+    second, output = pytest({**ports, **services}, args)
     return (0 if second in (0, 5) else second), output
 
 
@@ -205,12 +204,10 @@ def main() -> int:
     targets = without_memory_targets(args)
     if targets:
         alone = "Chat and accounts without the memory app (embedded defaults, no browser tests)"
-        steps[alone] = (lambda: suite_without_memory(targets, second), count - 1)
+        steps[alone] = (lambda: suite_without_memory(targets, first if split else second), 0 if split else count - 1)
     if have_pg and have_redis:
         services = "Suite on PostgreSQL and Redis (browser tests run in the first pass)"
-        # Split, its tests wait on servers, workers and the database more than they compute: two workers
-        # (each with its own database and Redis database) keep the third lane as short as the others.
-        steps[services] = (lambda: suite_on_services(args, second, 2 if split else 0), count - 1)
+        steps[services] = (lambda: suite_on_services(args, second), count - 1)
     if workers() > 1:  # every step at once, each pass in parallel workers
         steps = {title: (step, index) for index, (title, (step, _)) in enumerate(steps.items())}
 
