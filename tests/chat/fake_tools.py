@@ -75,8 +75,9 @@ class StallingModel(StreamOnlyModel):
 
 
 class ClockedModel(StreamOnlyModel):
-    """Twenty pieces that arrive on the clock, one every 10 ms, like a provider's over the network
-    (they wait for the reader, not the reader for them); `waits` counts the reads that found none there."""
+    """Twenty pieces that arrive on the clock, one every 20 ms, like a provider's over the network
+    (they wait for the reader, not the reader for them); `waits` counts the reads that found none there.
+    (20 ms leaves a reader on a busy machine time to keep up, as it must for the count to mean anything.)"""
 
     label = "clocked"
     waits: list[int] = []
@@ -87,7 +88,7 @@ class ClockedModel(StreamOnlyModel):
         loop = asyncio.get_running_loop()
         start, waits = loop.time(), 0
         for i in range(20):
-            due = start + i * 0.01
+            due = start + i * 0.02
             if due > loop.time():
                 waits += 1
                 await asyncio.sleep(due - loop.time())
