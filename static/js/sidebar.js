@@ -38,8 +38,11 @@
     var li = elt.closest && elt.closest("#conversation-nav li.conversation-item, #conversation-nav li.conversation-renaming");
     if (li && /\/(rename|pin)\//.test(path)) returnTo = li.id; // "conversation-<id>"
   });
-  document.addEventListener("htmx:afterSwap", function () {
-    if (!returnTo) return;
+  document.addEventListener("htmx:afterSwap", function (e) {
+    // Only the rename's or pin's own answer: another swap that lands first (the list drawn again for a
+    // change pushed meanwhile) must not use up where focus goes once the answer is in.
+    var path = (e.detail.pathInfo && e.detail.pathInfo.requestPath) || "";
+    if (!returnTo || !/\/(rename|pin)\//.test(path)) return;
     var id = returnTo;
     returnTo = "";
     var box = $("#rename-title-" + id.replace("conversation-", ""));
