@@ -24,7 +24,6 @@ with its ten slowest tests.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,7 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"  # as tests/e2e/browser.py: lighter than the whole browser
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or (HEADLESS_SHELL if Path(HEADLESS_SHELL).exists() else "/usr/bin/chromium")
 SMOKE_PG_URL = os.environ.get("SMOKE_DATABASE_URL", PG_URL.rsplit("/", 1)[0] + "/memora_smoke")
 SMOKE_REDIS_URL = os.environ.get("SMOKE_REDIS_URL", "redis://127.0.0.1:6379/13")
 WITHOUT_MEMORY_SETTINGS = "config.settings.test_without_memory"
@@ -179,7 +179,7 @@ def suite_on_services(args: list[str], ports: dict[str, str]) -> Outcome:
 def main() -> int:
     args = sys.argv[1:]
     have_pg, have_redis = reachable(PG_URL), reachable(REDIS_URL)
-    have_chromium = Path(CHROMIUM).exists() or shutil.which("chromium") is not None
+    have_chromium = Path(CHROMIUM).exists()
     if services_missing(have_pg, have_redis, have_chromium):
         return 1
     browser = {"MEMORA_BROWSER_TESTS": "1" if have_chromium else "0", "CHROMIUM_PATH": CHROMIUM}

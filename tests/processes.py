@@ -1,14 +1,37 @@
-"""Local processes for the browser tests, the benchmarks and the smoke test of `make run`:
-a free port, waiting for a server to listen, and stopping it."""
+"""Local processes for the browser tests, the tests of real processes, the benchmarks and the smoke test of
+`make run`: a migrated scratch database, a free port, waiting for a server to listen, and stopping it."""
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Collection, Iterable
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The database this process migrated first, by settings module (the run without the memory app has fewer tables).
+_migrated: dict[str, Path] = {}
+
+
+def migrated_database(env: dict[str, str], var_dir: Path) -> None:
+    """A migrated SQLite database in `var_dir` (what MEMORA_VAR_DIR names) for a server or worker started
+    with `env`: the first one a test process needs runs `manage.py migrate` (seconds of processor time),
+    every one gets a copy of the result."""
+    settings = env.get("DJANGO_SETTINGS_MODULE", "")
+    if settings not in _migrated:
+        folder = Path(tempfile.mkdtemp(prefix="memora-migrated-"))
+        atexit.register(shutil.rmtree, folder, True)
+        migrate = [sys.executable, "manage.py", "migrate", "--noinput", "-v0"]
+        subprocess.run(migrate, cwd=ROOT, env={**env, "MEMORA_VAR_DIR": str(folder)}, check=True)
+        _migrated[settings] = folder / "memora.sqlite3"
+    var_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_migrated[settings], var_dir / "memora.sqlite3")
 
 
 def free_port(ports: Iterable[int] | None = None, exclude: Collection[int] = ()) -> int:

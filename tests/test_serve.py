@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.processes import free_port, wait_for_port
+from tests.processes import free_port, migrated_database, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 RESTART_SECONDS = 30  # the contract
@@ -59,7 +59,7 @@ def serves(port: int) -> bool:
 def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
     env.update(MEMORA_VAR_DIR=str(tmp_path), LOG_LEVEL="WARNING", CELERY_CONCURRENCY="1", DJANGO_DEBUG="1")
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    migrated_database(env, tmp_path)
     port = free_port()
     env["PORT"] = str(port)
     log = (tmp_path / "serve.log").open("wb")

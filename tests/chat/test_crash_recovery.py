@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.processes import free_port, stop, wait_for_port
+from tests.processes import free_port, migrated_database, stop, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,7 +73,7 @@ def app(tmp_path: Path) -> Iterator[App]:
     provider = FakeOpenAIServer().start()
     provider.responder = slow_reply
     app = App(tmp_path, provider)
-    app.manage("migrate", "--noinput", "-v0")
+    migrated_database(app.env, app.var_dir)
     try:
         yield app
     finally:

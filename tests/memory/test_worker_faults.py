@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
-from tests.processes import PrivateRedis, stop
+from tests.processes import PrivateRedis, migrated_database, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = ["Prefers small phones.", "Drinks tea, not coffee.", "Runs every morning."]
@@ -70,7 +70,7 @@ class App:
         if redis_url:
             self.env["REDIS_URL"] = redis_url
         self.workers: list[subprocess.Popen[bytes]] = []
-        self.manage("migrate", "--noinput", "-v0")
+        migrated_database(self.env, var_dir)
 
     def manage(self, *args: str) -> None:
         subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True)
