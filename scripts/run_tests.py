@@ -9,9 +9,9 @@ asks for it elsewhere). Extra arguments are passed to pytest (e.g. `scripts/run_
 
 Each step prints its output, in the order above, once it has finished; the run fails if any step failed.
 On a machine with two or more CPUs a full run's steps go in three lanes side by side (MEMORA_TEST_LANES=2
-or 1 puts them in fewer): lint, the pass on the embedded defaults without its browser tests and the pass
-without the memory app in one; the browser tests of that same pass (embedded defaults) in another; the
-smoke test and the pass on PostgreSQL + Redis in the third. With two lanes the pass on the embedded
+or 1 puts them in fewer): lint and the pass on the embedded defaults without its browser tests in one;
+the browser tests of that same pass (embedded defaults), then the pass without the memory app, in
+another; the smoke test and the pass on PostgreSQL + Redis in the third. With two lanes the pass on the embedded
 defaults runs whole, in the first. Lanes use different databases and runtime folders, and each lane's
 servers take their own share of the browser tests' ports. Much of a pass's time is spent waiting
 (servers starting, streams, the browser), so the lanes take little more than the longest one.
@@ -195,8 +195,9 @@ def main() -> int:
         smoke_title = "Smoke test of make run (runtime dependencies only, real worker)"
         steps[smoke_title] = (lambda: smoke_run(have_pg and have_redis), count - 1)
     defaults = "Suite on the embedded defaults (SQLite, in-memory channel layer, filesystem broker)"
+    middle = lane_ports(1, count)
     if split:
-        in_lane_two = {**lane_ports(1, count), **browser}
+        in_lane_two = {**middle, **browser}
         steps[f"{defaults}, but its browser tests"] = (lambda: suite_on_defaults(OTHER_PART, first, part=True), 0)
         steps["Its browser tests (Chromium)"] = (lambda: suite_on_defaults(BROWSER_PART, in_lane_two, part=True), 1)
     else:
@@ -204,7 +205,8 @@ def main() -> int:
     targets = without_memory_targets(args)
     if targets:
         alone = "Chat and accounts without the memory app (embedded defaults, no browser tests)"
-        steps[alone] = (lambda: suite_without_memory(targets, first if split else second), 0 if split else count - 1)
+        # After the browser tests when they have a lane of their own: the three lanes then end close together.
+        steps[alone] = (lambda: suite_without_memory(targets, middle if split else second), 1 if split else count - 1)
     if have_pg and have_redis:
         services = "Suite on PostgreSQL and Redis (browser tests run in the first pass)"
         steps[services] = (lambda: suite_on_services(args, second), count - 1)

@@ -82,6 +82,7 @@ def test_a_project_from_start_to_end(page: Any, live_server_url: str, provider: 
     page.goto(f"{base}/projects/")
     page.get_by_role("link", name="Thesis").first.click()
     expect(page).to_have_url(re.compile(r"/projects/\d+/$"))
+    page.wait_for_load_state()  # a link clicked while the page still loads can lose to the load
     page.get_by_role("link", name="End this project…").click()
     # The audit changes the viewport and colour scheme: it starts once the page it audits has loaded.
     expect(page).to_have_url(re.compile(r"/projects/\d+/end/$"))
