@@ -105,6 +105,49 @@ def open_actions(page: Any, title: str) -> Any:
     return summary
 
 
+def test_a_swap_landing_while_a_list_rename_is_answered_leaves_focus_for_that_answer(
+    page: Any, live_server_url: str
+) -> None:
+    """Focus goes to the renamed conversation's actions once the rename's own answer is in, even when another
+    swap (here one fired by hand, in a real session a redraw pushed meanwhile) lands while it is on its way."""
+    sign_up(page, live_server_url, "swapracer")
+    start(page, live_server_url, "Chat about rain")
+    held: list[Any] = []
+
+    def hold_the_rename(route: Any) -> None:
+        if route.request.method == "POST":
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(re.compile(r"/rename/"), hold_the_rename)
+    open_actions(page, "Chat about rain")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    box = page.get_by_role("textbox", name="New title")
+    expect(box).to_be_focused()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("Rain gauges")
+    page.keyboard.press("Enter")
+    for _ in range(100):  # until the POST is on its way, and held
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    page.evaluate(
+        """() => new Promise(done => {
+            const spot = document.createElement("div");
+            spot.id = "unrelated-swap";
+            document.body.append(spot);
+            document.body.addEventListener("htmx:afterSwap", () => done(null), { once: true });
+            window.htmx.ajax("GET", "/accounts/login/", { target: "#unrelated-swap", select: "h1" });
+        })"""
+    )
+    held[0].continue_()
+    expect(item(page, "Rain gauges")).to_have_count(1)
+    expect(item(page, "Rain gauges").locator("summary")).to_be_focused()
+
+
 def test_rename_a_conversation_in_place_from_the_list_by_keyboard(page: Any, live_server_url: str) -> None:
     sign_up(page, live_server_url, "listrenamer")
     start(page, live_server_url, "Chat about tea")
