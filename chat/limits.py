@@ -15,6 +15,7 @@ database on the way to the first token.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,7 +28,7 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from accounts.models import User
-from chat.models import TurnStart
+from chat.models import Conversation, TurnStart
 from chat.rejections import TooManyTurns
 from core.sql import column, table
 
@@ -151,3 +152,29 @@ def user_row(*, user_id: int, now: Any, lock: bool = False, origin: TurnOrigin |
         int(address_turns or 0),
         bool(session_alive),
     )
+
+
+# The two statements below are SQL for the same reason as `user_row`.
+
+
+def turns_running_elsewhere(*, user_id: int, conversation_id: Any, now: Any) -> int:
+    """How many of the user's other conversations hold a live lock: replies being written (run slots)."""
+    c = functools.partial(column, Conversation)
+    sql = (
+        f"SELECT COUNT(*) FROM {table(Conversation)} WHERE {c('owner')} = %s AND {c('lock_expires_at')} > %s"
+        f" AND {c('id')} <> %s"
+    )
+    other = Conversation._meta.get_field("id").get_db_prep_value(conversation_id, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user_id, connection.ops.adapt_datetimefield_value(now), other])
+        return int(cursor.fetchone()[0])
+
+
+def turn_counted(*, user_id: int, address: str, now: Any) -> None:
+    """Count a turn started (chat.TurnStart), towards both turn rates."""
+    columns = ", ".join(column(TurnStart, field) for field in ("user", "address", "started_at"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table(TurnStart)} ({columns}) VALUES (%s, %s, %s)",
+            [user_id, address[:64], connection.ops.adapt_datetimefield_value(now)],
+        )

@@ -9,13 +9,16 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from chat.llm import catalogue, get_chat_model
 from chat.models import AgentState, Conversation, ConversationMarker, Message, Project
 from chat.turn import context_budget, cut
+from core.sql import column, columns, instance, table
 
 
 def conversation_list(*, user: User) -> QuerySet[Conversation]:
@@ -100,6 +103,23 @@ def _recent_fill(by_id: dict[int, Project], rows: Iterable[Conversation], curren
 def conversation_get_for_user(*, user: User, conversation_id: UUID | str) -> Conversation:
     """The user's conversation, with its project (one join)."""
     return get_object_or_404(conversation_list(user=user).select_related("project"), pk=conversation_id)
+
+
+def conversation_for_turn(*, user: User, conversation_id: UUID | str) -> Conversation:
+    """The user's conversation as a turn's start reads it (Http404 unless it is theirs): without its project,
+    which the start reads with the agent state (chat.turn.transactions). A raw read: it is on every turn's way
+    to its first token, and Django building the query cost several times running it."""
+    pk = Conversation._meta.get_field("id")
+    mine = f"c.{column(Conversation, 'id')} = %s AND c.{column(Conversation, 'owner')} = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns(Conversation, 'c')} FROM {table(Conversation)} c WHERE {mine}",
+            [pk.get_db_prep_value(pk.to_python(conversation_id), connection), user.pk],
+        )
+        found = cursor.fetchone()
+    if found is None:
+        raise Http404("No Conversation matches the given query.")
+    return instance(Conversation, found)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,19 @@
 """Names for the few statements written in SQL rather than the ORM (chat.limits.user_row, the memory block's
-reads in memory.selectors): quoted as the connection quotes them, taken from the models, so a renamed
-field or table cannot leave the SQL behind."""
+reads in memory.selectors, a turn's start, the token check): quoted as the connection quotes them, taken from
+the models, so a renamed field or table cannot leave the SQL behind; and model instances from such rows,
+converted as the ORM converts what it reads."""
 
 from __future__ import annotations
 
-from django.db import connection, models
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
+
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+M = TypeVar("M", bound=models.Model)
+Converters = list[tuple[list[Callable[..., Any]], Any]]
 
 
 def table(model: type[models.Model]) -> str:
@@ -15,3 +24,34 @@ def column(model: type[models.Model], name: str) -> str:
     field = model._meta.get_field(name)
     assert isinstance(field, models.Field)
     return connection.ops.quote_name(str(field.column))
+
+
+def columns(model: type[models.Model], alias: str) -> str:
+    """Every stored column of `model`, as `alias`.column, in the order `instance` takes them."""
+    return ", ".join(f"{alias}.{connection.ops.quote_name(str(f.column))}" for f in model._meta.concrete_fields)
+
+
+# Per connection (each thread has its own) and model: what the ORM would apply to each column it reads.
+_converters: WeakKeyDictionary[BaseDatabaseWrapper, dict[type[models.Model], Converters]] = WeakKeyDictionary()
+
+
+def _converters_of(model: type[models.Model], wrapper: BaseDatabaseWrapper) -> Converters:
+    by_model = _converters.setdefault(wrapper, {})
+    if model not in by_model:
+        cols = [field.get_col(model._meta.db_table) for field in model._meta.concrete_fields]
+        by_model[model] = [
+            ([*wrapper.ops.get_db_converters(col), *col.get_db_converters(wrapper)], col) for col in cols
+        ]
+    return by_model[model]
+
+
+def instance(model: type[M], values: Sequence[Any]) -> M:
+    """A `model` from a row's values read in `columns(model)`'s order, each converted as the ORM converts it
+    (aware datetimes, decoded JSON, UUIDs, booleans on SQLite), as if the ORM had read it."""
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    converted = []
+    for value, (converters, col) in zip(values, _converters_of(model, wrapper), strict=True):
+        for convert in converters:
+            value = convert(value, col, wrapper)
+        converted.append(value)
+    return model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in model._meta.concrete_fields], converted)

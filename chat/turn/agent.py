@@ -60,7 +60,7 @@ def _begin(
     turn's meter (chat.turn.metered), which measured that input, and its context budget: here, off the event
     loop, as the model's window may be asked of the provider (chat.llm.window_size) or the cache."""
     if not isinstance(conversation, Conversation):
-        conversation = selectors.conversation_get_for_user(user=user, conversation_id=conversation)
+        conversation = selectors.conversation_for_turn(user=user, conversation_id=conversation)
     if retry:
         started = transactions.turn_retry_start(
             user=user, conversation=conversation, message_id=message_id, origin=origin, regenerate=regenerate

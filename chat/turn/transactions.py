@@ -4,25 +4,33 @@ finish (`turn_finish`), which saves the reply and the agent state and releases t
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Case, F, Q, Value, When
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
 from chat import edits, extensions, versions
-from chat.limits import TurnOrigin, address_rate_check, turn_rate_check, user_row
-from chat.models import AgentState, Conversation, Message, Project, TurnStart
+from chat.limits import (
+    TurnOrigin,
+    address_rate_check,
+    turn_counted,
+    turn_rate_check,
+    turns_running_elsewhere,
+    user_row,
+)
+from chat.models import AgentState, Conversation, Message, Project
 from chat.process import owner
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
 from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
+from core.sql import column, table
 
 
 def _now() -> Any:
@@ -69,21 +77,53 @@ def _turn_claim(
     address_rate_check(address=origin.address, now=now, recent=row.address_turns)
     extensions.spend_check(user.pk)  # a monthly token quota (the usage app)
     token = uuid.uuid4()
-    free = Q(lock_expires_at__isnull=True) | Q(lock_expires_at__lte=now)
-    expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
-    touch = {} if title is None else _touch(title=title, now=now)
-    taken = Conversation.objects.filter(free, pk=conversation.pk).update(
-        lock_token=token, lock_expires_at=expires, lock_owner=owner(), stop_requested=False, **touch
-    )
-    if not taken:
+    if not _lock_take(conversation_id=conversation.pk, token=token, now=now, title=title):
         if not Conversation.objects.filter(pk=conversation.pk).exists():
             raise ConversationGone()
         raise ConversationBusy()
-    running = Conversation.objects.filter(owner=user, lock_expires_at__gt=now).exclude(pk=conversation.pk).count()
+    running = turns_running_elsewhere(user_id=user.pk, conversation_id=conversation.pk, now=now)
     if running >= settings.CHAT_USER_RUN_SLOTS:
         raise RunSlotsFull(settings.CHAT_USER_RUN_SLOTS)
-    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
+    turn_counted(user_id=user.pk, address=origin.address, now=now)
     return token
+
+
+def _lock_take(*, conversation_id: uuid.UUID, token: uuid.UUID, now: Any, title: str | None) -> bool:
+    """Take the conversation's lock if it is free; with `title`, the same statement moves the conversation to
+    the top (`_touch`). Whether it was taken.
+
+    In SQL rather than the ORM, as chat.limits.user_row: on every turn's way to its first token, where Django
+    building the statement cost several times running it. Values are prepared as the fields prepare them."""
+    c = functools.partial(column, Conversation)
+    expires = now + timedelta(seconds=settings.CHAT_LOCK_TTL_SECONDS)
+    sets = f"{c('lock_token')} = %s, {c('lock_expires_at')} = %s, {c('lock_owner')} = %s, {c('stop_requested')} = %s"
+    params: list[Any] = [_as_uuid(token), _as_time(expires), owner(), False]
+    if title is not None:
+        touch, touched = _touch(title=title, now=now)
+        sets, params = f"{sets}, {touch}", [*params, *touched]
+    free = f"({c('lock_expires_at')} IS NULL OR {c('lock_expires_at')} <= %s)"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table(Conversation)} SET {sets} WHERE {c('id')} = %s AND {free}",
+            [*params, _as_uuid(conversation_id), _as_time(now)],
+        )
+        return cursor.rowcount > 0
+
+
+def _touch(*, title: str, now: Any) -> tuple[str, list[Any]]:
+    """The SET clauses (and their values) that move a conversation to the top, titled from `title` unless it
+    has one (checked in SQL: the object may be stale)."""
+    name = column(Conversation, "title")
+    touch = f"{column(Conversation, 'updated_at')} = %s, {name} = CASE WHEN {name} = '' THEN %s ELSE {name} END"
+    return touch, [_as_time(now), title_from(title)]
+
+
+def _as_uuid(value: uuid.UUID) -> Any:
+    return Conversation._meta.get_field("id").get_db_prep_value(value, connection)
+
+
+def _as_time(value: Any) -> Any:
+    return connection.ops.adapt_datetimefield_value(value)
 
 
 @transaction.atomic
@@ -98,7 +138,7 @@ def turn_count_only(*, user: User, origin: TurnOrigin | None = None) -> None:
     turn_rate_check(user=user, now=now, recent=row.user_turns)
     address_rate_check(address=origin.address, now=now, recent=row.address_turns)
     extensions.spend_check(user.pk)
-    TurnStart.objects.create(user=user, address=origin.address[:64], started_at=now)
+    turn_counted(user_id=user.pk, address=origin.address, now=now)
 
 
 @transaction.atomic
@@ -126,17 +166,14 @@ class _State:
     token_ratio: float | None
 
 
-def _touch(*, title: str, now: Any) -> dict[str, Any]:
-    """The fields that move a conversation to the top, titled from `title` unless it has one (checked in
-    SQL: the object may be stale)."""
-    return {"updated_at": now, "title": Case(When(title="", then=Value(title_from(title))), default=F("title"))}
-
-
 def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _State:
     """The conversation's agent state (and title, and its project as it is now: a project's mode and
     instructions apply from its next turn); with `title`, first move it to the top (`_touch`)."""
     if title is not None:
-        Conversation.objects.filter(pk=conversation.pk).update(**_touch(title=title, now=now))
+        touch, touched = _touch(title=title, now=now)
+        with connection.cursor() as cursor:
+            sql = f"UPDATE {table(Conversation)} SET {touch} WHERE {column(Conversation, 'id')} = %s"
+            cursor.execute(sql, [*touched, _as_uuid(conversation.pk)])
     conversation.updated_at = now
     row = Conversation.objects.filter(pk=conversation.pk).values_list(
         "title",
