@@ -5,6 +5,7 @@ converted as the ORM converts what it reads."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
@@ -17,10 +18,18 @@ Converters = list[tuple[list[Callable[..., Any]], Any]]
 
 
 def table(model: type[models.Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
+    return _quoted(connection.vendor, model, None)
 
 
 def column(model: type[models.Model], name: str) -> str:
+    return _quoted(connection.vendor, model, name)
+
+
+@functools.cache
+def _quoted(vendor: str, model: type[models.Model], name: str | None) -> str:
+    # Kept per database kind (a process talks to one): these names are built on every turn's way to its first token.
+    if name is None:
+        return connection.ops.quote_name(model._meta.db_table)
     field = model._meta.get_field(name)
     assert isinstance(field, models.Field)
     return connection.ops.quote_name(str(field.column))
@@ -43,6 +52,17 @@ def _converters_of(model: type[models.Model], wrapper: BaseDatabaseWrapper) -> C
             ([*wrapper.ops.get_db_converters(col), *col.get_db_converters(wrapper)], col) for col in cols
         ]
     return by_model[model]
+
+
+def value(model: type[models.Model], name: str, stored: Any) -> Any:
+    """One column's value as read by a statement, converted as the ORM converts that field's (JSON decoded …)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    converters, col = _converters_of(model, wrapper)[model._meta.concrete_fields.index(field)]
+    for convert in converters:
+        stored = convert(stored, col, wrapper)
+    return stored
 
 
 def instance(model: type[M], values: Sequence[Any]) -> M:

@@ -31,6 +31,7 @@ from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, Not
 from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
 from core.sql import column, table
+from core.sql import value as sql_value
 
 
 def _now() -> Any:
@@ -175,19 +176,19 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
             sql = f"UPDATE {table(Conversation)} SET {touch} WHERE {column(Conversation, 'id')} = %s"
             cursor.execute(sql, [*touched, _as_uuid(conversation.pk)])
     conversation.updated_at = now
-    row = Conversation.objects.filter(pk=conversation.pk).values_list(
-        "title",
-        "model",  # read again: the object may be stale, and a model chosen since applies to this turn
-        "agent_state__context",
-        "agent_state__version",
-        "agent_state__context_window",
-        "agent_state__token_ratio",
-        "project_id",
-        "project__name",
-        "project__instructions",
-        "project__memory_mode",
-    )[0]
-    conversation.title, conversation.model, context, version, window, ratio = row[:6]
+    c, s, p = (functools.partial(column, model) for model in (Conversation, AgentState, Project))
+    # In SQL, as the claim (`_lock_take`); the model is read again: the object may be stale, and a model
+    # chosen since applies to this turn.
+    sql = (
+        f"SELECT c.{c('title')}, c.{c('model')}, s.{s('context')}, s.{s('version')}, s.{s('context_window')},"
+        f" s.{s('token_ratio')}, c.{c('project')}, p.{p('name')}, p.{p('instructions')}, p.{p('memory_mode')}"
+        f" FROM {table(Conversation)} c LEFT JOIN {table(AgentState)} s ON s.{s('conversation')} = c.{c('id')}"
+        f" LEFT JOIN {table(Project)} p ON p.{p('id')} = c.{c('project')} WHERE c.{c('id')} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_as_uuid(conversation.pk)])
+        row = cursor.fetchone()
+    conversation.title, conversation.model, stored, version, window, ratio = row[:6]
     project_id, name, instructions, mode = row[6:]
     conversation.project = None
     if project_id is not None:
@@ -195,8 +196,10 @@ def _turn_state(conversation: Conversation, *, title: str | None, now: Any) -> _
         conversation.project = Project(pk=project_id, owner_id=conversation.owner_id, **fields)
     if version is None:  # every conversation is created with its state; this only repairs a missing one
         state = AgentState.objects.create(conversation=conversation)
-        context, version = state.context, state.version
-    return _State(list(context), version, window, ratio)
+        stored, version = state.context, state.version
+    else:
+        stored = sql_value(AgentState, "context", stored)
+    return _State(list(stored), version, window, ratio)
 
 
 @transaction.atomic

@@ -16,9 +16,9 @@ from django.utils import timezone
 from accounts.models import ApiToken, User
 from accounts.services import api_token_check, api_token_create
 from chat.limits import turn_counted, turns_running_elsewhere
-from chat.models import Conversation, TurnStart
+from chat.models import AgentState, Conversation, Project, TurnStart
 from chat.selectors import conversation_for_turn
-from chat.turn.transactions import _lock_take
+from chat.turn.transactions import _lock_take, _turn_state
 from tests.helpers import make_conversation, make_user
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +103,20 @@ def test_run_slots_count_the_users_other_live_locks_and_turn_starts_are_counted(
     turn_counted(user_id=user.pk, address="203.0.113.7" + "0" * 80, now=now)
     start = TurnStart.objects.get(user=user)
     assert start.started_at == now and start.address == ("203.0.113.7" + "0" * 80)[:64]
+
+
+def test_a_turns_state_and_project_are_read_as_the_orm_reads_them(user: Any) -> None:
+    project = Project.objects.create(owner=user, name="Café", instructions="Réponds en français.")
+    conversation = make_conversation(owner=user, project=project, title="Menu", model="small")
+    context = [{"role": "user", "content": "不吃辣 — ok?"}, {"role": "assistant", "content": "好的"}]
+    AgentState.objects.filter(conversation=conversation).update(context=context, version=4, token_ratio=1.25)
+    stale = Conversation.objects.get(pk=conversation.pk)
+    Conversation.objects.filter(pk=conversation.pk).update(model="large")  # chosen since the object was read
+
+    state = _turn_state(stale, title=None, now=timezone.now())
+
+    assert (state.context, state.version, state.token_ratio, state.context_window) == (context, 4, 1.25, None)
+    assert stale.model == "large" and stale.project is not None
+    assert (stale.project.pk, stale.project.name, stale.project.instructions, stale.project.memory_mode) == (
+        project.pk, "Café", "Réponds en français.", project.memory_mode
+    )  # fmt: skip
