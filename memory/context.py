@@ -14,15 +14,19 @@ What the block held is recorded against the turn's reply (`memory_uses_record`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import transaction
+from django.dispatch import receiver
 from django.utils import timezone, translation
 from django.utils.formats import date_format
 from django.utils.translation import gettext
@@ -67,12 +71,24 @@ def line(candidate: Candidate, *, today: date | None = None) -> str:
     learned = ""
     if today is not None and candidate.learned_at is not None:
         day = timezone.localdate(candidate.learned_at)
-        when = date_format(day, "DATE_FORMAT")
-        if (today - day).days > OLD_DAYS:
-            learned = gettext(" (learned %(date)s, over a year ago)") % {"date": when}
-        else:
-            learned = gettext(" (learned %(date)s)") % {"date": when}
+        learned = _learned(day, old=(today - day).days > OLD_DAYS, language=translation.get_language() or "")
     return f"- {mark}{candidate.content}{until}{learned}"
+
+
+@functools.lru_cache(maxsize=512)
+def _learned(day: date, *, old: bool, language: str) -> str:
+    """A background line's note of when it was learned, in the active `language` (part of the key): a block's
+    lines share a few days, and formatting a date in a language is most of a line's cost."""
+    when = date_format(day, "DATE_FORMAT")
+    if old:
+        return gettext(" (learned %(date)s, over a year ago)") % {"date": when}
+    return gettext(" (learned %(date)s)") % {"date": when}
+
+
+@receiver(setting_changed)
+def _date_formats_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in {"DATE_FORMAT", "FORMAT_MODULE_PATH", "LANGUAGES", "LANGUAGE_CODE"}:  # tests change them
+        _learned.cache_clear()
 
 
 @dataclass(frozen=True)

@@ -257,8 +257,9 @@ def memory_history_for_search(*, user_id: int, since: datetime | None, until: da
 
 
 def _aware(value: datetime | None) -> datetime | None:
-    """A datetime as the ORM gives it (SQLite's driver gives it naive, in UTC)."""
-    return timezone.make_aware(value, UTC) if value is not None and timezone.is_naive(value) else value
+    """A datetime as the ORM gives it (SQLite's driver gives it naive, in UTC). Not timezone.make_aware: this
+    runs twice per memory on every turn, and for UTC it does the same, several times slower."""
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 MemoryRow = tuple[int, str, bool, str, "datetime | None", "int | None", "datetime | None"]
