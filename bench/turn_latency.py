@@ -568,6 +568,14 @@ def main() -> int:
     args = parser.parse_args()
     if bool(args.database_url) != bool(args.redis_url):
         parser.error("--database-url and --redis-url go together (PostgreSQL + Redis)")
+    counts = ("turns", "latency_tokens", "long_turns", "streams", "tokens", "memories", "fresh_burst")
+    for name in counts:
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} is a count: 0 or more")
+    if args.turns < 1 or args.streams < 1 or args.web_processes < 1:
+        parser.error("--turns, --streams and --web-processes need at least 1")
+    if args.latency_delay < 0 or args.token_delay < 0:
+        parser.error("--latency-delay and --token-delay are seconds: 0 or more")
 
     scratch = Path(tempfile.mkdtemp(prefix="memora-bench-"))
     # What `make run` sees on a fresh clone, plus the provider: no service URLs unless asked for.

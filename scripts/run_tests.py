@@ -36,11 +36,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.processes import chromium_path  # noqa: E402  (standard library only)
+
 CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
-HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"  # as tests/e2e/browser.py: lighter than the whole browser
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or (HEADLESS_SHELL if Path(HEADLESS_SHELL).exists() else "/usr/bin/chromium")
+CHROMIUM = chromium_path()  # the one the browser tests drive (tests/processes.py)
 SMOKE_PG_URL = os.environ.get("SMOKE_DATABASE_URL", PG_URL.rsplit("/", 1)[0] + "/memora_smoke")
 SMOKE_REDIS_URL = os.environ.get("SMOKE_REDIS_URL", "redis://127.0.0.1:6379/13")
 WITHOUT_MEMORY_SETTINGS = "config.settings.test_without_memory"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import signal
 import socket
@@ -15,6 +16,16 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Debian's headless shell (package chromium-headless-shell: the build Playwright itself runs headless) takes
+# about a quarter less processor time than the whole browser, which stands in where only it is installed.
+HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
+
+
+def chromium_path() -> str:
+    """The browser the browser tests drive: CHROMIUM_PATH, else the headless shell, else the whole browser."""
+    return os.environ.get("CHROMIUM_PATH") or (HEADLESS_SHELL if Path(HEADLESS_SHELL).exists() else "/usr/bin/chromium")
+
+
 # The database this process migrated first, by settings module (the run without the memory app has fewer tables).
 _migrated: dict[str, Path] = {}
 

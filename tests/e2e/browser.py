@@ -11,13 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.processes import free_port, migrated_database, stop, wait_for_port
+from tests.processes import chromium_path, free_port, migrated_database, stop, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
-# Debian's headless shell (package chromium-headless-shell: the build Playwright itself runs headless) takes
-# about a quarter less processor time than the whole browser, which stands in where only it is installed.
-HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or (HEADLESS_SHELL if Path(HEADLESS_SHELL).exists() else "/usr/bin/chromium")
+CHROMIUM = chromium_path()
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
