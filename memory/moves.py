@@ -30,9 +30,9 @@ from memory.selectors import in_scope, memories_active
 from memory.services import (
     DUPLICATE,
     MemoryConflict,
-    _copy_sources,
-    _create_active,
     _now,
+    copy_sources,
+    create_active,
     lock_active,
 )
 
@@ -53,7 +53,7 @@ def memory_move(*, user: User, memory: Memory, project: Project | None) -> Memor
     Memory.objects.filter(pk=current.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.MOVED)
     if current.key:
         there.filter(key=current.key).update(invalid_at=now, invalid_reason=Memory.InvalidReason.REPLACED)
-    new = _create_active(
+    new = create_active(
         owner=user,
         content=current.content,
         origin=current.origin,
@@ -64,7 +64,7 @@ def memory_move(*, user: User, memory: Memory, project: Project | None) -> Memor
         last_used_at=current.last_used_at,
         project_id=target,
     )
-    _copy_sources(source=current, target=new)
+    copy_sources(source=current, target=new)
     # The same sentence has the same vector: no new embeddings request.
     vectors = MemoryVector.objects.filter(memory=current)
     MemoryVector.objects.bulk_create([MemoryVector(memory=new, model=v.model, vector=v.vector) for v in vectors])

@@ -82,7 +82,7 @@ def _ensure_not_duplicate(*, user: User, content: str, project_id: int | None = 
         raise MemoryConflict(DUPLICATE)
 
 
-def _create_active(**fields: object) -> Memory:
+def create_active(**fields: object) -> Memory:
     """Insert an active memory; the database's unique constraint on the active set (owner, content)
     turns a concurrent duplicate into a 409 rather than a second copy."""
     try:
@@ -117,7 +117,7 @@ def lock_active(*, user: User, memory: Memory, now: datetime, change: Literal["e
     return current
 
 
-def _copy_sources(*, source: Memory, target: Memory) -> None:
+def copy_sources(*, source: Memory, target: Memory) -> None:
     ids = MemorySource.objects.filter(memory=source).values_list("message_id", flat=True)
     MemorySource.objects.bulk_create([MemorySource(memory=target, message_id=mid) for mid in ids])
 
@@ -146,7 +146,7 @@ def memory_add(*, user: User, content: str, project: Project | None = None) -> M
     _ensure_room(user=user)
     embed_memories_later(user_id=user.pk)
     _drop_suggestion_of(user=user, content=text, project_id=project_id)
-    return _create_active(owner=user, content=text, origin=Memory.Origin.USER, project_id=project_id)
+    return create_active(owner=user, content=text, origin=Memory.Origin.USER, project_id=project_id)
 
 
 @transaction.atomic
@@ -166,7 +166,7 @@ def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
     Memory.objects.filter(owner=user, suggested=True, supersedes=current).delete()
     # The key leaves the old row first: one active row per key.
     Memory.objects.filter(pk=current.pk).update(invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED)
-    new = _create_active(
+    new = create_active(
         owner=user,
         content=text,
         origin=Memory.Origin.USER,
@@ -176,7 +176,7 @@ def memory_edit(*, user: User, memory: Memory, content: object) -> Memory:
         expires_at=current.expires_at,
         project_id=current.project_id,
     )
-    _copy_sources(source=current, target=new)
+    copy_sources(source=current, target=new)
     Memory.objects.filter(pk=current.pk).update(
         invalid_at=now, invalid_reason=Memory.InvalidReason.EDITED, superseded_by=new
     )
@@ -277,7 +277,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
         # A restored value of a single-valued preference replaces the one active now.
         scope.filter(key=current.key).update(invalid_at=_now(), invalid_reason=Memory.InvalidReason.REPLACED)
     _drop_suggestion_of(user=user, content=current.content, project_id=current.project_id)
-    new = _create_active(
+    new = create_active(
         owner=user,
         content=current.content,
         origin=Memory.Origin.RESTORED,
@@ -286,7 +286,7 @@ def memory_restore(*, user: User, memory: Memory) -> Memory:
         sensitive=current.sensitive,
         project_id=current.project_id,
     )
-    _copy_sources(source=current, target=new)
+    copy_sources(source=current, target=new)
     Memory.objects.filter(pk=head.pk).update(superseded_by=new)
     embed_memories_later(user_id=user.pk)
     return new
