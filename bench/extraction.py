@@ -233,6 +233,8 @@ def burst_and_idle() -> tuple[int, float]:
     tasks.due.clear()  # the hook's own tasks are lost here: only the sweep finds the messages
     while not any(user_id == idle.pk for user_id, _ in recovery.pending_work()):
         tasks.now += timedelta(seconds=1)
+        if tasks.now - last > timedelta(hours=1):
+            raise RuntimeError("an idle user's messages were not due for the sweep within an hour")
     return calls, (tasks.now - last).total_seconds()
 
 

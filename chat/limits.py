@@ -30,7 +30,7 @@ from django.utils.crypto import constant_time_compare
 from accounts.models import User
 from chat.models import Conversation, TurnStart
 from chat.rejections import TooManyTurns
-from core.sql import column, table
+from core.sql import column, prepared, table
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def turns_running_elsewhere(*, user_id: int, conversation_id: Any, now: Any) -> 
         f"SELECT COUNT(*) FROM {table(Conversation)} WHERE {c('owner')} = %s AND {c('lock_expires_at')} > %s"
         f" AND {c('id')} <> %s"
     )
-    other = Conversation._meta.get_field("id").get_db_prep_value(conversation_id, connection)
+    other = prepared(Conversation, "id", conversation_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, [user_id, connection.ops.adapt_datetimefield_value(now), other])
         return int(cursor.fetchone()[0])

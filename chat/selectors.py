@@ -18,7 +18,7 @@ from accounts.models import User
 from chat.llm import catalogue, get_chat_model
 from chat.models import AgentState, Conversation, ConversationMarker, Message, Project
 from chat.turn import context_budget, cut
-from core.sql import column, columns, instance, table
+from core.sql import column, columns, instance, prepared, table
 
 
 def conversation_list(*, user: User) -> QuerySet[Conversation]:
@@ -109,13 +109,10 @@ def conversation_for_turn(*, user: User, conversation_id: UUID | str) -> Convers
     """The user's conversation as a turn's start reads it (Http404 unless it is theirs): without its project,
     which the start reads with the agent state (chat.turn.transactions). A raw read: it is on every turn's way
     to its first token, and Django building the query cost several times running it."""
-    pk = Conversation._meta.get_field("id")
+    pk = prepared(Conversation, "id", Conversation._meta.get_field("id").to_python(conversation_id))
     mine = f"c.{column(Conversation, 'id')} = %s AND c.{column(Conversation, 'owner')} = %s"
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns(Conversation, 'c')} FROM {table(Conversation)} c WHERE {mine}",
-            [pk.get_db_prep_value(pk.to_python(conversation_id), connection), user.pk],
-        )
+        cursor.execute(f"SELECT {columns(Conversation, 'c')} FROM {table(Conversation)} c WHERE {mine}", [pk, user.pk])
         found = cursor.fetchone()
     if found is None:
         raise Http404("No Conversation matches the given query.")

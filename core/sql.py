@@ -37,7 +37,19 @@ def _quoted(vendor: str, model: type[models.Model], name: str | None) -> str:
 
 def columns(model: type[models.Model], alias: str) -> str:
     """Every stored column of `model`, as `alias`.column, in the order `instance` takes them."""
+    return _columns(connection.vendor, model, alias)
+
+
+@functools.cache
+def _columns(vendor: str, model: type[models.Model], alias: str) -> str:
     return ", ".join(f"{alias}.{connection.ops.quote_name(str(f.column))}" for f in model._meta.concrete_fields)
+
+
+def prepared(model: type[models.Model], name: str, value: Any) -> Any:
+    """`value` as the field `name` of `model` sends it to the database (a UUID is text on SQLite …)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field.get_db_prep_value(value, connection)
 
 
 # Per connection (each thread has its own) and model: what the ORM would apply to each column it reads.
@@ -60,18 +72,21 @@ def value(model: type[models.Model], name: str, stored: Any) -> Any:
     assert isinstance(field, models.Field)
     wrapper = connections[DEFAULT_DB_ALIAS]
     converters, col = _converters_of(model, wrapper)[model._meta.concrete_fields.index(field)]
-    for convert in converters:
-        stored = convert(stored, col, wrapper)
-    return stored
+    return _converted(stored, converters, col, wrapper)
 
 
 def instance(model: type[M], values: Sequence[Any]) -> M:
     """A `model` from a row's values read in `columns(model)`'s order, each converted as the ORM converts it
     (aware datetimes, decoded JSON, UUIDs, booleans on SQLite), as if the ORM had read it."""
     wrapper = connections[DEFAULT_DB_ALIAS]
-    converted = []
-    for value, (converters, col) in zip(values, _converters_of(model, wrapper), strict=True):
-        for convert in converters:
-            value = convert(value, col, wrapper)
-        converted.append(value)
+    converted = [
+        _converted(stored, converters, col, wrapper)
+        for stored, (converters, col) in zip(values, _converters_of(model, wrapper), strict=True)
+    ]
     return model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in model._meta.concrete_fields], converted)
+
+
+def _converted(stored: Any, converters: list[Callable[..., Any]], col: Any, wrapper: BaseDatabaseWrapper) -> Any:
+    for convert in converters:
+        stored = convert(stored, col, wrapper)
+    return stored

@@ -30,7 +30,7 @@ from chat.process import owner
 from chat.rejections import AccessEnded, ConversationBusy, ConversationGone, NothingToRetry, RunSlotsFull
 from chat.search.index import search_index_messages
 from chat.services import message_content_clean, title_from, without_nul
-from core.sql import column, table
+from core.sql import column, prepared, table
 from core.sql import value as sql_value
 
 
@@ -120,7 +120,7 @@ def _touch(*, title: str, now: Any) -> tuple[str, list[Any]]:
 
 
 def _as_uuid(value: uuid.UUID) -> Any:
-    return Conversation._meta.get_field("id").get_db_prep_value(value, connection)
+    return prepared(Conversation, "id", value)
 
 
 def _as_time(value: Any) -> Any:

@@ -299,3 +299,18 @@ def test_the_learned_date_is_in_the_users_language(user: Any) -> None:
 
     written = timezone.localdate() - timedelta(days=700)
     assert f"- 正在准备CFA考试。（{written.year}年{written.month}月{written.day}日记下，一年多以前）" in block
+
+
+@pytest.mark.django_db
+def test_a_learned_date_formatted_in_one_language_is_not_reused_in_another(user: Any) -> None:
+    old = make_memory(owner=user, content="Is preparing for the CFA exam.")
+    Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=700))
+    written = timezone.localdate() - timedelta(days=700)
+    english = memory_block(context_for(user, "How should I revise for the CFA exam?")) or ""
+    assert f"(learned {date_format(written, 'DATE_FORMAT')}, over a year ago)" in english
+
+    User.objects.filter(pk=user.pk).update(language="zh-hans")
+    user.refresh_from_db()
+    chinese = memory_block(context_for(user, "How should I revise for the CFA exam?")) or ""
+
+    assert f"（{written.year}年{written.month}月{written.day}日记下，一年多以前）" in chinese

@@ -85,6 +85,16 @@ def test_the_admins_per_user_quota_wins_over_the_setting(
     assert send(api_client, conversation_create(user=user)).status_code == 429
 
 
+def test_a_per_user_row_without_a_figure_leaves_the_setting_in_force(
+    api_client: Client, user: User, settings: Any, fake_model: Any
+) -> None:
+    settings.USER_MONTHLY_TOKENS = 100
+    spend(user, 500)
+    UserQuota.objects.create(user=user, monthly_tokens=None)  # the admin cleared the figure
+    assert quotas.monthly_limit(user_id=user.pk) == 100
+    assert send(api_client, conversation_create(user=user)).status_code == 429
+
+
 def test_over_quota_a_retry_answers_429_and_keeps_the_failed_reply(
     api_client: Client, user: User, settings: Any
 ) -> None:
